@@ -1,0 +1,114 @@
+//! The table of calls waiting for a reply on one connection.
+//!
+//! Invariant: every registered call is completed exactly once, by its reply, by its caller
+//! giving up (`remove`), or by `close_all` when the connection ends. Registration and
+//! `close_all` take the same lock, so no call can slip in after the table closed.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::oneshot;
+
+use crate::error::Error;
+use crate::frame::Frame;
+
+pub(crate) type ReplySender = oneshot::Sender<Result<Frame, Error>>;
+pub(crate) type ReplyReceiver = oneshot::Receiver<Result<Frame, Error>>;
+
+#[derive(Default)]
+pub(crate) struct PendingCalls {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    calls: HashMap<u64, ReplySender>,
+    closed: Option<String>,
+}
+
+impl PendingCalls {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the map inconsistent (every operation
+        // is a single insert/remove), so a poisoned lock is still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers call `id`, or fails when the connection has already closed.
+    pub(crate) fn register(&self, id: u64) -> Result<ReplyReceiver, Error> {
+        let mut state = self.lock();
+        if let Some(reason) = &state.closed {
+            return Err(Error::closed(reason.clone()));
+        }
+        let (tx, rx) = oneshot::channel();
+        state.calls.insert(id, tx);
+        Ok(rx)
+    }
+
+    /// Delivers a reply; returns false when nobody waits for `id` any more.
+    pub(crate) fn complete(&self, id: u64, frame: Frame) -> bool {
+        let sender = self.lock().calls.remove(&id);
+        match sender {
+            Some(tx) => tx.send(Ok(frame)).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Forgets call `id` (its caller gave up); returns whether it was still waiting.
+    pub(crate) fn remove(&self, id: u64) -> bool {
+        self.lock().calls.remove(&id).is_some()
+    }
+
+    /// Fails every waiting call and refuses new ones.
+    pub(crate) fn close_all(&self, reason: &str) {
+        let calls = {
+            let mut state = self.lock();
+            state.closed.get_or_insert_with(|| reason.to_owned());
+            std::mem::take(&mut state.calls)
+        };
+        for (_, tx) in calls {
+            let _ = tx.send(Err(Error::closed(reason)));
+        }
+    }
+
+    /// Why the connection closed, if it has.
+    pub(crate) fn closed_reason(&self) -> Option<String> {
+        self.lock().closed.clone()
+    }
+
+    /// Calls currently waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().calls.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::FrameKind;
+
+    #[test]
+    fn close_all_fails_waiting_calls_and_refuses_new_ones() {
+        let pending = PendingCalls::default();
+        let mut rx = pending.register(1).unwrap();
+        pending.close_all("peer reset");
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Err(Error::ConnectionClosed { reason })) if reason == "peer reset"
+        ));
+        assert!(pending.register(2).is_err());
+        assert_eq!(pending.len(), 0);
+    }
+
+    #[test]
+    fn a_reply_completes_only_its_own_call() {
+        let pending = PendingCalls::default();
+        let mut one = pending.register(1).unwrap();
+        let mut two = pending.register(2).unwrap();
+        assert!(pending.complete(2, Frame::control(FrameKind::Response, 2)));
+        assert!(!pending.complete(2, Frame::control(FrameKind::Response, 2)));
+        assert!(one.try_recv().is_err());
+        assert!(matches!(two.try_recv(), Ok(Ok(f)) if f.request_id == 2));
+    }
+}

@@ -1,0 +1,22 @@
+//! Protobuf through prost: genuine proto3 wire format, so any protobuf library can read it
+//! given the equivalent `.proto` (the book shows how methods map to messages).
+
+use bytes::BytesMut;
+
+use super::{Codec, CodecError, WireMessage};
+
+pub(super) fn encode<T: WireMessage>(value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
+    // Reserving first makes prost's capacity check infallible.
+    dst.reserve(value.encoded_len());
+    value.encode(dst).map_err(|e| CodecError::Encode {
+        codec: Codec::Protobuf,
+        source: e.into(),
+    })
+}
+
+pub(super) fn decode<T: WireMessage>(src: &[u8]) -> Result<T, CodecError> {
+    T::decode(src).map_err(|e| CodecError::Decode {
+        codec: Codec::Protobuf,
+        source: e.into(),
+    })
+}

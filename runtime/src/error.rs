@@ -1,0 +1,215 @@
+//! The caller-facing [`Error`], the wire [`ErrorCode`]s and the server-side [`CallError`].
+
+use std::time::Duration;
+
+use crate::codec::CodecError;
+use crate::frame::FrameError;
+use crate::method::MethodId;
+use crate::negotiate::NegotiationError;
+
+/// Why a server could not answer a request, as carried in an `Error` frame. The numeric values
+/// are the wire values (see the wire-protocol chapter of the book).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// No service on the server has this method id.
+    UnknownMethod,
+    /// The request payload did not decode as the method's arguments.
+    BadRequest,
+    /// The handler panicked.
+    HandlerPanicked,
+    /// The handler did not finish before the request's deadline.
+    DeadlineExceeded,
+    /// A frame exceeded the receiver's maximum frame length.
+    FrameTooLarge,
+    /// The peer broke the protocol (bad frame, unexpected kind, duplicate request id).
+    ProtocolViolation,
+    /// The server is over one of its limits and refused the work.
+    Overloaded,
+    /// The server is shutting down and accepts no new calls.
+    ShuttingDown,
+    /// The server could not encode the handler's result.
+    EncodeFailed,
+    /// A code this version does not know.
+    Other(u16),
+}
+
+impl ErrorCode {
+    /// The wire value.
+    pub const fn to_u16(self) -> u16 {
+        match self {
+            Self::UnknownMethod => 1,
+            Self::BadRequest => 2,
+            Self::HandlerPanicked => 3,
+            Self::DeadlineExceeded => 4,
+            Self::FrameTooLarge => 5,
+            Self::ProtocolViolation => 6,
+            Self::Overloaded => 7,
+            Self::ShuttingDown => 8,
+            Self::EncodeFailed => 9,
+            Self::Other(code) => code,
+        }
+    }
+
+    /// Parses a wire value; unknown values are kept as [`ErrorCode::Other`].
+    pub const fn from_u16(code: u16) -> Self {
+        match code {
+            1 => Self::UnknownMethod,
+            2 => Self::BadRequest,
+            3 => Self::HandlerPanicked,
+            4 => Self::DeadlineExceeded,
+            5 => Self::FrameTooLarge,
+            6 => Self::ProtocolViolation,
+            7 => Self::Overloaded,
+            8 => Self::ShuttingDown,
+            9 => Self::EncodeFailed,
+            other => Self::Other(other),
+        }
+    }
+}
+
+/// Why a server-side dispatch failed before or after the handler ran. Returned by the future
+/// of [`Service::call`](crate::Service::call); the server turns it into an `Error` frame.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No method with this id in the service.
+    #[error("unknown method {0}")]
+    UnknownMethod(MethodId),
+    /// The arguments did not decode.
+    #[error("arguments did not decode: {0}")]
+    BadRequest(#[source] CodecError),
+    /// The result did not encode.
+    #[error("result did not encode: {0}")]
+    Encode(#[source] CodecError),
+}
+
+impl CallError {
+    /// The code sent to the caller.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::UnknownMethod(_) => ErrorCode::UnknownMethod,
+            Self::BadRequest(_) => ErrorCode::BadRequest,
+            Self::Encode(_) => ErrorCode::EncodeFailed,
+        }
+    }
+}
+
+/// Everything that can go wrong for a caller (and for starting a server).
+///
+/// Application errors are not here: a method returning `Result<T, E>` resolves to
+/// `Ok(Err(e))` when the handler returned `Err(e)`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Opening the TCP connection (or binding the listener) failed.
+    #[error("could not connect to {addr}: {source}")]
+    Connect {
+        /// The address as given.
+        addr: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Binding the server's listener failed.
+    #[error("could not bind {addr}: {source}")]
+    Bind {
+        /// The address as given.
+        addr: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The handshake failed: no common codec, another protocol version, or a peer that is not
+    /// a wirecall server.
+    #[error("codec negotiation failed: {0}")]
+    Negotiation(#[from] NegotiationError),
+    /// Encoding the arguments or decoding the result failed locally.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// The handler panicked on the server; the server goes on serving other calls.
+    #[error("the remote handler of {method} panicked: {message}")]
+    HandlerPanicked {
+        /// The method called.
+        method: MethodId,
+        /// The panic message, if it was a string.
+        message: String,
+    },
+    /// The server has no such method: client and server disagree on the service definition.
+    #[error("the server has no method {method}; check that client and server use the same service definition")]
+    UnknownMethod {
+        /// The method id that was not found.
+        method: MethodId,
+    },
+    /// A frame was larger than the maximum frame length of its receiver.
+    #[error("frame of {len} bytes exceeds the maximum of {max} bytes; send less per call or raise max_frame_len on both sides")]
+    FrameTooLarge {
+        /// The frame length.
+        len: u64,
+        /// The maximum it exceeded.
+        max: u32,
+    },
+    /// The connection closed (or broke) before the call completed. The call may or may not
+    /// have run on the server.
+    #[error("connection closed: {reason}")]
+    ConnectionClosed {
+        /// Why, as far as the client knows.
+        reason: String,
+    },
+    /// No reply arrived before the call's deadline. The server was told to stop the work.
+    #[error("no reply within {after:?}")]
+    Timeout {
+        /// The deadline that passed.
+        after: Duration,
+    },
+    /// The server refused or failed the call for another reason.
+    #[error("the server failed the call ({code:?}): {message}")]
+    Remote {
+        /// The wire error code.
+        code: ErrorCode,
+        /// The server's message.
+        message: String,
+    },
+    /// The server's configuration is invalid (for example two methods share an id).
+    #[error("invalid server configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    pub(crate) fn closed(reason: impl Into<String>) -> Self {
+        Self::ConnectionClosed {
+            reason: reason.into(),
+        }
+    }
+
+    /// Builds the caller's error from an `Error` frame's body.
+    pub(crate) fn from_remote(method: MethodId, code: ErrorCode, message: String) -> Self {
+        match code {
+            ErrorCode::UnknownMethod => Self::UnknownMethod { method },
+            ErrorCode::HandlerPanicked => Self::HandlerPanicked { method, message },
+            _ => Self::Remote { code, message },
+        }
+    }
+}
+
+impl From<FrameError> for Error {
+    fn from(err: FrameError) -> Self {
+        match err {
+            FrameError::TooLarge { len, max } => Self::FrameTooLarge { len, max },
+            other => Self::closed(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_round_trip_including_unknown_ones() {
+        for code in 0..=20u16 {
+            assert_eq!(ErrorCode::from_u16(code).to_u16(), code);
+        }
+        assert_eq!(ErrorCode::from_u16(3), ErrorCode::HandlerPanicked);
+        assert_eq!(ErrorCode::from_u16(4000), ErrorCode::Other(4000));
+    }
+}

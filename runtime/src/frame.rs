@@ -1,0 +1,463 @@
+//! Length-prefixed frames: the unit that travels on a connection after the handshake.
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  length      u32 BE, bytes after this field (header + payload), <= max frame length
+//!      4     1  kind        FrameKind
+//!      5     1  flags       reserved, 0
+//!      6     8  request id  u64 BE
+//!     14     8  method id   u64 BE (0 where the kind has no method)
+//!     22     4  deadline    u32 BE, milliseconds the caller will wait; 0 = no deadline
+//!     26     -  payload
+//! ```
+//!
+//! [`FrameCodec`] implements tokio-util's [`Decoder`] and [`Encoder`]. The decoder checks the
+//! length prefix against the configured maximum *before* it reserves any memory, so a peer
+//! cannot make the reader allocate more than one maximum-size frame.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::error::ErrorCode;
+use crate::method::MethodId;
+
+/// Bytes of the length prefix.
+pub const LENGTH_PREFIX_LEN: usize = 4;
+/// Bytes of the header that follows the length prefix.
+pub const HEADER_LEN: usize = 22;
+/// Length prefix plus header: the smallest possible frame on the wire.
+pub const FRAME_OVERHEAD: usize = LENGTH_PREFIX_LEN + HEADER_LEN;
+/// The default maximum of the length prefix: 16 MiB.
+pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
+
+/// What a frame is for. The numeric values are the wire values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// A call that expects exactly one `Response` or `Error` with the same request id.
+    Request = 1,
+    /// The successful result of a request.
+    Response = 2,
+    /// A failed request (request id != 0) or a connection-level error (request id 0).
+    Error = 3,
+    /// The caller gave up on a request; the server stops working on it.
+    Cancel = 4,
+    /// Liveness probe; answered with `Pong` carrying the same request id.
+    Ping = 5,
+    /// Answer to `Ping`.
+    Pong = 6,
+    /// A one-way call: no reply of any kind is sent.
+    Notify = 7,
+}
+
+impl FrameKind {
+    /// Parses a wire value.
+    pub const fn from_u8(value: u8) -> Option<Self> {
+        Some(match value {
+            1 => Self::Request,
+            2 => Self::Response,
+            3 => Self::Error,
+            4 => Self::Cancel,
+            5 => Self::Ping,
+            6 => Self::Pong,
+            7 => Self::Notify,
+            _ => return None,
+        })
+    }
+}
+
+/// One decoded frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// What the frame is for.
+    pub kind: FrameKind,
+    /// Correlates requests with their responses; chosen by the caller.
+    pub request_id: u64,
+    /// The method called (requests and notifications) or answered.
+    pub method: MethodId,
+    /// Milliseconds the caller will wait for this request; 0 means no deadline.
+    pub deadline_ms: u32,
+    /// The codec-encoded body (or an error body, see [`ErrorBody`]).
+    pub payload: Bytes,
+}
+
+impl Frame {
+    /// A frame without payload.
+    pub fn control(kind: FrameKind, request_id: u64) -> Self {
+        Self {
+            kind,
+            request_id,
+            method: MethodId::new(0),
+            deadline_ms: 0,
+            payload: Bytes::new(),
+        }
+    }
+
+    /// An `Error` frame for `request_id` (0 for the whole connection).
+    pub fn error(request_id: u64, method: MethodId, code: ErrorCode, message: &str) -> Self {
+        Self {
+            kind: FrameKind::Error,
+            request_id,
+            method,
+            deadline_ms: 0,
+            payload: ErrorBody::encode(code, message),
+        }
+    }
+
+    /// The whole frame as wire bytes.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut buf = BytesMut::with_capacity(FRAME_OVERHEAD + self.payload.len());
+        put_header(
+            &mut buf,
+            HEADER_LEN + self.payload.len(),
+            self.kind,
+            self.request_id,
+            self.method,
+            self.deadline_ms,
+        );
+        buf.extend_from_slice(&self.payload);
+        buf.freeze()
+    }
+}
+
+/// Errors of the frame layer. Each one ends the connection: after it the byte stream can no
+/// longer be trusted to be aligned on frame boundaries.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The length prefix is larger than the configured maximum.
+    #[error("frame of {len} bytes exceeds the maximum of {max} bytes")]
+    TooLarge {
+        /// The announced length.
+        len: u64,
+        /// The configured maximum.
+        max: u32,
+    },
+    /// The length prefix is too small to hold a header.
+    #[error("frame length {len} is shorter than the {HEADER_LEN}-byte header")]
+    TooShort {
+        /// The announced length.
+        len: u32,
+    },
+    /// The kind byte is not one of [`FrameKind`].
+    #[error("unknown frame kind {0}")]
+    UnknownKind(u8),
+    /// The reserved flags byte is not zero.
+    #[error("reserved frame flags {0:#04x} are not zero")]
+    ReservedFlags(u8),
+    /// Reading or writing the underlying stream failed.
+    #[error("transport i/o failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Decodes and encodes [`Frame`]s, enforcing a maximum length.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameCodec {
+    max_frame_len: u32,
+}
+
+impl FrameCodec {
+    /// A codec that rejects frames whose length prefix exceeds `max_frame_len`.
+    pub fn new(max_frame_len: u32) -> Self {
+        Self { max_frame_len }
+    }
+
+    /// The configured maximum.
+    pub fn max_frame_len(&self) -> u32 {
+        self.max_frame_len
+    }
+}
+
+impl Default for FrameCodec {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_FRAME_LEN)
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let Some(prefix) = src.get(..LENGTH_PREFIX_LEN) else {
+            return Ok(None);
+        };
+        let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+        // Validate before reserving: the length comes from the peer.
+        if len > self.max_frame_len {
+            return Err(FrameError::TooLarge {
+                len: len.into(),
+                max: self.max_frame_len,
+            });
+        }
+        if (len as usize) < HEADER_LEN {
+            return Err(FrameError::TooShort { len });
+        }
+        let total = LENGTH_PREFIX_LEN + len as usize;
+        if src.len() < total {
+            src.reserve(total - src.len());
+            return Ok(None);
+        }
+        src.advance(LENGTH_PREFIX_LEN);
+        let kind_byte = src.get_u8();
+        let kind = FrameKind::from_u8(kind_byte).ok_or(FrameError::UnknownKind(kind_byte))?;
+        let flags = src.get_u8();
+        if flags != 0 {
+            return Err(FrameError::ReservedFlags(flags));
+        }
+        let request_id = src.get_u64();
+        let method = MethodId::new(src.get_u64());
+        let deadline_ms = src.get_u32();
+        let payload = src.split_to(len as usize - HEADER_LEN).freeze();
+        Ok(Some(Frame {
+            kind,
+            request_id,
+            method,
+            deadline_ms,
+            payload,
+        }))
+    }
+}
+
+impl Encoder<Frame> for FrameCodec {
+    type Error = FrameError;
+
+    fn encode(&mut self, frame: Frame, dst: &mut BytesMut) -> Result<(), FrameError> {
+        let len = HEADER_LEN + frame.payload.len();
+        if len > self.max_frame_len as usize {
+            return Err(FrameError::TooLarge {
+                len: len as u64,
+                max: self.max_frame_len,
+            });
+        }
+        dst.reserve(LENGTH_PREFIX_LEN + len);
+        put_header(
+            dst,
+            len,
+            frame.kind,
+            frame.request_id,
+            frame.method,
+            frame.deadline_ms,
+        );
+        dst.extend_from_slice(&frame.payload);
+        Ok(())
+    }
+}
+
+fn put_header(
+    dst: &mut BytesMut,
+    len: usize,
+    kind: FrameKind,
+    request_id: u64,
+    method: MethodId,
+    deadline_ms: u32,
+) {
+    dst.put_u32(len as u32);
+    dst.put_u8(kind as u8);
+    dst.put_u8(0);
+    dst.put_u64(request_id);
+    dst.put_u64(method.get());
+    dst.put_u32(deadline_ms);
+}
+
+/// An outgoing frame under construction: the codec encodes the payload straight after a
+/// reserved header, so the payload is never copied.
+#[derive(Debug)]
+pub struct FrameBuf {
+    buf: BytesMut,
+}
+
+impl FrameBuf {
+    /// An empty frame with room for `payload_hint` bytes of payload.
+    pub fn with_capacity(payload_hint: usize) -> Self {
+        let mut buf = BytesMut::with_capacity(FRAME_OVERHEAD + payload_hint);
+        buf.put_bytes(0, FRAME_OVERHEAD);
+        Self { buf }
+    }
+
+    /// The buffer the payload is appended to (its first bytes are the reserved header).
+    pub fn payload_writer(&mut self) -> &mut BytesMut {
+        &mut self.buf
+    }
+
+    /// Bytes of payload written so far.
+    pub fn payload_len(&self) -> usize {
+        self.buf.len() - FRAME_OVERHEAD
+    }
+
+    /// Writes the header and returns the wire bytes, or an error when the frame would exceed
+    /// `max_frame_len` (the peer would reject it).
+    pub fn finish(
+        mut self,
+        kind: FrameKind,
+        request_id: u64,
+        method: MethodId,
+        deadline_ms: u32,
+        max_frame_len: u32,
+    ) -> Result<Bytes, FrameError> {
+        let len = self.buf.len() - LENGTH_PREFIX_LEN;
+        if len > max_frame_len as usize {
+            return Err(FrameError::TooLarge {
+                len: len as u64,
+                max: max_frame_len,
+            });
+        }
+        let mut header = BytesMut::with_capacity(FRAME_OVERHEAD);
+        put_header(&mut header, len, kind, request_id, method, deadline_ms);
+        self.buf[..FRAME_OVERHEAD].copy_from_slice(&header);
+        Ok(self.buf.freeze())
+    }
+}
+
+/// The body of an `Error` frame: a `u16` BE [`ErrorCode`] followed by a UTF-8 message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub code: ErrorCode,
+    /// Human-readable detail (may be empty).
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// Encodes a body.
+    pub fn encode(code: ErrorCode, message: &str) -> Bytes {
+        let mut buf = BytesMut::with_capacity(2 + message.len());
+        buf.put_u16(code.to_u16());
+        buf.extend_from_slice(message.as_bytes());
+        buf.freeze()
+    }
+
+    /// Decodes a body; a body shorter than two bytes is reported as a protocol violation and
+    /// invalid UTF-8 is replaced rather than rejected (the message is for humans).
+    pub fn decode(payload: &[u8]) -> Self {
+        match payload {
+            [hi, lo, message @ ..] => Self {
+                code: ErrorCode::from_u16(u16::from_be_bytes([*hi, *lo])),
+                message: String::from_utf8_lossy(message).into_owned(),
+            },
+            _ => Self {
+                code: ErrorCode::ProtocolViolation,
+                message: "error frame without an error code".to_owned(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Frame {
+        Frame {
+            kind: FrameKind::Request,
+            request_id: 7,
+            method: MethodId::new(0x0102_0304_0506_0708),
+            deadline_ms: 250,
+            payload: Bytes::from_static(b"hello"),
+        }
+    }
+
+    #[test]
+    fn round_trips_a_frame() {
+        let mut codec = FrameCodec::default();
+        let mut buf = BytesMut::new();
+        codec.encode(sample(), &mut buf).unwrap();
+        assert_eq!(buf.len(), FRAME_OVERHEAD + 5);
+        assert_eq!(&buf[..4], &[0, 0, 0, 27]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(sample()));
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn read_incomplete_head_waits() {
+        let mut codec = FrameCodec::default();
+        let mut buf = BytesMut::from(&[0u8, 0][..]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), None);
+    }
+
+    #[test]
+    fn read_single_frame_multi_packet() {
+        let wire = sample().to_bytes();
+        let mut codec = FrameCodec::default();
+        let mut buf = BytesMut::new();
+        for (i, byte) in wire.iter().enumerate() {
+            buf.put_u8(*byte);
+            let decoded = codec.decode(&mut buf).unwrap();
+            if i + 1 < wire.len() {
+                assert_eq!(decoded, None, "frame decoded early at byte {i}");
+            } else {
+                assert_eq!(decoded, Some(sample()));
+            }
+        }
+    }
+
+    #[test]
+    fn read_max_frame_len_is_rejected_before_allocating() {
+        let mut codec = FrameCodec::new(1024);
+        let mut buf = BytesMut::from(&u32::MAX.to_be_bytes()[..]);
+        let capacity_before = buf.capacity();
+        let err = codec.decode(&mut buf).unwrap_err();
+        assert!(
+            matches!(err, FrameError::TooLarge { len, max: 1024 } if len == u64::from(u32::MAX))
+        );
+        assert_eq!(buf.capacity(), capacity_before);
+    }
+
+    #[test]
+    fn length_shorter_than_header_is_rejected() {
+        let mut codec = FrameCodec::default();
+        let mut buf = BytesMut::from(&0u32.to_be_bytes()[..]);
+        assert!(matches!(
+            codec.decode(&mut buf),
+            Err(FrameError::TooShort { len: 0 })
+        ));
+    }
+
+    #[test]
+    fn unknown_kind_is_rejected() {
+        let mut wire = BytesMut::from(&sample().to_bytes()[..]);
+        wire[4] = 99;
+        assert!(matches!(
+            FrameCodec::default().decode(&mut wire),
+            Err(FrameError::UnknownKind(99))
+        ));
+    }
+
+    #[test]
+    fn frame_buf_writes_the_same_bytes_as_the_encoder() {
+        let mut frame = FrameBuf::with_capacity(5);
+        frame.payload_writer().extend_from_slice(b"hello");
+        let wire = frame
+            .finish(
+                FrameKind::Request,
+                7,
+                MethodId::new(0x0102_0304_0506_0708),
+                250,
+                DEFAULT_MAX_FRAME_LEN,
+            )
+            .unwrap();
+        assert_eq!(wire, sample().to_bytes());
+    }
+
+    #[test]
+    fn frame_buf_refuses_to_exceed_the_maximum() {
+        let mut frame = FrameBuf::with_capacity(64);
+        frame.payload_writer().put_bytes(1, 64);
+        let err = frame
+            .finish(FrameKind::Response, 1, MethodId::new(1), 0, 32)
+            .unwrap_err();
+        assert!(matches!(err, FrameError::TooLarge { max: 32, .. }));
+    }
+
+    #[test]
+    fn error_body_round_trips_and_tolerates_garbage() {
+        let body = ErrorBody::encode(ErrorCode::UnknownMethod, "no such method");
+        assert_eq!(
+            ErrorBody::decode(&body),
+            ErrorBody {
+                code: ErrorCode::UnknownMethod,
+                message: "no such method".to_owned()
+            }
+        );
+        assert_eq!(ErrorBody::decode(&[1]).code, ErrorCode::ProtocolViolation);
+    }
+}

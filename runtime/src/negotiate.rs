@@ -1,0 +1,451 @@
+//! The handshake that opens every connection and picks its codec.
+//!
+//! ```text
+//! client hello:  "WCAL"  version:u8  count:u8 (1..=16)  codec ids:[u8; count]  (preference order)
+//! server hello:  "WCAL"  version:u8  status:u8  chosen codec id:u8  count:u8  server codec ids:[u8; count]
+//! ```
+//!
+//! The server answers every hello it can parse, even a refusal, so that the client can say
+//! precisely why it was refused; after a refusal it closes the connection.
+
+use std::fmt;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::codec::Codec;
+
+/// First four bytes of both hellos.
+pub const MAGIC: [u8; 4] = *b"WCAL";
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u8 = 1;
+/// The most codec ids a hello may list.
+pub const MAX_CODECS: usize = 16;
+
+/// The server's verdict in its hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum HelloStatus {
+    /// A codec was chosen; frames follow.
+    Accepted = 0,
+    /// None of the offered codecs is allowed by the server.
+    NoCommonCodec = 1,
+    /// The client speaks another protocol version.
+    UnsupportedVersion = 2,
+    /// The client hello was malformed (bad magic, empty or oversized codec list).
+    Malformed = 3,
+    /// The server is at its connection limit or shutting down.
+    Busy = 4,
+}
+
+impl HelloStatus {
+    fn from_u8(value: u8) -> Option<Self> {
+        Some(match value {
+            0 => Self::Accepted,
+            1 => Self::NoCommonCodec,
+            2 => Self::UnsupportedVersion,
+            3 => Self::Malformed,
+            4 => Self::Busy,
+            _ => return None,
+        })
+    }
+}
+
+/// A list of codec ids as seen on the wire, printed by name where known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodecList(pub Vec<u8>);
+
+impl CodecList {
+    /// The ids of `codecs`.
+    pub fn of(codecs: &[Codec]) -> Self {
+        Self(codecs.iter().map(|c| c.id()).collect())
+    }
+}
+
+impl fmt::Display for CodecList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, id) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            match Codec::from_id(*id) {
+                Some(codec) => f.write_str(codec.name())?,
+                None => write!(f, "unknown({id})")?,
+            }
+        }
+        f.write_str("]")
+    }
+}
+
+/// Errors of the handshake.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NegotiationError {
+    /// No codec is both offered by the client and allowed by the server.
+    #[error("no common codec: the client offered {offered}, the server supports {supported}")]
+    NoCommonCodec {
+        /// The client's list, in its preference order.
+        offered: CodecList,
+        /// The server's list, in its preference order.
+        supported: CodecList,
+    },
+    /// The two sides speak different protocol versions.
+    #[error("protocol version mismatch: the client speaks {client}, the server {server}")]
+    UnsupportedVersion {
+        /// The client's version.
+        client: u8,
+        /// The server's version.
+        server: u8,
+    },
+    /// The peer's first bytes are not `WCAL`: it is not a wirecall peer.
+    #[error("the peer is not a wirecall endpoint (first bytes {0:02x?}, expected \"WCAL\")")]
+    BadMagic([u8; 4]),
+    /// The hello lists no codec, or more than [`MAX_CODECS`].
+    #[error("the hello lists {0} codecs; 1 to {MAX_CODECS} are allowed")]
+    BadCodecCount(u8),
+    /// The server named a codec the client did not offer, or an unknown status.
+    #[error("the server's hello is invalid: {0}")]
+    BadServerHello(String),
+    /// The server said the client hello was malformed.
+    #[error("the server rejected the hello as malformed")]
+    RejectedAsMalformed,
+    /// The server is at its connection limit or shutting down.
+    #[error("the server is busy (connection limit reached or shutting down); retry later")]
+    Busy,
+    /// The client was configured to offer no codec at all.
+    #[error("no codec to offer: enable at least one codec feature and list at least one codec")]
+    NothingToOffer,
+    /// The handshake did not complete in time.
+    #[error("the handshake did not complete within the timeout")]
+    TimedOut,
+    /// The connection failed during the handshake.
+    #[error("i/o during the handshake: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A parsed client hello.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientHello {
+    /// The client's protocol version.
+    pub version: u8,
+    /// The offered codec ids, most preferred first (unknown ids are kept).
+    pub codecs: Vec<u8>,
+}
+
+impl ClientHello {
+    /// Encodes a hello offering `codecs`.
+    pub fn encode(codecs: &[Codec]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(6 + codecs.len());
+        out.extend_from_slice(&MAGIC);
+        out.push(PROTOCOL_VERSION);
+        out.push(codecs.len() as u8);
+        out.extend(codecs.iter().map(|c| c.id()));
+        out
+    }
+
+    /// Parses a hello from the start of `buf`. `Ok(None)` means more bytes are needed; on
+    /// success also returns how many bytes the hello used.
+    pub fn parse(buf: &[u8]) -> Result<Option<(Self, usize)>, NegotiationError> {
+        check_magic(buf)?;
+        let Some(&[version, count]) = buf.get(4..6) else {
+            return Ok(None);
+        };
+        if count == 0 || count as usize > MAX_CODECS {
+            return Err(NegotiationError::BadCodecCount(count));
+        }
+        let end = 6 + count as usize;
+        let Some(ids) = buf.get(6..end) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            Self {
+                version,
+                codecs: ids.to_vec(),
+            },
+            end,
+        )))
+    }
+}
+
+/// A parsed server hello.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerHello {
+    /// The server's protocol version.
+    pub version: u8,
+    /// The verdict.
+    pub status: HelloStatus,
+    /// The chosen codec id (0 unless accepted).
+    pub codec: u8,
+    /// The codecs the server allows, in its preference order.
+    pub supported: Vec<u8>,
+}
+
+impl ServerHello {
+    /// Encodes this hello.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + self.supported.len());
+        out.extend_from_slice(&MAGIC);
+        out.push(self.version);
+        out.push(self.status as u8);
+        out.push(self.codec);
+        out.push(self.supported.len() as u8);
+        out.extend_from_slice(&self.supported);
+        out
+    }
+
+    /// Parses a hello from the start of `buf`; `Ok(None)` means more bytes are needed.
+    pub fn parse(buf: &[u8]) -> Result<Option<(Self, usize)>, NegotiationError> {
+        check_magic(buf)?;
+        let Some(&[version, status, codec, count]) = buf.get(4..8) else {
+            return Ok(None);
+        };
+        let status = HelloStatus::from_u8(status)
+            .ok_or_else(|| NegotiationError::BadServerHello(format!("unknown status {status}")))?;
+        if count as usize > MAX_CODECS {
+            return Err(NegotiationError::BadCodecCount(count));
+        }
+        let end = 8 + count as usize;
+        let Some(ids) = buf.get(8..end) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            Self {
+                version,
+                status,
+                codec,
+                supported: ids.to_vec(),
+            },
+            end,
+        )))
+    }
+}
+
+fn check_magic(buf: &[u8]) -> Result<(), NegotiationError> {
+    let seen = &buf[..buf.len().min(4)];
+    if seen != &MAGIC[..seen.len()] {
+        let mut magic = [0u8; 4];
+        magic[..seen.len()].copy_from_slice(seen);
+        return Err(NegotiationError::BadMagic(magic));
+    }
+    Ok(())
+}
+
+/// Which side's preference order wins when several codecs are common.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Preference {
+    /// The first codec in the client's list that the server allows (the default: the client
+    /// knows its payloads best).
+    #[default]
+    Client,
+    /// The first codec in the server's list that the client offered.
+    Server,
+}
+
+/// Picks the codec for a connection, or `None` when the lists share none. Unknown ids in the
+/// offer are ignored, so newer clients can offer codecs older servers lack.
+pub fn negotiate_codec(
+    offered: &[u8],
+    supported: &[Codec],
+    preference: Preference,
+) -> Option<Codec> {
+    match preference {
+        Preference::Client => offered
+            .iter()
+            .filter_map(|id| Codec::from_id(*id))
+            .find(|c| supported.contains(c)),
+        Preference::Server => supported
+            .iter()
+            .copied()
+            .find(|c| offered.contains(&c.id())),
+    }
+}
+
+/// Runs the client side: sends the offer and reads the verdict.
+pub async fn client_handshake<S>(stream: &mut S, offer: &[Codec]) -> Result<Codec, NegotiationError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if offer.is_empty() {
+        return Err(NegotiationError::NothingToOffer);
+    }
+    stream.write_all(&ClientHello::encode(offer)).await?;
+    stream.flush().await?;
+
+    let mut buf = [0u8; 8 + MAX_CODECS];
+    stream.read_exact(&mut buf[..8]).await?;
+    let count = buf[7] as usize;
+    if count > MAX_CODECS {
+        return Err(NegotiationError::BadCodecCount(buf[7]));
+    }
+    stream.read_exact(&mut buf[8..8 + count]).await?;
+    let (hello, _) = ServerHello::parse(&buf[..8 + count])?
+        .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
+    match hello.status {
+        HelloStatus::Accepted => match Codec::from_id(hello.codec) {
+            Some(codec) if offer.contains(&codec) => Ok(codec),
+            _ => Err(NegotiationError::BadServerHello(format!(
+                "the server chose codec id {}, which was not offered",
+                hello.codec
+            ))),
+        },
+        HelloStatus::NoCommonCodec => Err(NegotiationError::NoCommonCodec {
+            offered: CodecList::of(offer),
+            supported: CodecList(hello.supported),
+        }),
+        HelloStatus::UnsupportedVersion => Err(NegotiationError::UnsupportedVersion {
+            client: PROTOCOL_VERSION,
+            server: hello.version,
+        }),
+        HelloStatus::Malformed => Err(NegotiationError::RejectedAsMalformed),
+        HelloStatus::Busy => Err(NegotiationError::Busy),
+    }
+}
+
+/// Runs the server side: reads the offer, answers, and returns the chosen codec. On an error the
+/// refusal (when the hello was parsable enough to deserve one) has already been sent.
+pub async fn server_handshake<S>(
+    stream: &mut S,
+    supported: &[Codec],
+    preference: Preference,
+) -> Result<Codec, NegotiationError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut buf = [0u8; 6 + MAX_CODECS];
+    // Magic first, so that a stranger is turned away after four bytes.
+    stream.read_exact(&mut buf[..4]).await?;
+    if let Err(err) = check_magic(&buf[..4]) {
+        refuse(stream, HelloStatus::Malformed, supported).await;
+        return Err(err);
+    }
+    stream.read_exact(&mut buf[4..6]).await?;
+    let count = buf[5];
+    if count == 0 || count as usize > MAX_CODECS {
+        refuse(stream, HelloStatus::Malformed, supported).await;
+        return Err(NegotiationError::BadCodecCount(count));
+    }
+    stream.read_exact(&mut buf[6..6 + count as usize]).await?;
+    let (hello, _) = ClientHello::parse(&buf[..6 + count as usize])?
+        .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
+    if hello.version != PROTOCOL_VERSION {
+        refuse(stream, HelloStatus::UnsupportedVersion, supported).await;
+        return Err(NegotiationError::UnsupportedVersion {
+            client: hello.version,
+            server: PROTOCOL_VERSION,
+        });
+    }
+    let Some(codec) = negotiate_codec(&hello.codecs, supported, preference) else {
+        refuse(stream, HelloStatus::NoCommonCodec, supported).await;
+        return Err(NegotiationError::NoCommonCodec {
+            offered: CodecList(hello.codecs),
+            supported: CodecList::of(supported),
+        });
+    };
+    let reply = ServerHello {
+        version: PROTOCOL_VERSION,
+        status: HelloStatus::Accepted,
+        codec: codec.id(),
+        supported: CodecList::of(supported).0,
+    };
+    stream.write_all(&reply.encode()).await?;
+    stream.flush().await?;
+    Ok(codec)
+}
+
+/// Sends a refusal; failures are ignored because the connection is closed right after.
+pub async fn refuse<S>(stream: &mut S, status: HelloStatus, supported: &[Codec])
+where
+    S: AsyncWrite + Unpin,
+{
+    let reply = ServerHello {
+        version: PROTOCOL_VERSION,
+        status,
+        codec: 0,
+        supported: CodecList::of(supported).0,
+    };
+    let _ = stream.write_all(&reply.encode()).await;
+    let _ = stream.flush().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_hello_round_trips() {
+        let bytes = ClientHello::encode(&[Codec::MessagePack, Codec::Json]);
+        assert_eq!(bytes, b"WCAL\x01\x02\x02\x01");
+        let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!(hello.codecs, vec![2, 1]);
+    }
+
+    #[test]
+    fn partial_hellos_ask_for_more() {
+        let bytes = ClientHello::encode(&[Codec::Protobuf]);
+        for cut in 0..bytes.len() {
+            assert_eq!(
+                ClientHello::parse(&bytes[..cut]).unwrap(),
+                None,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_magic_is_rejected_from_the_first_byte() {
+        assert!(matches!(
+            ClientHello::parse(b"G"),
+            Err(NegotiationError::BadMagic(_))
+        ));
+        assert!(matches!(
+            ClientHello::parse(b"GET / HTTP/1.1"),
+            Err(NegotiationError::BadMagic(_))
+        ));
+    }
+
+    #[test]
+    fn empty_codec_list_is_malformed() {
+        assert!(matches!(
+            ClientHello::parse(b"WCAL\x01\x00"),
+            Err(NegotiationError::BadCodecCount(0))
+        ));
+    }
+
+    #[test]
+    fn preference_decides_between_common_codecs() {
+        let offered = [Codec::Json.id(), Codec::Protobuf.id()];
+        let supported = [Codec::Protobuf, Codec::Json];
+        assert_eq!(
+            negotiate_codec(&offered, &supported, Preference::Client),
+            Some(Codec::Json)
+        );
+        assert_eq!(
+            negotiate_codec(&offered, &supported, Preference::Server),
+            Some(Codec::Protobuf)
+        );
+        assert_eq!(
+            negotiate_codec(&[99, 2], &supported, Preference::Client),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn refusal_names_both_lists() {
+        let (mut client, mut server) = tokio::io::duplex(256);
+        let server = tokio::spawn(async move {
+            server_handshake(&mut server, &[Codec::Protobuf], Preference::Client).await
+        });
+        let err = client_handshake(&mut client, &[Codec::Json])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no common codec: the client offered [json], the server supports [protobuf]"
+        );
+        assert!(matches!(
+            server.await.unwrap(),
+            Err(NegotiationError::NoCommonCodec { .. })
+        ));
+    }
+}

@@ -1,0 +1,306 @@
+//! One server connection: handshake, then a read loop that starts every call as its own task,
+//! so a slow call never holds up a fast one, while the writer task sends replies in whatever
+//! order they finish.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::{AbortHandle, Abortable};
+use futures::{FutureExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio_util::codec::FramedRead;
+use tokio_util::task::TaskTracker;
+
+use super::Shared;
+use crate::codec::Codec;
+use crate::error::ErrorCode;
+use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
+use crate::negotiate::server_handshake;
+use crate::transport::Transport;
+use crate::writer::{run_writer, WRITE_QUEUE_FRAMES};
+
+/// How long the writer may take to flush the last replies before the connection is dropped.
+const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
+
+/// Why the read loop stopped.
+enum End {
+    /// The peer closed or reset the connection: nobody will read replies any more.
+    PeerGone,
+    /// The peer broke the protocol; it has been sent an error frame.
+    Violation,
+    /// The server is shutting down: finish what runs, then close.
+    Shutdown,
+}
+
+pub(crate) async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let config = &shared.config;
+    let handshake = server_handshake(&mut stream, &config.codecs, config.preference);
+    let codec = tokio::select! {
+        outcome = tokio::time::timeout(config.handshake_timeout, handshake) => match outcome {
+            Ok(Ok(codec)) => codec,
+            Ok(Err(err)) => {
+                tracing::debug!(%peer, %err, "handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "handshake timed out");
+                return;
+            }
+        },
+        _ = shared.shutdown.cancelled() => return,
+    };
+    tracing::debug!(%peer, %codec, "connection accepted");
+    run_connection(stream, codec, &shared).await;
+    tracing::debug!(%peer, "connection closed");
+}
+
+async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shared>) {
+    let (read_half, write_half) = stream.split_io();
+    let (queue, queued) = mpsc::channel(WRITE_QUEUE_FRAMES);
+    let mut writer = tokio::spawn(run_writer(write_half, queued));
+    let mut frames = FramedRead::new(read_half, FrameCodec::new(shared.config.max_frame_len));
+    let calls = Arc::new(InFlight::default());
+    let tasks = TaskTracker::new();
+    let permits = Arc::new(Semaphore::new(shared.config.max_in_flight_per_connection));
+    let context = CallContext {
+        codec,
+        queue: queue.clone(),
+        calls: Arc::clone(&calls),
+        max_frame_len: shared.config.max_frame_len,
+    };
+
+    let end = loop {
+        let next = tokio::select! {
+            biased;
+            _ = shared.shutdown.cancelled() => break End::Shutdown,
+            next = frames.next() => next,
+        };
+        let frame = match next {
+            None => break End::PeerGone,
+            Some(Ok(frame)) => frame,
+            Some(Err(FrameError::Io(err))) => {
+                tracing::debug!(%err, "connection read failed");
+                break End::PeerGone;
+            }
+            Some(Err(err)) => {
+                let code = match err {
+                    FrameError::TooLarge { .. } => ErrorCode::FrameTooLarge,
+                    _ => ErrorCode::ProtocolViolation,
+                };
+                tracing::debug!(%err, "closing connection on a bad frame");
+                send_connection_error(&queue, code, &err.to_string()).await;
+                break End::Violation;
+            }
+        };
+        match frame.kind {
+            FrameKind::Request | FrameKind::Notify => {
+                // Waiting here stops reading the connection: backpressure on the peer.
+                let permit = tokio::select! {
+                    permit = Arc::clone(&permits).acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break End::Shutdown,
+                    },
+                    _ = shared.shutdown.cancelled() => break End::Shutdown,
+                };
+                if let Err(message) = start_call(frame, permit, &context, shared, &tasks).await {
+                    send_connection_error(&queue, ErrorCode::ProtocolViolation, &message).await;
+                    break End::Violation;
+                }
+            }
+            FrameKind::Cancel => calls.abort(frame.request_id),
+            FrameKind::Ping => {
+                let pong = Frame::control(FrameKind::Pong, frame.request_id).to_bytes();
+                if queue.send(pong).await.is_err() {
+                    break End::PeerGone;
+                }
+            }
+            FrameKind::Pong => {}
+            FrameKind::Response | FrameKind::Error => {
+                let message = format!("a client may not send {:?} frames", frame.kind);
+                send_connection_error(&queue, ErrorCode::ProtocolViolation, &message).await;
+                break End::Violation;
+            }
+        }
+    };
+
+    tasks.close();
+    match end {
+        End::Shutdown => {
+            tokio::select! {
+                _ = tasks.wait() => {}
+                _ = shared.force.cancelled() => calls.abort_all(),
+            }
+            tasks.wait().await;
+            send_connection_error(
+                &queue,
+                ErrorCode::ShuttingDown,
+                "the server is shutting down",
+            )
+            .await;
+        }
+        End::PeerGone | End::Violation => {
+            // Nobody will read the replies: stop the work.
+            calls.abort_all();
+            tasks.wait().await;
+        }
+    }
+    drop(context);
+    drop(queue);
+    if tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
+}
+
+/// What every call task of one connection needs.
+struct CallContext {
+    codec: Codec,
+    queue: mpsc::Sender<Bytes>,
+    calls: Arc<InFlight>,
+    max_frame_len: u32,
+}
+
+/// Starts one call as its own task. Fails (a protocol violation) when the request id is
+/// already in flight on this connection.
+async fn start_call(
+    frame: Frame,
+    permit: OwnedSemaphorePermit,
+    context: &CallContext,
+    shared: &Shared,
+    tasks: &TaskTracker,
+) -> Result<(), String> {
+    let Frame {
+        kind,
+        request_id,
+        method,
+        deadline_ms,
+        payload,
+    } = frame;
+    let one_way = kind == FrameKind::Notify;
+    let Some(route) = shared.router.get(method) else {
+        tracing::debug!(%method, "call to an unknown method");
+        if !one_way {
+            let error = Frame::error(
+                request_id,
+                method,
+                ErrorCode::UnknownMethod,
+                &format!("no service on this server has method id {method}"),
+            );
+            let _ = context.queue.send(error.to_bytes()).await;
+        }
+        return Ok(());
+    };
+    let (abort, registration) = AbortHandle::new_pair();
+    if !context.calls.insert(request_id, abort) {
+        return Err(format!("request id {request_id} is already in flight"));
+    }
+    let reply = route.service.call(method, context.codec, payload);
+    let deadline = (deadline_ms != 0).then(|| Duration::from_millis(deadline_ms.into()));
+    let queue = context.queue.clone();
+    let calls = Arc::clone(&context.calls);
+    let max_frame_len = context.max_frame_len;
+    tasks.spawn(async move {
+        let _permit = permit;
+        let work = Abortable::new(AssertUnwindSafe(reply).catch_unwind(), registration);
+        let outcome = match deadline {
+            Some(limit) => tokio::time::timeout(limit, work).await.ok(),
+            None => Some(work.await),
+        };
+        calls.remove(request_id);
+        let error = |code: ErrorCode, message: &str| {
+            Frame::error(request_id, method, code, message).to_bytes()
+        };
+        let frame = match outcome {
+            // Cancelled by the caller or by the end of the connection: no reply is wanted.
+            Some(Err(_aborted)) => return,
+            None => error(
+                ErrorCode::DeadlineExceeded,
+                &format!("the handler did not finish within {deadline_ms} ms"),
+            ),
+            Some(Ok(Err(panic))) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(%method, %message, "handler panicked");
+                error(ErrorCode::HandlerPanicked, &message)
+            }
+            Some(Ok(Ok(Err(call_error)))) => {
+                tracing::debug!(%method, %call_error, "call failed");
+                error(call_error.code(), &call_error.to_string())
+            }
+            Some(Ok(Ok(Ok(reply)))) => {
+                match reply.finish(FrameKind::Response, request_id, method, 0, max_frame_len) {
+                    Ok(bytes) => bytes,
+                    Err(err) => error(ErrorCode::FrameTooLarge, &format!("the reply {err}")),
+                }
+            }
+        };
+        if !one_way {
+            let _ = queue.send(frame).await;
+        }
+    });
+    Ok(())
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&'static str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "the handler panicked".to_owned()
+    }
+}
+
+async fn send_connection_error(queue: &mpsc::Sender<Bytes>, code: ErrorCode, message: &str) {
+    let frame = Frame::error(0, crate::MethodId::new(0), code, message);
+    let _ = queue.send(frame.to_bytes()).await;
+}
+
+/// Calls running on one connection, by request id, so a `Cancel` frame can stop one.
+#[derive(Default)]
+struct InFlight {
+    calls: Mutex<HashMap<u64, AbortHandle>>,
+}
+
+impl InFlight {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, AbortHandle>> {
+        // Every operation is a single map update, so a poisoned map is still consistent.
+        self.calls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Returns false when `request_id` is already running.
+    fn insert(&self, request_id: u64, abort: AbortHandle) -> bool {
+        let mut calls = self.lock();
+        if calls.contains_key(&request_id) {
+            return false;
+        }
+        calls.insert(request_id, abort);
+        true
+    }
+
+    fn remove(&self, request_id: u64) {
+        self.lock().remove(&request_id);
+    }
+
+    /// Stops one call; a cancel for an id that is not running is ignored (it may have just
+    /// finished).
+    fn abort(&self, request_id: u64) {
+        if let Some(abort) = self.lock().remove(&request_id) {
+            abort.abort();
+        }
+    }
+
+    fn abort_all(&self) {
+        for (_, abort) in self.lock().drain() {
+            abort.abort();
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! Routes method ids to the services that own them, built once when the server starts.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::method::{MethodDescriptor, MethodId};
+use crate::service::Service;
+
+/// One routable method.
+pub(crate) struct Route {
+    pub(crate) service: Arc<dyn Service>,
+    pub(crate) method: &'static MethodDescriptor,
+}
+
+impl Route {
+    /// `Service.method`, for logs and errors.
+    pub(crate) fn full_name(&self) -> String {
+        format!("{}.{}", self.service.descriptor().name, self.method.name)
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Router {
+    routes: HashMap<MethodId, Route>,
+}
+
+impl Router {
+    /// Indexes every method of every service; two methods with one id are a configuration
+    /// error (two services with the same name, or a hash collision).
+    pub(crate) fn build(services: &[Arc<dyn Service>]) -> Result<Self, Error> {
+        let mut routes: HashMap<MethodId, Route> = HashMap::new();
+        for service in services {
+            for method in service.descriptor().methods {
+                let route = Route {
+                    service: Arc::clone(service),
+                    method,
+                };
+                if let Some(existing) = routes.get(&method.id) {
+                    return Err(Error::Config(format!(
+                        "method id {} of {} collides with {}; give one service another name \
+                         with #[wirecall::service(name = \"...\")] or rename a method",
+                        method.id,
+                        route.full_name(),
+                        existing.full_name()
+                    )));
+                }
+                routes.insert(method.id, route);
+            }
+        }
+        Ok(Self { routes })
+    }
+
+    pub(crate) fn get(&self, method: MethodId) -> Option<&Route> {
+        self.routes.get(&method)
+    }
+}

@@ -1,0 +1,26 @@
+//! The seam between generated server code and the runtime.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+
+use crate::codec::Codec;
+use crate::error::CallError;
+use crate::frame::FrameBuf;
+use crate::method::{MethodId, ServiceDescriptor};
+
+/// The future of one dispatched call: the encoded reply (in a [`FrameBuf`] whose header the
+/// connection fills in) or why there is none.
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Result<FrameBuf, CallError>> + Send>>;
+
+/// A service the server can route calls to. `#[wirecall::service]` implements it for the
+/// generated `{Trait}Server`; implementing it by hand is possible but rarely needed.
+pub trait Service: Send + Sync + 'static {
+    /// The service's name and methods; the server routes by the method ids listed here.
+    fn descriptor(&self) -> &'static ServiceDescriptor;
+
+    /// Starts one call. Decoding the arguments happens before the future is returned, so a
+    /// bad payload fails without spawning anything.
+    fn call(&self, method: MethodId, codec: Codec, payload: Bytes) -> ReplyFuture;
+}
