@@ -272,7 +272,10 @@ where
     stream.flush().await?;
 
     let mut buf = [0u8; 8 + MAX_CODECS];
-    stream.read_exact(&mut buf[..8]).await?;
+    // Magic first, so that a non-wirecall server is named as such.
+    stream.read_exact(&mut buf[..4]).await?;
+    check_magic(&buf[..4])?;
+    stream.read_exact(&mut buf[4..8]).await?;
     let count = buf[7] as usize;
     if count > MAX_CODECS {
         return Err(NegotiationError::BadCodecCount(buf[7]));
