@@ -1,0 +1,154 @@
+//! The typed client: `{Trait}Client`, a thin wrapper over `wirecall::Channel` with one `async`
+//! method per service method.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{doc_attrs, MethodGen, ServiceGen};
+use crate::parse::ReplyShape;
+
+/// `pub struct {Trait}Client { channel: Channel }`.
+pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
+    let vis = &service.def.item.vis;
+    let client = &service.client;
+    let doc = format!(
+        " Typed client for [`{}`]. Cheap to clone; clones share one connection.",
+        service.def.item.ident
+    );
+    quote! {
+        #[doc = #doc]
+        #[derive(::core::clone::Clone, ::core::fmt::Debug)]
+        #vis struct #client {
+            channel: ::wirecall::Channel,
+        }
+    }
+}
+
+/// The client's constructors, accessors and one method per service method.
+pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
+    let client = &service.client;
+    let wire_name = &service.def.wire_name;
+    let methods = service
+        .methods
+        .iter()
+        .map(|method| client_method(service, method))
+        .collect::<syn::Result<Vec<_>>>()?;
+    Ok(quote! {
+        impl #client {
+            /// The service's wire name.
+            pub const SERVICE_NAME: &'static str = #wire_name;
+
+            /// Connects to `addr` with default options (all codecs offered).
+            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
+                addr: __A,
+            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+                ::core::result::Result::map(::wirecall::Channel::connect(addr).await, Self::new)
+            }
+
+            /// Wraps an existing channel (one connection can carry several services).
+            pub fn new(channel: ::wirecall::Channel) -> Self {
+                Self { channel }
+            }
+
+            /// The channel under this client.
+            pub fn channel(&self) -> &::wirecall::Channel {
+                &self.channel
+            }
+
+            /// The codec negotiated for this connection.
+            pub fn codec(&self) -> ::wirecall::Codec {
+                self.channel.codec()
+            }
+
+            /// A client whose calls use `timeout` as their deadline.
+            pub fn with_timeout(&self, timeout: ::wirecall::__private::Duration) -> Self {
+                Self {
+                    channel: self.channel.with_timeout(timeout),
+                }
+            }
+
+            #(#methods)*
+        }
+    })
+}
+
+fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Result<TokenStream> {
+    let ident = &method.def.sig.ident;
+    let docs = doc_attrs(method.def);
+    let docs = if docs.is_empty() {
+        let doc = format!(
+            " Calls `{}` on the remote [`{}`].",
+            method.def.wire_name, service.def.item.ident
+        );
+        quote!(#[doc = #doc])
+    } else {
+        quote!(#(#docs)*)
+    };
+    let params = method
+        .def
+        .args
+        .iter()
+        .zip(&method.arg_idents)
+        .map(|(arg, ident)| {
+            let ty = &arg.ty;
+            quote!(#ident: #ty)
+        });
+    let args_struct = &method.args_struct;
+    let reply_struct = &method.reply_struct;
+    let arg_idents = &method.arg_idents;
+    let id = method.method_id_expr();
+    let args = quote!(#args_struct { #(#arg_idents),* });
+
+    if method.def.oneway.is_some() {
+        return Ok(quote! {
+            #docs
+            ///
+            /// One-way: resolves once the request is queued; the server sends no reply.
+            pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<(), ::wirecall::Error> {
+                self.channel.notify(#id, #args).await
+            }
+        });
+    }
+
+    let (output, body) = match &method.def.reply {
+        ReplyShape::Unit => (
+            quote!(()),
+            quote! {
+                let _: #reply_struct = self.channel.call(#id, #args).await?;
+                ::core::result::Result::Ok(())
+            },
+        ),
+        ReplyShape::Value(ty) => (
+            quote!(#ty),
+            quote! {
+                let __reply: #reply_struct = self.channel.call(#id, #args).await?;
+                ::core::result::Result::Ok(__reply.value)
+            },
+        ),
+        ReplyShape::Result {
+            ok: Some(ok), err, ..
+        } => (
+            quote!(::core::result::Result<#ok, #err>),
+            quote! {
+                let __reply: #reply_struct = self.channel.call(#id, #args).await?;
+                ::wirecall::__private::result_from_parts(__reply.ok, __reply.err)
+            },
+        ),
+        ReplyShape::Result { ok: None, err, .. } => (
+            quote!(::core::result::Result<(), #err>),
+            quote! {
+                let __reply: #reply_struct = self.channel.call(#id, #args).await?;
+                ::core::result::Result::Ok(match __reply.err {
+                    ::core::option::Option::Some(__err) => ::core::result::Result::Err(__err),
+                    ::core::option::Option::None => ::core::result::Result::Ok(()),
+                })
+            },
+        ),
+    };
+    Ok(quote! {
+        #docs
+        pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<#output, ::wirecall::Error> {
+            #body
+        }
+    })
+}

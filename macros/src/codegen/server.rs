@@ -1,0 +1,168 @@
+//! The server side: `{Trait}Server<S>`, the service descriptor, and the `wirecall::Service`
+//! impl whose `call` is one `match` on the method id handing off to the runtime's `dispatch`.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{MethodGen, ServiceGen};
+use crate::parse::ReplyShape;
+
+/// `pub struct {Trait}Server<S> { inner: Arc<S> }` with `Clone` and `Debug` that need nothing
+/// from `S`.
+pub fn server_struct(service: &ServiceGen<'_>) -> TokenStream {
+    let vis = &service.def.item.vis;
+    let server = &service.server;
+    let server_name = server.to_string();
+    let doc = format!(
+        " Serves a [`{}`] implementation; pass it to `wirecall::ServerBuilder::serve`.",
+        service.def.item.ident
+    );
+    quote! {
+        #[doc = #doc]
+        #vis struct #server<S> {
+            inner: ::wirecall::__private::Arc<S>,
+        }
+
+        // Written by hand: a derive would require `S: Clone`, but clones only share the `Arc`.
+        impl<__S> ::core::clone::Clone for #server<__S> {
+            fn clone(&self) -> Self {
+                Self {
+                    inner: ::core::clone::Clone::clone(&self.inner),
+                }
+            }
+        }
+
+        impl<__S> ::core::fmt::Debug for #server<__S> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                ::core::fmt::Formatter::debug_struct(f, #server_name).finish_non_exhaustive()
+            }
+        }
+    }
+}
+
+/// `static __DESCRIPTOR: ServiceDescriptor`, which the server uses to route and to know which
+/// methods are one-way.
+pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
+    let wire_name = &service.def.wire_name;
+    let methods = service.methods.iter().map(|method| {
+        let name = &method.def.wire_name;
+        let id = method.method_id_expr();
+        let oneway = method.def.oneway.is_some();
+        quote! {
+            ::wirecall::MethodDescriptor {
+                name: #name,
+                id: #id,
+                oneway: #oneway,
+            }
+        }
+    });
+    quote! {
+        static __DESCRIPTOR: ::wirecall::ServiceDescriptor = ::wirecall::ServiceDescriptor {
+            name: #wire_name,
+            methods: &[#(#methods),*],
+        };
+    }
+}
+
+/// The server's constructors and its `wirecall::Service` impl.
+pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
+    let server = &service.server;
+    let trait_ident = &service.def.item.ident;
+    let arms = service
+        .methods
+        .iter()
+        .map(|method| dispatch_arm(service, method));
+    quote! {
+        impl<__S: #trait_ident> #server<__S> {
+            /// Wraps an implementation.
+            pub fn new(service: __S) -> Self {
+                Self {
+                    inner: ::wirecall::__private::Arc::new(service),
+                }
+            }
+
+            /// Wraps a shared implementation.
+            pub fn from_arc(service: ::wirecall::__private::Arc<__S>) -> Self {
+                Self { inner: service }
+            }
+        }
+
+        impl<__S: #trait_ident> ::wirecall::Service for #server<__S> {
+            fn descriptor(&self) -> &'static ::wirecall::ServiceDescriptor {
+                &__DESCRIPTOR
+            }
+
+            fn call(
+                &self,
+                __method: ::wirecall::MethodId,
+                __codec: ::wirecall::Codec,
+                __payload: ::wirecall::__private::Bytes,
+            ) -> ::wirecall::ReplyFuture {
+                match ::wirecall::MethodId::get(__method) {
+                    #(#arms)*
+                    _ => ::wirecall::__private::unknown_method(__method),
+                }
+            }
+        }
+    }
+}
+
+fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
+    let trait_ident = &service.def.item.ident;
+    let ident = &method.def.sig.ident;
+    let id = &method.id;
+    let args_struct = &method.args_struct;
+    let reply_struct = &method.reply_struct;
+    let args = method.arg_idents.iter().map(|arg| quote!(__args.#arg));
+    // Fully qualified so that a method named like an `Arc` method (`clone`, ...) still calls
+    // the user's implementation.
+    let call = quote! {
+        <__S as #trait_ident>::#ident(&*__inner, #(#args),*).await
+    };
+    let reply = match &method.def.reply {
+        ReplyShape::Unit => quote! {
+            #call;
+            #reply_struct {}
+        },
+        ReplyShape::Value(_) => quote! {
+            #reply_struct { value: #call }
+        },
+        ReplyShape::Result { ok: Some(_), .. } => quote! {
+            match #call {
+                ::core::result::Result::Ok(__ok) => #reply_struct {
+                    ok: ::core::option::Option::Some(__ok),
+                    err: ::core::option::Option::None,
+                },
+                ::core::result::Result::Err(__err) => #reply_struct {
+                    ok: ::core::option::Option::None,
+                    err: ::core::option::Option::Some(__err),
+                },
+            }
+        },
+        ReplyShape::Result { ok: None, .. } => quote! {
+            match #call {
+                ::core::result::Result::Ok(()) => #reply_struct {
+                    err: ::core::option::Option::None,
+                },
+                ::core::result::Result::Err(__err) => #reply_struct {
+                    err: ::core::option::Option::Some(__err),
+                },
+            }
+        },
+    };
+    let args_binding = if method.arg_idents.is_empty() {
+        quote!(_)
+    } else {
+        quote!(__args)
+    };
+    quote! {
+        #id => {
+            let __inner = ::core::clone::Clone::clone(&self.inner);
+            ::wirecall::__private::dispatch(
+                __codec,
+                __payload,
+                move |#args_binding: #args_struct| async move { #reply },
+            )
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Parsing: the `#[service(...)]` arguments and the user's trait into a [`ServiceDef`].
+//!
+//! Parsing is lenient: it records what the user wrote (with spans) and leaves judging it to
+//! `validate.rs`, so that every problem can be reported at once.
+
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
+use syn::{
+    Attribute, FnArg, Ident, ItemTrait, LitStr, Pat, Receiver, ReturnType, Signature, Token,
+    TraitItem, TraitItemFn, Type,
+};
+
+/// The arguments of `#[wirecall::service(...)]`.
+#[derive(Default)]
+pub struct ServiceArgs {
+    /// `name = "pkg.UserService"`: the wire name.
+    pub name: Option<LitStr>,
+}
+
+impl Parse for ServiceArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut args = ServiceArgs::default();
+        while !input.is_empty() {
+            let key: Ident = input.call(Ident::parse_any)?;
+            if key != "name" {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    format!(
+                        "unknown argument `{key}`; the only argument is `name = \"pkg.Service\"`"
+                    ),
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            let value: LitStr = input.parse()?;
+            if args.name.is_some() {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    "`name` is given twice; keep one",
+                ));
+            }
+            if value.value().is_empty() {
+                return Err(syn::Error::new_spanned(
+                    &value,
+                    "the service name cannot be empty; write e.g. `name = \"pkg.UserService\"`",
+                ));
+            }
+            args.name = Some(value);
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// The user's trait, as the rest of the macro sees it.
+pub struct ServiceDef {
+    /// The trait as written, minus `#[oneway]` attributes: what we emit if validation fails.
+    pub item: ItemTrait,
+    /// The name on the wire: `name = ...` or the trait's identifier.
+    pub wire_name: String,
+    /// The trait's `fn` items, in order.
+    pub methods: Vec<MethodDef>,
+}
+
+/// One `fn` of the trait.
+pub struct MethodDef {
+    /// The method name with any `r#` removed: its name on the wire.
+    pub wire_name: String,
+    /// Every attribute the user wrote, minus `#[oneway]`.
+    pub attrs: Vec<Attribute>,
+    /// The `#[oneway]` attribute, kept for its span.
+    pub oneway: Option<Attribute>,
+    /// The signature as written.
+    pub sig: Signature,
+    /// Whether the method has a default body (refused by validation).
+    pub default_body: Option<syn::Block>,
+    /// `self`, `&self`, ...; `None` when the first parameter is not a receiver.
+    pub receiver: Option<Receiver>,
+    /// The non-receiver parameters.
+    pub args: Vec<ArgDef>,
+    /// What the method returns.
+    pub reply: ReplyShape,
+}
+
+/// One non-receiver parameter.
+pub struct ArgDef {
+    /// The pattern as written (validation requires a plain identifier).
+    pub pat: Pat,
+    /// The argument type as written.
+    pub ty: Type,
+}
+
+impl ArgDef {
+    /// The argument's name when the pattern is a plain identifier (`name` or `mut name`).
+    pub fn ident(&self) -> Option<&Ident> {
+        match &self.pat {
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => Some(&pat.ident),
+            _ => None,
+        }
+    }
+}
+
+/// The three shapes a method's return type can take on the wire.
+pub enum ReplyShape {
+    /// No return type, or `-> ()`.
+    Unit,
+    /// `-> T`.
+    Value(Type),
+    /// `-> Result<T, E>`; `ok` is `None` for `Result<(), E>`.
+    Result {
+        /// The written return type, for spans.
+        whole: Box<Type>,
+        ok: Option<Box<Type>>,
+        err: Box<Type>,
+    },
+}
+
+/// Parses the trait. Only non-trait input fails here; everything else is judged by `validate`.
+pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
+    let wire_name = match &args.name {
+        Some(name) => name.value(),
+        None => item.ident.unraw().to_string(),
+    };
+    let mut methods = Vec::new();
+    for trait_item in &mut item.items {
+        if let TraitItem::Fn(method) = trait_item {
+            let oneway = take_oneway(&mut method.attrs);
+            methods.push(parse_method(method, oneway));
+            strip_patterns(&mut method.sig);
+        }
+    }
+    ServiceDef {
+        item,
+        wire_name,
+        methods,
+    }
+}
+
+/// Removes `#[oneway]` from `attrs`: it is our marker, not a real attribute, and must not reach
+/// the compiler.
+fn take_oneway(attrs: &mut Vec<Attribute>) -> Option<Attribute> {
+    let index = attrs
+        .iter()
+        .position(|attr| attr.path().is_ident("oneway"))?;
+    Some(attrs.remove(index))
+}
+
+/// Rust refuses patterns (even `mut name`) in a method without a body, and the trait we emit
+/// has none; keep the names and drop the rest so that the trait itself always compiles.
+fn strip_patterns(sig: &mut Signature) {
+    for input in &mut sig.inputs {
+        let FnArg::Typed(typed) = input else { continue };
+        match &mut *typed.pat {
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+                pat.mutability = None;
+            }
+            other => {
+                *other = Pat::Wild(syn::PatWild {
+                    attrs: Vec::new(),
+                    underscore_token: Default::default(),
+                })
+            }
+        }
+    }
+}
+
+fn parse_method(method: &TraitItemFn, oneway: Option<Attribute>) -> MethodDef {
+    let mut receiver = None;
+    let mut args = Vec::new();
+    for (index, input) in method.sig.inputs.iter().enumerate() {
+        match input {
+            FnArg::Receiver(recv) if index == 0 => receiver = Some(recv.clone()),
+            // A receiver anywhere else is already a rustc error; keep going.
+            FnArg::Receiver(_) => {}
+            FnArg::Typed(typed) => args.push(ArgDef {
+                pat: (*typed.pat).clone(),
+                ty: (*typed.ty).clone(),
+            }),
+        }
+    }
+    MethodDef {
+        wire_name: method.sig.ident.unraw().to_string(),
+        attrs: method.attrs.clone(),
+        oneway,
+        sig: method.sig.clone(),
+        default_body: method.default.clone(),
+        receiver,
+        args,
+        reply: reply_shape(&method.sig.output),
+    }
+}
+
+fn reply_shape(output: &ReturnType) -> ReplyShape {
+    let ty = match output {
+        ReturnType::Default => return ReplyShape::Unit,
+        ReturnType::Type(_, ty) => ty,
+    };
+    if is_unit(ty) {
+        return ReplyShape::Unit;
+    }
+    if let Some((ok, err)) = result_args(ty) {
+        return ReplyShape::Result {
+            whole: ty.clone(),
+            ok: if is_unit(ok) {
+                None
+            } else {
+                Some(Box::new(ok.clone()))
+            },
+            err: Box::new(err.clone()),
+        };
+    }
+    ReplyShape::Value((**ty).clone())
+}
+
+/// `T` and `E` of a type written `Result<T, E>` (any path ending in `Result` with two type
+/// arguments; a one-argument alias such as `io::Result<T>` is not a result shape).
+fn result_args(ty: &Type) -> Option<(&Type, &Type)> {
+    let Type::Path(path) = ty else { return None };
+    if path.qself.is_some() {
+        return None;
+    }
+    let segment = path.path.segments.last()?;
+    if segment.ident != "Result" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(generics) = &segment.arguments else {
+        return None;
+    };
+    let mut types = generics.args.iter().filter_map(|arg| match arg {
+        syn::GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    });
+    let ok = types.next()?;
+    let err = types.next()?;
+    if types.next().is_some() || generics.args.len() != 2 {
+        return None;
+    }
+    Some((ok, err))
+}
+
+/// `()`, possibly behind parentheses or a `macro_rules!` group.
+pub fn is_unit(ty: &Type) -> bool {
+    match ty {
+        Type::Tuple(tuple) => tuple.elems.is_empty(),
+        Type::Paren(paren) => is_unit(&paren.elem),
+        Type::Group(group) => is_unit(&group.elem),
+        _ => false,
+    }
+}

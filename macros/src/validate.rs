@@ -1,0 +1,294 @@
+//! Validation: everything the user's trait must satisfy before we generate code.
+//!
+//! Each check pushes a spanned error onto one list so the user sees every problem in one
+//! build; the errors are combined at the end.
+
+use std::collections::HashMap;
+
+use quote::ToTokens;
+use syn::{TraitItem, Type};
+
+use crate::method_id::method_id;
+use crate::parse::{MethodDef, ReplyShape, ServiceDef};
+use crate::proto_type;
+
+/// Names of the generated client's own methods; a service method of the same name would
+/// collide with them.
+const CLIENT_METHODS: &[&str] = &["connect", "new", "channel", "codec", "with_timeout"];
+
+/// Collects errors so they can be reported together.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, error: syn::Error) {
+        match &mut self.0 {
+            Some(first) => first.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+
+    fn spanned(&mut self, tokens: impl ToTokens, message: impl std::fmt::Display) {
+        self.push(syn::Error::new_spanned(tokens, message));
+    }
+
+    fn finish(self) -> syn::Result<()> {
+        match self.0 {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Checks the whole service; `Err` holds every problem found.
+pub fn validate(def: &ServiceDef) -> syn::Result<()> {
+    let mut errors = Errors::default();
+    validate_trait(def, &mut errors);
+    for method in &def.methods {
+        validate_method(def, method, &mut errors);
+    }
+    validate_ids(def, &mut errors);
+    errors.finish()
+}
+
+fn validate_trait(def: &ServiceDef, errors: &mut Errors) {
+    let item = &def.item;
+    if !item.generics.params.is_empty() {
+        errors.spanned(
+            &item.generics,
+            "a service trait cannot be generic: both ends must agree on one set of types; \
+             use concrete types",
+        );
+    }
+    if let Some(where_clause) = &item.generics.where_clause {
+        errors.spanned(
+            where_clause,
+            "a service trait cannot have a `where` clause; remove it",
+        );
+    }
+    if item.colon_token.is_some() || !item.supertraits.is_empty() {
+        errors.spanned(
+            &item.supertraits,
+            "a service trait cannot have supertraits (the macro adds `Send + Sync + 'static`); \
+             remove them",
+        );
+    }
+    if let Some(auto) = &item.auto_token {
+        errors.spanned(
+            auto,
+            "a service trait cannot be an auto trait; remove `auto`",
+        );
+    }
+    for trait_item in &item.items {
+        match trait_item {
+            TraitItem::Fn(_) => {}
+            TraitItem::Type(ty) => errors.spanned(
+                ty,
+                "a service trait cannot have associated types; use a concrete type in the \
+                 method signatures",
+            ),
+            TraitItem::Const(constant) => errors.spanned(
+                constant,
+                "a service trait cannot have associated consts; move the constant out of the \
+                 trait",
+            ),
+            other => errors.spanned(
+                other,
+                "a service trait can only contain `async fn` methods; remove this item",
+            ),
+        }
+    }
+}
+
+fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
+    let sig = &method.sig;
+    let name = &sig.ident;
+
+    if sig.asyncness.is_none() {
+        let fn_token = &sig.fn_token;
+        errors.spanned(
+            quote::quote!(#fn_token #name),
+            format!("service methods must be async; write `async fn {name}`"),
+        );
+    }
+    if let Some(constness) = &sig.constness {
+        errors.spanned(constness, "service methods cannot be `const`; remove it");
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        errors.spanned(unsafety, "service methods cannot be `unsafe`; remove it");
+    }
+    if let Some(abi) = &sig.abi {
+        errors.spanned(abi, "service methods cannot declare an ABI; remove it");
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.spanned(variadic, "service methods cannot be variadic; remove `...`");
+    }
+    if !sig.generics.params.is_empty() {
+        errors.spanned(
+            &sig.generics,
+            "service methods cannot be generic: every argument crosses the wire with one \
+             fixed type; use concrete types (and no lifetimes)",
+        );
+    }
+    if let Some(where_clause) = &sig.generics.where_clause {
+        errors.spanned(
+            where_clause,
+            "service methods cannot have a `where` clause; remove it",
+        );
+    }
+
+    validate_receiver(method, errors);
+
+    for arg in &method.args {
+        if arg.ident().is_none() {
+            errors.spanned(
+                &arg.pat,
+                "name each argument with a plain identifier, e.g. `point: Point`; \
+                 destructure it inside your impl",
+            );
+        }
+        validate_arg_type(&arg.ty, errors);
+    }
+
+    if let Some(body) = &method.default_body {
+        errors.spanned(
+            body,
+            "service methods cannot have a default body; end the declaration with `;` and \
+             write the body in your impl",
+        );
+    }
+
+    match &method.reply {
+        ReplyShape::Unit => {}
+        ReplyShape::Value(ty) => {
+            validate_return_type(ty, errors);
+            if method.oneway.is_some() {
+                errors.spanned(
+                    ty,
+                    "a #[oneway] method sends no reply, so it cannot return a value; \
+                     remove the return type or remove #[oneway]",
+                );
+            }
+        }
+        ReplyShape::Result { whole, ok, err } => {
+            if let Some(ok) = ok {
+                if let Err(error) = proto_type::result_side(ok) {
+                    errors.push(error);
+                }
+            }
+            if let Err(error) = proto_type::result_side(err) {
+                errors.push(error);
+            }
+            if method.oneway.is_some() {
+                errors.spanned(
+                    whole,
+                    "a #[oneway] method sends no reply, so it cannot return a result; \
+                     remove the return type or remove #[oneway]",
+                );
+            }
+        }
+    }
+
+    if let Some(oneway) = &method.oneway {
+        if !matches!(oneway.meta, syn::Meta::Path(_)) {
+            errors.spanned(oneway, "write `#[oneway]` without arguments");
+        }
+    }
+
+    if CLIENT_METHODS.contains(&method.wire_name.as_str()) {
+        errors.spanned(
+            name,
+            format!(
+                "`{}` clashes with the generated `{}Client::{}`; rename the method",
+                method.wire_name, def.item.ident, method.wire_name
+            ),
+        );
+    }
+}
+
+fn validate_receiver(method: &MethodDef, errors: &mut Errors) {
+    let sig = &method.sig;
+    let Some(receiver) = &method.receiver else {
+        errors.spanned(
+            &sig.ident,
+            "service methods take `&self` first: add `&self` as the first parameter",
+        );
+        return;
+    };
+    let wrong = if receiver.colon_token.is_some() {
+        Some("write the receiver as plain `&self` (no explicit type)")
+    } else if receiver.reference.is_none() {
+        Some(
+            "take `&self`, not `self`: the server shares one implementation across \
+             concurrent calls",
+        )
+    } else if receiver.mutability.is_some() {
+        Some(
+            "take `&self`, not `&mut self`: the server shares one implementation across \
+             concurrent calls; use interior mutability (e.g. a `Mutex`) for state",
+        )
+    } else if matches!(&receiver.reference, Some((_, Some(_)))) {
+        Some("remove the lifetime: write plain `&self`")
+    } else {
+        None
+    };
+    if let Some(message) = wrong {
+        errors.spanned(receiver, message);
+    }
+}
+
+fn validate_arg_type(ty: &Type, errors: &mut Errors) {
+    match ty {
+        Type::Reference(reference) => {
+            errors.spanned(ty, proto_type::reference_message(&reference.elem));
+        }
+        Type::ImplTrait(_) => errors.spanned(
+            ty,
+            "`impl Trait` arguments cannot cross the wire; take a concrete type",
+        ),
+        _ => {
+            if let Err(error) = proto_type::field_type(ty) {
+                errors.push(error);
+            }
+        }
+    }
+}
+
+fn validate_return_type(ty: &Type, errors: &mut Errors) {
+    match ty {
+        Type::Reference(_) => errors.spanned(
+            ty,
+            "replies cross the wire by value; return an owned type instead of a reference",
+        ),
+        Type::ImplTrait(_) => errors.spanned(
+            ty,
+            "write the reply type itself; the macro makes the method return a future",
+        ),
+        _ => {
+            if let Err(error) = proto_type::field_type(ty) {
+                errors.push(error);
+            }
+        }
+    }
+}
+
+/// Two method names hashing to one id would make the server unable to tell them apart.
+fn validate_ids(def: &ServiceDef, errors: &mut Errors) {
+    let mut seen: HashMap<u64, &MethodDef> = HashMap::new();
+    for method in &def.methods {
+        let id = method_id(&def.wire_name, &method.wire_name);
+        if let Some(first) = seen.insert(id, method) {
+            if first.wire_name == method.wire_name {
+                // Duplicate method names are reported by rustc on the trait itself.
+                continue;
+            }
+            errors.spanned(
+                &method.sig.ident,
+                format!(
+                    "the method ids of `{}` and `{}` collide ({id:#018x}); rename one of them",
+                    first.wire_name, method.wire_name
+                ),
+            );
+        }
+    }
+}
