@@ -1,0 +1,67 @@
+//! # wirecall
+//!
+//! Typed, multiplexed RPC for Rust. Put [`#[wirecall::service]`](macro@service) on a plain
+//! trait and get, at compile time, a typed client (`{Trait}Client`) and a server dispatcher
+//! (`{Trait}Server`). Calls travel over TCP in length-prefixed frames, many in flight on one
+//! connection, encoded with a codec that client and server negotiate per connection: JSON,
+//! MessagePack or Protobuf.
+//!
+//! ```no_run
+//! use wirecall::{message, service, Server};
+//!
+//! #[message]
+//! #[derive(Clone, PartialEq)]
+//! pub struct Greeting {
+//!     pub text: String,
+//! }
+//!
+//! #[service]
+//! pub trait Greeter {
+//!     /// Says hello to `name`.
+//!     async fn hello(&self, name: String) -> Greeting;
+//! }
+//!
+//! struct English;
+//!
+//! impl Greeter for English {
+//!     async fn hello(&self, name: String) -> Greeting {
+//!         Greeting { text: format!("hello, {name}") }
+//!     }
+//! }
+//!
+//! # async fn run() -> Result<(), wirecall::Error> {
+//! let server = Server::builder()
+//!     .serve(GreeterServer::new(English))
+//!     .bind("127.0.0.1:0")
+//!     .await?;
+//! let client = GreeterClient::connect(server.local_addr()).await?;
+//! let greeting = client.hello("wirecall".to_owned()).await?;
+//! assert_eq!(greeting.text, "hello, wirecall");
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The guide (`book/`) explains every piece; the wire protocol is specified there too.
+
+#![warn(missing_docs)]
+
+pub use wirecall_macros::{message, service};
+pub use wirecall_runtime::{
+    method_id, CallError, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode, FrameError,
+    MethodDescriptor, MethodId, NegotiationError, ReplyFuture, RunningServer, Server,
+    ServerBuilder, Service, ServiceDescriptor, WireMessage, PROTOCOL_VERSION,
+};
+
+/// Items used by the code that `#[service]` and `#[message]` generate. Not a public API:
+/// it may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use ::bytes::Bytes;
+    pub use ::prost;
+    pub use ::serde;
+    pub use ::std::sync::Arc;
+    pub use ::std::time::Duration;
+    pub use ::tokio::net::ToSocketAddrs;
+    pub use wirecall_runtime::dispatch::{dispatch, result_from_parts, unknown_method};
+}

@@ -1,0 +1,8 @@
+#[wirecall::service]
+pub trait Health {
+    async fn ping(&self) -> bool {
+        true
+    }
+}
+
+fn main() {}

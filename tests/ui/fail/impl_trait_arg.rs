@@ -1,0 +1,6 @@
+#[wirecall::service]
+pub trait Printer {
+    async fn print(&self, text: impl Into<String>);
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+#[wirecall::message]
+#[derive(Clone, Default, PartialEq)]
+pub struct Settings {
+    pub verbose: bool,
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+#[wirecall::message]
+pub enum Shape {
+    Circle(u32),
+    Square(u32),
+}
+
+fn main() {}

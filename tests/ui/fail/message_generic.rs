@@ -1,0 +1,6 @@
+#[wirecall::message]
+pub struct Page<T> {
+    pub items: Vec<T>,
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[wirecall::message]
+pub struct Point(u32, u32);
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[wirecall::service]
+pub trait Counter {
+    async fn consume(self) -> u64;
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[wirecall::service]
+pub trait Cache<K>: Clone {
+    async fn size(&self) -> u64;
+}
+
+fn main() {}
