@@ -1,0 +1,278 @@
+//! Panics, deadlines, hostile peers, and graceful shutdown.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wirecall::{Channel, Codec, Error, Server};
+
+#[tokio::test]
+async fn a_panicking_handler_fails_only_its_call() {
+    let (server, _) = start_server().await;
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    let err = lab.panic_now("boom".to_owned()).await.unwrap_err();
+    match err {
+        Error::HandlerPanicked { message, .. } => assert_eq!(message, "boom"),
+        other => panic!("expected HandlerPanicked, got {other:?}"),
+    }
+    assert_eq!(lab.add(1, 2).await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn a_client_deadline_ends_the_call_early_and_the_server_stops_the_work() {
+    let (server, lab_state) = start_server().await;
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    let started = Instant::now();
+    let err = lab
+        .with_timeout(Duration::from_millis(50))
+        .sleep_ms(1_000)
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert!(elapsed < Duration::from_millis(500), "took {elapsed:?}");
+    // The connection is still good, and the abandoned handler never ran to completion.
+    assert_eq!(lab.add(2, 2).await.unwrap(), 4);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(lab_state.finished_sleeps.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn dropping_a_call_future_cancels_the_handler() {
+    let (server, lab_state) = start_server().await;
+    let lab = LabClient::new(
+        Channel::builder()
+            .no_timeout()
+            .connect(server.local_addr())
+            .await
+            .unwrap(),
+    );
+    let call = lab.sleep_ms(300);
+    assert!(tokio::time::timeout(Duration::from_millis(50), call)
+        .await
+        .is_err());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(lab_state.finished_sleeps.load(Ordering::SeqCst), 0);
+    assert_eq!(lab.channel().in_flight(), 0);
+}
+
+#[tokio::test]
+async fn unknown_methods_are_reported_by_id() {
+    // A server that only has UserService, called through the Lab client.
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    let err = lab.add(1, 1).await.unwrap_err();
+    assert!(matches!(err, Error::UnknownMethod { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_oversized_call_is_refused_locally_before_sending() {
+    let (server, _) = start_server().await;
+    let channel = Channel::builder()
+        .max_frame_len(1024)
+        .connect(server.local_addr())
+        .await
+        .unwrap();
+    let users = UserServiceClient::new(channel);
+    let err = users.get_user_id("x".repeat(4096)).await.unwrap_err();
+    assert!(
+        matches!(err, Error::FrameTooLarge { max: 1024, .. }),
+        "{err:?}"
+    );
+    assert_eq!(users.get_user_id("abc".to_owned()).await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn an_oversized_reply_becomes_an_error_for_that_call() {
+    let lab_state = std::sync::Arc::new(LabImpl::default());
+    let server = Server::builder()
+        .serve(LabServer::new(lab_state))
+        .max_frame_len(64 * 1024)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    let err = lab.blob(1 << 20).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Remote {
+                code: wirecall::ErrorCode::FrameTooLarge,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(lab.blob(16).await.unwrap().len(), 16);
+}
+
+/// Reads everything the server sends until it closes, failing if that takes over 5 s.
+async fn read_until_closed(socket: &mut TcpStream) -> Vec<u8> {
+    let mut received = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut received))
+        .await
+        .expect("the server closes the connection")
+        .unwrap_or_default();
+    received
+}
+
+async fn handshaken_socket(addr: std::net::SocketAddr) -> TcpStream {
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02").await.unwrap();
+    let mut hello = [0u8; 11];
+    socket.read_exact(&mut hello).await.unwrap();
+    assert_eq!(
+        &hello[..8],
+        b"WCAL\x01\x00\x02\x03",
+        "accepted with msgpack"
+    );
+    socket
+}
+
+async fn assert_still_serving(addr: std::net::SocketAddr) {
+    let users = UserServiceClient::connect(addr).await.unwrap();
+    assert_eq!(users.get_user(fanly()).await.unwrap(), fanly());
+}
+
+#[tokio::test]
+async fn a_peer_with_the_wrong_magic_gets_a_malformed_verdict_and_a_close() {
+    let (server, _) = start_server().await;
+    let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
+    socket.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    let received = read_until_closed(&mut socket).await;
+    // WCAL, version 1, status 3 (malformed), no codec, then the server's codec list.
+    assert_eq!(&received[..8], b"WCAL\x01\x03\x00\x03");
+    assert_still_serving(server.local_addr()).await;
+}
+
+#[tokio::test]
+async fn a_peer_sending_garbage_frames_gets_an_error_frame_and_a_close() {
+    let (server, _) = start_server().await;
+    let mut socket = handshaken_socket(server.local_addr()).await;
+    // A plausible length, then a frame kind that does not exist.
+    let mut garbage = vec![0, 0, 0, 22, 99];
+    garbage.extend_from_slice(&[0xAB; 21]);
+    socket.write_all(&garbage).await.unwrap();
+    let received = read_until_closed(&mut socket).await;
+    assert_eq!(received[4], 3, "an Error frame");
+    assert_eq!(
+        &received[6..14],
+        &[0; 8],
+        "for the whole connection (request id 0)"
+    );
+    assert_eq!(&received[26..28], &[0, 6], "code 6: protocol violation");
+    assert_still_serving(server.local_addr()).await;
+}
+
+#[tokio::test]
+async fn a_four_gib_length_prefix_is_refused_without_allocating() {
+    let (server, _) = start_server().await;
+    let mut socket = handshaken_socket(server.local_addr()).await;
+    socket.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+    let received = read_until_closed(&mut socket).await;
+    assert_eq!(received[4], 3, "an Error frame");
+    assert_eq!(&received[26..28], &[0, 5], "code 5: frame too large");
+    let message = String::from_utf8_lossy(&received[28..]);
+    assert!(message.contains("4294967295"), "{message}");
+    assert_still_serving(server.local_addr()).await;
+}
+
+#[tokio::test]
+async fn calls_in_flight_when_shutdown_starts_complete() {
+    let (server, _) = start_server().await;
+    let addr = server.local_addr();
+    let lab = LabClient::connect(addr).await.unwrap();
+    let in_flight: Vec<_> = (0..10)
+        .map(|_| {
+            let lab = lab.clone();
+            tokio::spawn(async move { lab.sleep_ms(200).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    server.shutdown_within(Duration::from_secs(5)).await;
+    assert!(started.elapsed() >= Duration::from_millis(100));
+    for call in in_flight {
+        assert_eq!(call.await.unwrap().unwrap(), 200);
+    }
+    // Afterwards nothing accepts, and the old connection was closed.
+    let err = lab.add(1, 1).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
+    assert!(Channel::connect(addr).await.is_err());
+}
+
+#[tokio::test]
+async fn the_grace_period_bounds_shutdown() {
+    let (server, _) = start_server().await;
+    let lab = LabClient::new(
+        Channel::builder()
+            .no_timeout()
+            .connect(server.local_addr())
+            .await
+            .unwrap(),
+    );
+    let stuck = tokio::spawn(async move { lab.sleep_ms(60_000).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    server.shutdown_within(Duration::from_millis(100)).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let err = stuck.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn two_services_with_one_name_are_refused_at_start_up() {
+    let err = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("collides"), "{err}");
+}
+
+#[tokio::test]
+async fn every_codec_reports_a_remote_decode_failure_as_bad_request() {
+    // A Lab method called with UserService-shaped arguments on a hand-written channel call:
+    // the server cannot decode them.
+    let (server, _) = start_server().await;
+    for codec in CODECS {
+        let channel = Channel::builder()
+            .codec(codec)
+            .connect(server.local_addr())
+            .await
+            .unwrap();
+        // `add` takes two i64; send a UserModel-shaped struct instead.
+        let id = wirecall::method_id("Lab", "add");
+        let result: Result<Sum, Error> = channel.call(id, Garbage::default()).await;
+        match (codec, result) {
+            // Protobuf skips unknown fields and defaults missing ones: a valid, empty call.
+            (Codec::Protobuf, Ok(Sum { value: 0 })) => {}
+            (_, Err(Error::Remote { code, .. })) => {
+                assert_eq!(code, wirecall::ErrorCode::BadRequest, "{codec}")
+            }
+            (_, other) => panic!("{codec}: {other:?}"),
+        }
+    }
+}
+
+#[wirecall::message]
+struct Garbage {
+    text: String,
+    flag: bool,
+    more: Vec<String>,
+}
+
+#[wirecall::message]
+struct Sum {
+    value: i64,
+}
