@@ -1,0 +1,286 @@
+//! What one cell is: a system under test (with its codec) and one workload variant, plus the
+//! counts each workload uses at full size and in the smoke run.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::model::Case;
+
+/// The system under test and its encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// wirecall with one of its codecs.
+    Wirecall(wirecall::Codec),
+    /// tarpc 0.38 over its serde TCP transport.
+    Tarpc(TarpcFormat),
+    /// Length-prefixed echo over plain tokio TCP: the physical floor.
+    RawTcp,
+}
+
+/// The tokio-serde format tarpc's transport uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TarpcFormat {
+    /// `tokio_serde::formats::Bincode`.
+    Bincode,
+    /// `tokio_serde::formats::MessagePack`.
+    MessagePack,
+}
+
+impl Target {
+    /// Every target, in the order the table shows them.
+    pub const ALL: [Target; 6] = [
+        Target::RawTcp,
+        Target::Wirecall(wirecall::Codec::Json),
+        Target::Wirecall(wirecall::Codec::MessagePack),
+        Target::Wirecall(wirecall::Codec::Protobuf),
+        Target::Tarpc(TarpcFormat::Bincode),
+        Target::Tarpc(TarpcFormat::MessagePack),
+    ];
+
+    /// `wirecall`, `tarpc` or `raw-tcp`.
+    pub fn system(self) -> &'static str {
+        match self {
+            Target::Wirecall(_) => "wirecall",
+            Target::Tarpc(_) => "tarpc",
+            Target::RawTcp => "raw-tcp",
+        }
+    }
+
+    /// The codec's short name (`none` for raw TCP).
+    pub fn codec(self) -> &'static str {
+        match self {
+            Target::Wirecall(codec) => codec.name(),
+            Target::Tarpc(TarpcFormat::Bincode) => "bincode",
+            Target::Tarpc(TarpcFormat::MessagePack) => "msgpack",
+            Target::RawTcp => "none",
+        }
+    }
+
+    /// Parses `--system` and `--codec` as the server and client subcommands receive them.
+    pub fn parse(system: &str, codec: &str) -> Result<Self, String> {
+        match system {
+            "wirecall" => codec
+                .parse()
+                .map(Target::Wirecall)
+                .map_err(|e| e.to_string()),
+            "tarpc" => match codec {
+                "bincode" => Ok(Target::Tarpc(TarpcFormat::Bincode)),
+                "msgpack" | "messagepack" => Ok(Target::Tarpc(TarpcFormat::MessagePack)),
+                other => Err(format!(
+                    "tarpc codec {other:?}: expected bincode or msgpack"
+                )),
+            },
+            "raw-tcp" | "raw" => Ok(Target::RawTcp),
+            other => Err(format!(
+                "unknown system {other:?}: expected wirecall, tarpc or raw-tcp"
+            )),
+        }
+    }
+
+    /// Whether the target can run `workload` at all (tarpc has no one-way call).
+    pub fn supports(self, workload: Workload) -> bool {
+        !(matches!(self, Target::Tarpc(_)) && workload == Workload::OneWay)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.system(), self.codec())
+    }
+}
+
+/// One workload variant: a row group of the results table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// W1: one connection, sequential calls of one case.
+    Sequential(Case),
+    /// W2: pipelined calls of the 1-object case on `connections` connections.
+    Pipelined {
+        /// Connections used at once.
+        connections: usize,
+        /// Calls in flight on each connection.
+        in_flight: usize,
+    },
+    /// W3: rounds of connect + handshake + one call, then close.
+    Churn,
+    /// W4: many connections held at once, each making a few sequential calls.
+    Held,
+    /// W5: 64 KiB calls, a few in flight on each of several connections.
+    Bulk,
+    /// W6: one-way calls from many connections, counted by the server.
+    OneWay,
+}
+
+impl Workload {
+    /// Every workload variant, in table order.
+    pub const ALL: [Workload; 10] = [
+        Workload::Sequential(Case::Dictionary),
+        Workload::Sequential(Case::User),
+        Workload::Sequential(Case::Users10),
+        Workload::Sequential(Case::Users100),
+        Workload::Pipelined {
+            connections: 1,
+            in_flight: 256,
+        },
+        Workload::Pipelined {
+            connections: 4,
+            in_flight: 64,
+        },
+        Workload::Churn,
+        Workload::Held,
+        Workload::Bulk,
+        Workload::OneWay,
+    ];
+
+    /// The id used on the command line and in the results: `W1-1obj`, `W2-4x64`, `W3`, ...
+    pub fn id(self) -> String {
+        match self {
+            Workload::Sequential(case) => {
+                let objects = match case {
+                    Case::Dictionary => 0,
+                    Case::User => 1,
+                    Case::Users10 => 10,
+                    Case::Users100 => 100,
+                    Case::Bulk => unreachable!("W1 never sends bulk calls"),
+                };
+                format!("W1-{objects}obj")
+            }
+            Workload::Pipelined {
+                connections,
+                in_flight,
+            } => format!("W2-{connections}x{in_flight}"),
+            Workload::Churn => "W3".to_owned(),
+            Workload::Held => "W4".to_owned(),
+            Workload::Bulk => "W5".to_owned(),
+            Workload::OneWay => "W6".to_owned(),
+        }
+    }
+
+    /// Whether `--only` patterns select this workload: each pattern is a workload (`W1`) or a
+    /// variant id (`W1-10obj`), case-insensitive.
+    pub fn selected_by(self, patterns: &[String]) -> bool {
+        let id = self.id().to_ascii_lowercase();
+        patterns.is_empty()
+            || patterns.iter().any(|pattern| {
+                let pattern = pattern.to_ascii_lowercase();
+                id == pattern || id.starts_with(&format!("{pattern}-"))
+            })
+    }
+}
+
+impl FromStr for Workload {
+    type Err = String;
+
+    fn from_str(id: &str) -> Result<Self, String> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.id().eq_ignore_ascii_case(id))
+            .ok_or_else(|| {
+                let ids: Vec<String> = Workload::ALL.iter().map(|w| w.id()).collect();
+                format!(
+                    "unknown workload {id:?}; expected one of {}",
+                    ids.join(", ")
+                )
+            })
+    }
+}
+
+/// How many calls and connections each workload uses.
+#[derive(Clone, Copy, Debug)]
+pub struct Scale {
+    /// W1 timed calls per case.
+    pub sequential_calls: usize,
+    /// Untimed calls before W1 and W2 start timing.
+    pub warmup_calls: usize,
+    /// W2 calls in total, spread over the connections.
+    pub pipelined_calls: usize,
+    /// W3 rounds.
+    pub churn_rounds: usize,
+    /// W3 connections per round.
+    pub churn_connections: usize,
+    /// W4 connections held at once.
+    pub held_connections: usize,
+    /// W4 sequential calls per connection.
+    pub held_calls: usize,
+    /// W5 connections.
+    pub bulk_connections: usize,
+    /// W5 calls per connection.
+    pub bulk_calls: usize,
+    /// W5 calls in flight per connection.
+    pub bulk_in_flight: usize,
+    /// W6 connections.
+    pub oneway_connections: usize,
+    /// W6 one-way calls per connection.
+    pub oneway_calls: usize,
+    /// Connection attempts in progress at once while opening W4 and W6 connections; keeps the
+    /// listen backlog from overflowing (an overflow costs a 1 s SYN retransmit).
+    pub connect_fan_out: usize,
+}
+
+impl Scale {
+    /// The sizes the issue specifies.
+    pub const FULL: Scale = Scale {
+        sequential_calls: 10_000,
+        warmup_calls: 1_000,
+        pipelined_calls: 200_000,
+        churn_rounds: 10,
+        churn_connections: 1_000,
+        held_connections: 10_000,
+        held_calls: 10,
+        bulk_connections: 10,
+        bulk_calls: 2_000,
+        bulk_in_flight: 8,
+        oneway_connections: 10_000,
+        oneway_calls: 100,
+        connect_fan_out: 64,
+    };
+
+    /// Tiny counts that only prove every cell runs to completion.
+    pub const SMOKE: Scale = Scale {
+        sequential_calls: 50,
+        warmup_calls: 5,
+        pipelined_calls: 512,
+        churn_rounds: 2,
+        churn_connections: 20,
+        held_connections: 20,
+        held_calls: 10,
+        bulk_connections: 2,
+        bulk_calls: 20,
+        bulk_in_flight: 8,
+        oneway_connections: 20,
+        oneway_calls: 5,
+        connect_fan_out: 8,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_ids_round_trip() {
+        for workload in Workload::ALL {
+            assert_eq!(workload.id().parse::<Workload>(), Ok(workload));
+        }
+    }
+
+    #[test]
+    fn only_selects_a_workload_or_one_variant() {
+        let w1 = ["W1".to_owned()];
+        let selected: Vec<String> = Workload::ALL
+            .into_iter()
+            .filter(|w| w.selected_by(&w1))
+            .map(Workload::id)
+            .collect();
+        assert_eq!(selected, ["W1-0obj", "W1-1obj", "W1-10obj", "W1-100obj"]);
+        assert!(Workload::Churn.selected_by(&["w3".to_owned()]));
+        assert!(!Workload::Churn.selected_by(&["W1-1obj".to_owned()]));
+    }
+
+    #[test]
+    fn every_target_parses_from_its_own_names() {
+        for target in Target::ALL {
+            assert_eq!(Target::parse(target.system(), target.codec()), Ok(target));
+        }
+    }
+}

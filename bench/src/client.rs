@@ -1,0 +1,258 @@
+//! The `client` process: runs one cell's workload against a server started by the parent,
+//! and returns its result.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use tokio::task::JoinSet;
+
+use crate::cell::{Scale, Target, Workload};
+use crate::measure::{peak_rss_kb, Latencies};
+use crate::model::{Case, Fixtures, BULK_LEN};
+use crate::report::CellResult;
+use crate::systems::raw::RawRpc;
+use crate::systems::tarpc::TarpcRpc;
+use crate::systems::wirecall::WirecallRpc;
+use crate::systems::{collect_latencies, BenchResult, Rpc};
+
+/// What one workload measured, before the process adds its memory figures.
+struct Measured {
+    calls: usize,
+    elapsed: Duration,
+    latencies: Latencies,
+    payload_bytes: Option<usize>,
+    connect_phase: Option<Duration>,
+    rounds: Option<usize>,
+}
+
+impl Measured {
+    fn timed(calls: usize, elapsed: Duration, latencies: Latencies) -> Self {
+        Self {
+            calls,
+            elapsed,
+            latencies,
+            payload_bytes: None,
+            connect_phase: None,
+            rounds: None,
+        }
+    }
+}
+
+/// Runs `workload` against the server at `addr` and returns the cell's result.
+pub async fn run(
+    target: Target,
+    workload: Workload,
+    addr: SocketAddr,
+    scale: Scale,
+) -> BenchResult<CellResult> {
+    let fixtures = Arc::new(Fixtures::new());
+    let mut measured = match target {
+        Target::Wirecall(codec) => {
+            run_workload(&WirecallRpc::new(addr, codec, fixtures), workload, &scale).await?
+        }
+        Target::Tarpc(format) => {
+            run_workload(&TarpcRpc::new(addr, format, fixtures), workload, &scale).await?
+        }
+        Target::RawTcp => run_workload(&RawRpc::new(addr, &fixtures), workload, &scale).await?,
+    };
+    let secs = measured.elapsed.as_secs_f64();
+    Ok(CellResult {
+        system: target.system().to_owned(),
+        codec: target.codec().to_owned(),
+        workload: workload.id(),
+        calls: measured.calls as u64,
+        secs,
+        calls_per_s: measured.calls as f64 / secs.max(f64::MIN_POSITIVE),
+        p50_us: measured.latencies.quantile_us(0.50),
+        p99_us: measured.latencies.quantile_us(0.99),
+        rss_server_kb: None,
+        rss_client_kb: peak_rss_kb(),
+        payload_gb_per_s: measured
+            .payload_bytes
+            .map(|bytes| bytes as f64 / 1e9 / secs.max(f64::MIN_POSITIVE)),
+        connect_secs: measured.connect_phase.map(|d| d.as_secs_f64()),
+        rounds: measured.rounds.map(|r| r as u64),
+        server_counted: None,
+        repeat: None,
+    })
+}
+
+async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> BenchResult<Measured> {
+    match workload {
+        Workload::Sequential(case) => sequential(rpc, case, scale).await,
+        Workload::Pipelined {
+            connections,
+            in_flight,
+        } => pipelined(rpc, connections, in_flight, scale).await,
+        Workload::Churn => churn(rpc, scale).await,
+        Workload::Held => held(rpc, scale).await,
+        Workload::Bulk => bulk(rpc, scale).await,
+        Workload::OneWay => one_way(rpc, scale).await,
+    }
+}
+
+/// W1: one connection, one call at a time.
+async fn sequential<R: Rpc>(rpc: &R, case: Case, scale: &Scale) -> BenchResult<Measured> {
+    let mut conn = rpc.connect().await?;
+    for _ in 0..scale.warmup_calls {
+        rpc.call(&mut conn, case).await?;
+    }
+    let calls = scale.sequential_calls;
+    let mut latencies = Latencies::with_capacity(calls);
+    let start = Instant::now();
+    for _ in 0..calls {
+        let call_start = Instant::now();
+        rpc.call(&mut conn, case).await?;
+        latencies.record(call_start.elapsed());
+    }
+    Ok(Measured::timed(calls, start.elapsed(), latencies))
+}
+
+/// W2: the 1-object call, `in_flight` outstanding on each of `connections` connections.
+async fn pipelined<R: Rpc>(
+    rpc: &R,
+    connections: usize,
+    in_flight: usize,
+    scale: &Scale,
+) -> BenchResult<Measured> {
+    let mut conns = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let mut conn = rpc.connect().await?;
+        for _ in 0..scale.warmup_calls / connections.max(1) {
+            rpc.call(&mut conn, Case::User).await?;
+        }
+        conns.push(conn);
+    }
+    let calls = scale.pipelined_calls;
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for (index, mut conn) in conns.into_iter().enumerate() {
+        let share = calls / connections + usize::from(index < calls % connections);
+        let rpc = rpc.clone();
+        tasks.spawn(async move { rpc.pipelined(&mut conn, Case::User, in_flight, share).await });
+    }
+    let latencies = collect_latencies(tasks).await?;
+    Ok(Measured::timed(calls, start.elapsed(), latencies))
+}
+
+/// W3: per round, connections opened one after another (connect, handshake, one call), then
+/// all of them closed.
+async fn churn<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
+    let total = scale.churn_rounds * scale.churn_connections;
+    let mut latencies = Latencies::with_capacity(total);
+    let start = Instant::now();
+    for _ in 0..scale.churn_rounds {
+        let mut open = Vec::with_capacity(scale.churn_connections);
+        for _ in 0..scale.churn_connections {
+            let connect_start = Instant::now();
+            let mut conn = rpc.connect().await?;
+            rpc.call(&mut conn, Case::User).await?;
+            latencies.record(connect_start.elapsed());
+            open.push(conn);
+        }
+        drop(open);
+    }
+    let mut measured = Measured::timed(total, start.elapsed(), latencies);
+    measured.rounds = Some(scale.churn_rounds);
+    Ok(measured)
+}
+
+/// Opens `count` connections, `fan_out` attempts at a time.
+async fn open_many<R: Rpc>(rpc: &R, count: usize, fan_out: usize) -> BenchResult<Vec<R::Conn>> {
+    futures::stream::iter(0..count)
+        .map(|_| rpc.connect())
+        .buffer_unordered(fan_out.max(1))
+        .try_collect()
+        .await
+}
+
+/// W4: every connection open at once, then each makes a few sequential calls; only the call
+/// phase is timed.
+async fn held<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
+    let connect_start = Instant::now();
+    let conns = open_many(rpc, scale.held_connections, scale.connect_fan_out).await?;
+    let connect_phase = connect_start.elapsed();
+    let calls_each = scale.held_calls;
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for mut conn in conns {
+        let rpc = rpc.clone();
+        tasks.spawn(async move {
+            let mut latencies = Latencies::with_capacity(calls_each);
+            for _ in 0..calls_each {
+                let call_start = Instant::now();
+                rpc.call(&mut conn, Case::User).await?;
+                latencies.record(call_start.elapsed());
+            }
+            // Keep the connection open until every task is done.
+            Ok::<_, crate::systems::BoxError>((latencies, conn))
+        });
+    }
+    let mut latencies = Latencies::default();
+    let mut still_open = Vec::with_capacity(scale.held_connections);
+    while let Some(joined) = tasks.join_next().await {
+        let (task_latencies, conn) = joined??;
+        latencies.extend(task_latencies);
+        still_open.push(conn);
+    }
+    let elapsed = start.elapsed();
+    drop(still_open);
+    let mut measured = Measured::timed(scale.held_connections * calls_each, elapsed, latencies);
+    measured.connect_phase = Some(connect_phase);
+    Ok(measured)
+}
+
+/// W5: 64 KiB calls, a few in flight on each of several connections.
+async fn bulk<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
+    let conns = open_many(rpc, scale.bulk_connections, scale.connect_fan_out).await?;
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for mut conn in conns {
+        let rpc = rpc.clone();
+        let (in_flight, calls) = (scale.bulk_in_flight, scale.bulk_calls);
+        tasks.spawn(async move { rpc.pipelined(&mut conn, Case::Bulk, in_flight, calls).await });
+    }
+    let latencies = collect_latencies(tasks).await?;
+    let calls = scale.bulk_connections * scale.bulk_calls;
+    let mut measured = Measured::timed(calls, start.elapsed(), latencies);
+    measured.payload_bytes = Some(calls * BULK_LEN);
+    Ok(measured)
+}
+
+/// W6: one-way messages from every connection; timed until the server has counted them all.
+async fn one_way<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
+    let connect_start = Instant::now();
+    let conns = open_many(rpc, scale.oneway_connections, scale.connect_fan_out).await?;
+    let mut control = rpc.connect().await?;
+    let connect_phase = connect_start.elapsed();
+    let total = scale.oneway_connections * scale.oneway_calls;
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for mut conn in conns {
+        let rpc = rpc.clone();
+        let calls = scale.oneway_calls;
+        tasks.spawn(async move {
+            rpc.send_one_way(&mut conn, calls).await?;
+            // Dropping a connection may discard what is still queued: keep it until the end.
+            Ok::<_, crate::systems::BoxError>(conn)
+        });
+    }
+    let mut still_open = Vec::with_capacity(scale.oneway_connections);
+    while let Some(joined) = tasks.join_next().await {
+        still_open.push(joined??);
+    }
+    loop {
+        let counted = rpc.server_count(&mut control).await?;
+        if counted >= total as u64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let elapsed = start.elapsed();
+    drop(still_open);
+    let mut measured = Measured::timed(total, elapsed, Latencies::default());
+    measured.connect_phase = Some(connect_phase);
+    Ok(measured)
+}

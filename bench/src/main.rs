@@ -1,0 +1,102 @@
+//! `wirecall-bench`: wirecall against tarpc and raw TCP, server and client in separate
+//! processes. See `bench/README.md`.
+
+#![warn(missing_docs)]
+
+mod cell;
+mod client;
+mod measure;
+mod model;
+mod options;
+mod orchestrate;
+mod report;
+mod server;
+mod systems;
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use options::{Command, HELP};
+
+fn main() -> ExitCode {
+    let command = match options::parse(std::env::args().skip(1)) {
+        Ok(command) => command,
+        Err(message) => {
+            eprintln!("error: {message}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    // W4 and W6 hold 10,000 connections in each process.
+    if let Err(err) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("warning: could not raise the open-file limit: {err}");
+    }
+    match command {
+        Command::Help => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        Command::Run(plan) => {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(err) => return fail("cannot start the runtime", &err),
+            };
+            match runtime.block_on(orchestrate::run(&plan)) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(err) => fail("benchmark aborted", &*err),
+            }
+        }
+        Command::Server {
+            target,
+            workload,
+            lifetime,
+        } => exit_now(
+            multi_thread()
+                .and_then(|runtime| runtime.block_on(server::run(target, workload, lifetime))),
+        ),
+        Command::Client {
+            target,
+            workload,
+            addr,
+            scale,
+            deadline,
+        } => exit_now(multi_thread().and_then(|runtime| {
+            runtime.block_on(async {
+                let result =
+                    tokio::time::timeout(deadline, client::run(target, workload, addr, scale))
+                        .await
+                        .map_err(|_| format!("gave up after {deadline:?}"))??;
+                println!("{}", serde_json::to_string(&result)?);
+                Ok(())
+            })
+        })),
+    }
+}
+
+fn multi_thread() -> systems::BenchResult<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Ends a child process at once: with thousands of connections open, an orderly runtime
+/// shutdown only adds time, and a blocked stdin read would delay it indefinitely.
+fn exit_now(outcome: systems::BenchResult<()>) -> ExitCode {
+    let code = match outcome {
+        Ok(()) => 0,
+        Err(err) => {
+            eprintln!("error: {err}");
+            1
+        }
+    };
+    let _ = std::io::stdout().flush();
+    std::process::exit(code)
+}
+
+fn fail(context: &str, err: &dyn std::error::Error) -> ExitCode {
+    eprintln!("error: {context}: {err}");
+    ExitCode::FAILURE
+}

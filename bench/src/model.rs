@@ -1,0 +1,141 @@
+//! The benchmark's data: the surging `UserModel`, the calls each workload makes, and the
+//! payload sizes the raw-TCP floor mirrors.
+
+use bytes::Bytes;
+use wirecall::Codec;
+use wirecall_runtime::frame::HEADER_LEN;
+
+/// A user, as in the surging benchmark. `#[wirecall::message]` derives serde (used by tarpc
+/// and by wirecall's JSON and MessagePack codecs) and prost (wirecall's Protobuf codec).
+#[wirecall::message]
+#[derive(Clone, PartialEq)]
+pub struct UserModel {
+    /// The user's id.
+    pub user_id: i32,
+    /// The user's name.
+    pub name: String,
+    /// The user's age in years.
+    pub age: i32,
+}
+
+/// The user every call carries.
+pub fn fanly() -> UserModel {
+    UserModel {
+        user_id: 1,
+        name: "fanly".to_owned(),
+        age: 18,
+    }
+}
+
+/// Bytes carried by one `bulk` call (W5).
+pub const BULK_LEN: usize = 64 * 1024;
+/// Bytes carried by one `record` one-way call (W6).
+pub const RECORD_LEN: usize = 10;
+
+/// One kind of call, as the workloads name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// `get_dictionary()`: no object.
+    Dictionary,
+    /// `get_user(user)`: one object, echoed back.
+    User,
+    /// `get(users)` with 10 objects.
+    Users10,
+    /// `get(users)` with 100 objects.
+    Users100,
+    /// `bulk(bytes)` with [`BULK_LEN`] bytes.
+    Bulk,
+}
+
+/// Arguments built once per client process, so that calls only clone them.
+#[derive(Clone)]
+pub struct Fixtures {
+    /// 10 copies of [`fanly`].
+    pub users10: Vec<UserModel>,
+    /// 100 copies of [`fanly`].
+    pub users100: Vec<UserModel>,
+    /// [`BULK_LEN`] bytes.
+    pub bulk: Bytes,
+}
+
+impl Fixtures {
+    /// Builds every argument.
+    pub fn new() -> Self {
+        Self {
+            users10: vec![fanly(); 10],
+            users100: vec![fanly(); 100],
+            bulk: Bytes::from(vec![0xA5; BULK_LEN]),
+        }
+    }
+}
+
+// Mirrors of the argument messages `#[wirecall::service]` generates for `get_user`, `get` and
+// `bulk`. With MessagePack a message is an array of its fields in order, so these encode to
+// exactly the bytes of the generated ones.
+#[wirecall::message]
+struct GetUserArgs {
+    user: UserModel,
+}
+
+#[wirecall::message]
+struct GetArgs {
+    users: Vec<UserModel>,
+}
+
+#[wirecall::message]
+struct BulkArgs {
+    data: Bytes,
+}
+
+/// What follows the 4-byte length prefix of wirecall's MessagePack request frame for `case`:
+/// the frame header plus the encoded arguments. The raw-TCP floor sends payloads of exactly
+/// this size, so its bytes on the wire equal wirecall's request.
+pub fn raw_request_len(case: Case, fixtures: &Fixtures) -> usize {
+    let mut buf = bytes::BytesMut::new();
+    let codec = Codec::MessagePack;
+    let encoded = match case {
+        // A method without arguments sends an empty array: one byte.
+        Case::Dictionary => {
+            buf.extend_from_slice(&[0x90]);
+            Ok(())
+        }
+        Case::User => codec.encode(&GetUserArgs { user: fanly() }, &mut buf),
+        Case::Users10 => codec.encode(
+            &GetArgs {
+                users: fixtures.users10.clone(),
+            },
+            &mut buf,
+        ),
+        Case::Users100 => codec.encode(
+            &GetArgs {
+                users: fixtures.users100.clone(),
+            },
+            &mut buf,
+        ),
+        Case::Bulk => codec.encode(
+            &BulkArgs {
+                data: fixtures.bulk.clone(),
+            },
+            &mut buf,
+        ),
+    };
+    encoded.expect("the benchmark's own messages always encode");
+    HEADER_LEN + buf.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_sizes_grow_with_the_payload() {
+        let fixtures = Fixtures::new();
+        let sizes: Vec<usize> = [Case::Dictionary, Case::User, Case::Users10, Case::Users100]
+            .into_iter()
+            .map(|case| raw_request_len(case, &fixtures))
+            .collect();
+        assert_eq!(sizes[0], HEADER_LEN + 1);
+        assert!(sizes.windows(2).all(|pair| pair[0] < pair[1]), "{sizes:?}");
+        assert!(raw_request_len(Case::Bulk, &fixtures) > BULK_LEN + HEADER_LEN);
+    }
+}

@@ -1,0 +1,144 @@
+//! wirecall: the `UserService` as a `#[wirecall::service]` trait.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use wirecall::{Channel, Codec, RunningServer, Server};
+
+use super::{fan_out, BenchResult, Counter, Rpc};
+use crate::measure::Latencies;
+use crate::model::{fanly, Case, Fixtures, UserModel, RECORD_LEN};
+
+/// The benchmark's service.
+#[wirecall::service]
+pub trait UserService {
+    /// A small dictionary, no arguments (the 0-object case).
+    async fn get_dictionary(&self) -> HashMap<String, String>;
+    /// Echoes a user back (the 1-object case).
+    async fn get_user(&self, user: UserModel) -> UserModel;
+    /// Accepts a list of users (the 10- and 100-object cases).
+    async fn get(&self, users: Vec<UserModel>) -> bool;
+    /// Returns the length of a bulk payload (W5).
+    async fn bulk(&self, data: Bytes) -> u32;
+    /// Counts a one-way message (W6).
+    #[oneway]
+    async fn record(&self, entry: Vec<u8>);
+    /// The one-way messages counted so far.
+    async fn recorded(&self) -> u64;
+}
+
+/// The server-side implementation.
+#[derive(Clone)]
+struct Users {
+    recorded: Counter,
+}
+
+impl UserService for Users {
+    async fn get_dictionary(&self) -> HashMap<String, String> {
+        HashMap::from([("key".to_owned(), "value".to_owned())])
+    }
+
+    async fn get_user(&self, user: UserModel) -> UserModel {
+        user
+    }
+
+    async fn get(&self, users: Vec<UserModel>) -> bool {
+        !users.is_empty()
+    }
+
+    async fn bulk(&self, data: Bytes) -> u32 {
+        data.len() as u32
+    }
+
+    async fn record(&self, _entry: Vec<u8>) {
+        self.recorded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn recorded(&self) -> u64 {
+        self.recorded.load(Ordering::Relaxed)
+    }
+}
+
+/// Starts a server on an ephemeral loopback port; every codec is allowed and the client picks.
+pub async fn serve(recorded: Counter) -> BenchResult<RunningServer> {
+    Ok(Server::builder()
+        .serve(UserServiceServer::new(Users { recorded }))
+        .bind("127.0.0.1:0")
+        .await?)
+}
+
+/// A wirecall client offering exactly one codec.
+#[derive(Clone)]
+pub struct WirecallRpc {
+    addr: SocketAddr,
+    codec: Codec,
+    fixtures: Arc<Fixtures>,
+}
+
+impl WirecallRpc {
+    /// A client of the server at `addr`.
+    pub fn new(addr: SocketAddr, codec: Codec, fixtures: Arc<Fixtures>) -> Self {
+        Self {
+            addr,
+            codec,
+            fixtures,
+        }
+    }
+}
+
+impl Rpc for WirecallRpc {
+    type Conn = UserServiceClient;
+
+    async fn connect(&self) -> BenchResult<UserServiceClient> {
+        let channel = Channel::builder()
+            .codec(self.codec)
+            .connect(self.addr)
+            .await?;
+        Ok(UserServiceClient::new(channel))
+    }
+
+    async fn call(&self, conn: &mut UserServiceClient, case: Case) -> BenchResult<()> {
+        match case {
+            Case::Dictionary => {
+                conn.get_dictionary().await?;
+            }
+            Case::User => {
+                conn.get_user(fanly()).await?;
+            }
+            Case::Users10 => {
+                conn.get(self.fixtures.users10.clone()).await?;
+            }
+            Case::Users100 => {
+                conn.get(self.fixtures.users100.clone()).await?;
+            }
+            Case::Bulk => {
+                conn.bulk(self.fixtures.bulk.clone()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn pipelined(
+        &self,
+        conn: &mut UserServiceClient,
+        case: Case,
+        in_flight: usize,
+        calls: usize,
+    ) -> BenchResult<Latencies> {
+        fan_out(self, conn, case, in_flight, calls).await
+    }
+
+    async fn send_one_way(&self, conn: &mut UserServiceClient, calls: usize) -> BenchResult<()> {
+        for _ in 0..calls {
+            conn.record(vec![0; RECORD_LEN]).await?;
+        }
+        Ok(())
+    }
+
+    async fn server_count(&self, conn: &mut UserServiceClient) -> BenchResult<u64> {
+        Ok(conn.recorded().await?)
+    }
+}
