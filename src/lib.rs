@@ -65,3 +65,27 @@ pub mod __private {
     pub use ::tokio::net::ToSocketAddrs;
     pub use wirecall_runtime::dispatch::{dispatch, result_from_parts, unknown_method};
 }
+
+/// The chapters of the book (`book/src`), compiled and run as doctests so that their code
+/// cannot drift from the crate. See `book/README.md`.
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../book/src/introduction.md")]
+    mod introduction {}
+    #[doc = include_str!("../book/src/quick-start.md")]
+    mod quick_start {}
+    #[doc = include_str!("../book/src/services.md")]
+    mod services {}
+    #[doc = include_str!("../book/src/types-and-codecs.md")]
+    mod types_and_codecs {}
+    #[doc = include_str!("../book/src/server.md")]
+    mod server {}
+    #[doc = include_str!("../book/src/client.md")]
+    mod client {}
+    #[doc = include_str!("../book/src/wire-protocol.md")]
+    mod wire_protocol {}
+    #[doc = include_str!("../book/src/performance.md")]
+    mod performance {}
+    #[doc = include_str!("../book/src/limits.md")]
+    mod limits {}
+}
