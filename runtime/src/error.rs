@@ -30,6 +30,8 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The server could not encode the handler's result.
     EncodeFailed,
+    /// The connection was silent past the idle timeout and did not answer a ping.
+    IdleTimeout,
     /// A code this version does not know.
     Other(u16),
 }
@@ -47,6 +49,7 @@ impl ErrorCode {
             Self::Overloaded => 7,
             Self::ShuttingDown => 8,
             Self::EncodeFailed => 9,
+            Self::IdleTimeout => 10,
             Self::Other(code) => code,
         }
     }
@@ -63,6 +66,7 @@ impl ErrorCode {
             7 => Self::Overloaded,
             8 => Self::ShuttingDown,
             9 => Self::EncodeFailed,
+            10 => Self::IdleTimeout,
             other => Self::Other(other),
         }
     }

@@ -30,6 +30,9 @@ pub const FRAME_OVERHEAD: usize = LENGTH_PREFIX_LEN + HEADER_LEN;
 /// The default maximum of the length prefix: 16 MiB.
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
 
+/// Read buffers larger than this are released once they are empty.
+const SHRINK_ABOVE: usize = 64 * 1024;
+
 /// What a frame is for. The numeric values are the wire values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -208,6 +211,11 @@ impl Decoder for FrameCodec {
         let method = MethodId::new(src.get_u64());
         let deadline_ms = src.get_u32();
         let payload = src.split_to(len as usize - HEADER_LEN).freeze();
+        if src.is_empty() && src.capacity() > SHRINK_ABOVE {
+            // A large frame left a large buffer behind: give it back rather than keep it for
+            // the life of an (often idle) connection.
+            *src = BytesMut::new();
+        }
         Ok(Some(Frame {
             kind,
             request_id,
@@ -400,6 +408,21 @@ mod tests {
             matches!(err, FrameError::TooLarge { len, max: 1024 } if len == u64::from(u32::MAX))
         );
         assert_eq!(buf.capacity(), capacity_before);
+    }
+
+    #[test]
+    fn the_read_buffer_shrinks_after_a_large_frame() {
+        let mut frame = sample();
+        frame.payload = Bytes::from(vec![1u8; 1 << 20]);
+        let mut buf = BytesMut::from(&frame.to_bytes()[..]);
+        buf.reserve(1 << 20);
+        let decoded = FrameCodec::default().decode(&mut buf).unwrap().unwrap();
+        assert_eq!(decoded.payload.len(), 1 << 20);
+        assert!(
+            buf.capacity() <= SHRINK_ABOVE,
+            "kept {} bytes",
+            buf.capacity()
+        );
     }
 
     #[test]

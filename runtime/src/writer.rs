@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -15,9 +16,13 @@ pub(crate) const WRITE_QUEUE_FRAMES: usize = 1024;
 const MAX_BATCH_BYTES: usize = 256 * 1024;
 
 /// Writes queued frames until every sender is gone, then shuts the stream down.
+///
+/// A write that makes no progress for `stall_limit` fails with `TimedOut`: the peer is not
+/// reading, and holding its replies forever would hold their memory forever.
 pub(crate) async fn run_writer<W>(
     mut io: W,
     mut queue: mpsc::Receiver<Bytes>,
+    stall_limit: Option<Duration>,
 ) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin,
@@ -32,7 +37,17 @@ where
                 Err(_) => break,
             }
         }
-        io.write_all_buf(&mut batch).await?;
+        match stall_limit {
+            Some(limit) => tokio::time::timeout(limit, io.write_all_buf(&mut batch))
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the peer stopped reading; write stalled",
+                    )
+                })??,
+            None => io.write_all_buf(&mut batch).await?,
+        }
     }
     io.shutdown().await
 }
@@ -98,7 +113,7 @@ mod tests {
     async fn writes_all_queued_frames_in_order_then_closes() {
         let (client, mut server) = tokio::io::duplex(7);
         let (tx, rx) = mpsc::channel(8);
-        let writer = tokio::spawn(run_writer(client, rx));
+        let writer = tokio::spawn(run_writer(client, rx, None));
         for chunk in ["ab", "", "cdefgh", "ijklmnopq"] {
             tx.send(Bytes::from(chunk)).await.unwrap();
         }

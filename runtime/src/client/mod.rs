@@ -8,13 +8,14 @@ mod reader;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use crate::codec::{Codec, WireMessage};
@@ -30,18 +31,51 @@ use pending::PendingCalls;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default limit for connecting plus the handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default silence after which the client pings the server.
+pub const DEFAULT_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// The default wait for any frame after a keepalive ping.
+pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default cap of the wait between reconnect attempts.
+pub const DEFAULT_MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(5);
 
-/// One connection to a wirecall server, shared by every clone.
+/// A handle on a connection to a wirecall server, shared by every clone.
 ///
 /// Cheap to clone (an `Arc`); clones share the connection and may be used from many tasks at
 /// once. The connection closes when the last clone is dropped. Create one with
 /// [`Channel::connect`] or [`Channel::builder`], then wrap it in any generated client with
 /// `{Trait}Client::new(channel.clone())`: several services can share one connection.
+///
+/// When the connection breaks, every call in flight on it fails at once with
+/// [`Error::ConnectionClosed`] (such a call may or may not have run on the server). A channel
+/// made by [`ChannelBuilder::connect`] then reconnects on the next call, waiting between
+/// failed attempts with a doubling backoff capped by
+/// [`ChannelBuilder::max_reconnect_backoff`]; calls made while it waits fail fast.
 #[derive(Clone)]
 pub struct Channel {
-    connection: Arc<Connection>,
+    shared: Arc<ChannelShared>,
     timeout: Option<Duration>,
 }
+
+struct ChannelShared {
+    current: Mutex<Arc<Connection>>,
+    /// How to dial again; `None` for channels over a stream the caller supplied.
+    redial: Option<Redial>,
+}
+
+struct Redial {
+    addrs: Vec<SocketAddr>,
+    options: ChannelBuilder,
+    /// Also serialises reconnects: one attempt at a time, the others wait for its outcome.
+    backoff: tokio::sync::Mutex<Backoff>,
+}
+
+struct Backoff {
+    not_before: Instant,
+    delay: Duration,
+}
+
+/// The first wait after a failed reconnect; it doubles per failure up to the configured cap.
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
 struct Connection {
     codec: Codec,
@@ -62,9 +96,10 @@ impl Drop for Connection {
 
 impl fmt::Debug for Channel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let connection = self.shared.current();
         f.debug_struct("Channel")
-            .field("peer", &self.connection.peer)
-            .field("codec", &self.connection.codec)
+            .field("peer", &connection.peer)
+            .field("codec", &connection.codec)
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
@@ -81,14 +116,14 @@ impl Channel {
         ChannelBuilder::default()
     }
 
-    /// The codec negotiated for this connection.
+    /// The codec negotiated for the current connection.
     pub fn codec(&self) -> Codec {
-        self.connection.codec
+        self.shared.current().codec
     }
 
     /// The server's address, for TCP connections.
     pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.connection.peer
+        self.shared.current().peer
     }
 
     /// The deadline of calls made through this handle (`None`: calls wait forever).
@@ -99,7 +134,7 @@ impl Channel {
     /// A handle on the same connection whose calls use `timeout` as their deadline.
     pub fn with_timeout(&self, timeout: Duration) -> Self {
         Self {
-            connection: Arc::clone(&self.connection),
+            shared: Arc::clone(&self.shared),
             timeout: Some(timeout),
         }
     }
@@ -107,20 +142,20 @@ impl Channel {
     /// A handle on the same connection whose calls have no deadline.
     pub fn without_timeout(&self) -> Self {
         Self {
-            connection: Arc::clone(&self.connection),
+            shared: Arc::clone(&self.shared),
             timeout: None,
         }
     }
 
-    /// Whether the connection has closed; calls on a closed channel fail at once with
-    /// [`Error::ConnectionClosed`].
+    /// Whether the current connection has closed. Calls on a closed channel reconnect (when
+    /// the channel can) or fail at once with [`Error::ConnectionClosed`].
     pub fn is_closed(&self) -> bool {
-        self.connection.pending.closed_reason().is_some()
+        self.shared.current().pending.is_closed()
     }
 
-    /// Calls currently waiting for a reply on this connection.
+    /// Calls currently waiting for a reply on the current connection.
     pub fn in_flight(&self) -> usize {
-        self.connection.pending.len()
+        self.shared.current().pending.len()
     }
 
     /// Calls `method` with `args` and waits for its reply, at most for the handle's timeout.
@@ -133,60 +168,127 @@ impl Channel {
         method: MethodId,
         args: A,
     ) -> Result<R, Error> {
-        let connection = &*self.connection;
-        let request_id = connection.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let frame = connection.encode(
+        let connection = self.shared.connection().await?;
+        connection.call(method, args, self.timeout).await
+    }
+
+    /// Sends a one-way call: resolves once the frame is queued on the connection, without
+    /// waiting for (or ever receiving) a reply.
+    pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
+        let connection = self.shared.connection().await?;
+        connection.notify(method, args, self.timeout).await
+    }
+}
+
+impl ChannelShared {
+    fn current(&self) -> Arc<Connection> {
+        // Only ever held to clone or swap an `Arc`, so a poisoned lock is still consistent.
+        Arc::clone(&self.current.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The connection to use for a call: the current one, or a new one if it closed.
+    async fn connection(&self) -> Result<Arc<Connection>, Error> {
+        let current = self.current();
+        match &self.redial {
+            Some(redial) if current.pending.is_closed() => self.reconnect(redial).await,
+            _ => Ok(current),
+        }
+    }
+
+    async fn reconnect(&self, redial: &Redial) -> Result<Arc<Connection>, Error> {
+        let mut backoff = redial.backoff.lock().await;
+        // Another call may have reconnected while this one waited for the lock.
+        let current = self.current();
+        if !current.pending.is_closed() {
+            return Ok(current);
+        }
+        let now = Instant::now();
+        if now < backoff.not_before {
+            return Err(Error::closed(format!(
+                "{}; the next reconnect attempt is in {:?}",
+                current.closed_reason(),
+                backoff.not_before - now
+            )));
+        }
+        match redial.options.dial(&redial.addrs).await {
+            Ok(connection) => {
+                let connection = Arc::new(connection);
+                *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&connection);
+                backoff.delay = FIRST_BACKOFF;
+                tracing::debug!(peer = ?connection.peer, "reconnected");
+                Ok(connection)
+            }
+            Err(err) => {
+                backoff.not_before = Instant::now() + backoff.delay;
+                backoff.delay = (backoff.delay * 2).min(redial.options.max_reconnect_backoff);
+                tracing::debug!(%err, "reconnect failed");
+                Err(err)
+            }
+        }
+    }
+}
+
+impl Connection {
+    async fn call<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+        timeout: Option<Duration>,
+    ) -> Result<R, Error> {
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let frame = self.encode(
             FrameKind::Request,
             request_id,
             method,
-            deadline_ms(self.timeout),
+            deadline_ms(timeout),
             &args,
         )?;
-        let reply = connection.pending.register(request_id)?;
+        let reply = self.pending.register(request_id)?;
         let mut cancel = CancelOnDrop {
-            connection,
+            connection: self,
             request_id,
             armed: true,
         };
         let exchange = async {
-            connection
-                .queue
+            self.queue
                 .send(frame)
                 .await
-                .map_err(|_| connection.closed_error())?;
-            reply.await.map_err(|_| connection.closed_error())?
+                .map_err(|_| Error::closed(self.closed_reason()))?;
+            reply
+                .await
+                .map_err(|_| Error::closed(self.closed_reason()))?
         };
-        let frame = match self.timeout {
+        let frame = match timeout {
             Some(after) => tokio::time::timeout(after, exchange)
                 .await
                 .map_err(|_| Error::Timeout { after })??,
             None => exchange.await?,
         };
         cancel.armed = false;
-        connection.decode_reply(method, frame)
+        self.decode_reply(method, frame)
     }
 
-    /// Sends a one-way call: resolves once the frame is queued on the connection, without
-    /// waiting for (or ever receiving) a reply.
-    pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
-        let connection = &*self.connection;
-        let request_id = connection.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let frame = connection.encode(FrameKind::Notify, request_id, method, 0, &args)?;
-        if let Some(reason) = connection.pending.closed_reason() {
-            return Err(Error::closed(reason));
+    async fn notify<A: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+        timeout: Option<Duration>,
+    ) -> Result<(), Error> {
+        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let frame = self.encode(FrameKind::Notify, request_id, method, 0, &args)?;
+        if self.pending.is_closed() {
+            return Err(Error::closed(self.closed_reason()));
         }
-        let send = connection.queue.send(frame);
-        match self.timeout {
+        let send = self.queue.send(frame);
+        match timeout {
             Some(after) => tokio::time::timeout(after, send)
                 .await
                 .map_err(|_| Error::Timeout { after })?,
             None => send.await,
         }
-        .map_err(|_| connection.closed_error())
+        .map_err(|_| Error::closed(self.closed_reason()))
     }
-}
 
-impl Connection {
     fn encode<A: WireMessage>(
         &self,
         kind: FrameKind,
@@ -210,12 +312,10 @@ impl Connection {
         }
     }
 
-    fn closed_error(&self) -> Error {
-        Error::closed(
-            self.pending
-                .closed_reason()
-                .unwrap_or_else(|| "the connection's tasks ended".to_owned()),
-        )
+    fn closed_reason(&self) -> String {
+        self.pending
+            .closed_reason()
+            .unwrap_or_else(|| "the connection's tasks ended".to_owned())
     }
 }
 
@@ -263,6 +363,16 @@ pub struct ChannelBuilder {
     timeout: Option<Duration>,
     connect_timeout: Duration,
     max_frame_len: u32,
+    keepalive: Option<Keepalive>,
+    reconnect: bool,
+    max_reconnect_backoff: Duration,
+}
+
+/// When to probe a silent connection, and how long to wait for any frame after the probe.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Keepalive {
+    pub(crate) interval: Duration,
+    pub(crate) timeout: Duration,
 }
 
 impl Default for ChannelBuilder {
@@ -272,6 +382,12 @@ impl Default for ChannelBuilder {
             timeout: Some(DEFAULT_TIMEOUT),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            keepalive: Some(Keepalive {
+                interval: DEFAULT_KEEPALIVE_INTERVAL,
+                timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+            }),
+            reconnect: true,
+            max_reconnect_backoff: DEFAULT_MAX_RECONNECT_BACKOFF,
         }
     }
 }
@@ -314,36 +430,109 @@ impl ChannelBuilder {
         self
     }
 
+    /// After `interval` without any frame from the server, send a ping (default 30 s).
+    pub fn keepalive(mut self, interval: Duration) -> Self {
+        let timeout = self
+            .keepalive
+            .map_or(DEFAULT_KEEPALIVE_TIMEOUT, |k| k.timeout);
+        self.keepalive = Some(Keepalive { interval, timeout });
+        self
+    }
+
+    /// How long a pinged server has to send any frame before the connection is declared dead
+    /// and every call on it fails (default 10 s). So a dead peer is detected within
+    /// `keepalive + keepalive_timeout`.
+    pub fn keepalive_timeout(mut self, timeout: Duration) -> Self {
+        let interval = self
+            .keepalive
+            .map_or(DEFAULT_KEEPALIVE_INTERVAL, |k| k.interval);
+        self.keepalive = Some(Keepalive { interval, timeout });
+        self
+    }
+
+    /// Never ping; a dead peer is then only noticed when the OS reports it.
+    pub fn no_keepalive(mut self) -> Self {
+        self.keepalive = None;
+        self
+    }
+
+    /// Whether a channel whose connection broke dials again on the next call (default true).
+    pub fn reconnect(mut self, reconnect: bool) -> Self {
+        self.reconnect = reconnect;
+        self
+    }
+
+    /// The longest wait between two failed reconnect attempts (default 5 s); the wait starts
+    /// at 50 ms and doubles per failure.
+    pub fn max_reconnect_backoff(mut self, max: Duration) -> Self {
+        self.max_reconnect_backoff = max;
+        self
+    }
+
     /// Opens a TCP connection to `addr` and negotiates a codec.
     pub async fn connect<A: ToSocketAddrs>(self, addr: A) -> Result<Channel, Error> {
-        let limit = self.connect_timeout;
-        tokio::time::timeout(limit, async {
-            let stream = connect_tcp(addr).await?;
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
+            .await
+            .map_err(|source| Error::Connect {
+                addr: "(address lookup)".to_owned(),
+                source,
+            })?
+            .collect();
+        let connection = self.dial(&addrs).await?;
+        let timeout = self.timeout;
+        let redial = self.reconnect.then(|| Redial {
+            addrs,
+            options: self,
+            backoff: tokio::sync::Mutex::new(Backoff {
+                not_before: Instant::now(),
+                delay: FIRST_BACKOFF,
+            }),
+        });
+        Ok(Channel {
+            shared: Arc::new(ChannelShared {
+                current: Mutex::new(Arc::new(connection)),
+                redial,
+            }),
+            timeout,
+        })
+    }
+
+    /// Negotiates over an already open stream (a Unix socket, an in-memory duplex, ...).
+    /// Such a channel cannot reconnect by itself.
+    pub async fn connect_with<T: Transport>(self, stream: T) -> Result<Channel, Error> {
+        let connection = tokio::time::timeout(self.connect_timeout, self.open(stream, None))
+            .await
+            .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))??;
+        Ok(Channel {
+            shared: Arc::new(ChannelShared {
+                current: Mutex::new(Arc::new(connection)),
+                redial: None,
+            }),
+            timeout: self.timeout,
+        })
+    }
+
+    /// Connects over TCP and negotiates, within the connect timeout.
+    async fn dial(&self, addrs: &[SocketAddr]) -> Result<Connection, Error> {
+        tokio::time::timeout(self.connect_timeout, async {
+            let stream = connect_tcp(addrs).await?;
             let peer = stream.peer_addr().ok();
-            self.handshake(stream, peer).await
+            self.open(stream, peer).await
         })
         .await
         .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
     }
 
-    /// Negotiates over an already open stream (a Unix socket, an in-memory duplex, ...).
-    pub async fn connect_with<T: Transport>(self, stream: T) -> Result<Channel, Error> {
-        let limit = self.connect_timeout;
-        tokio::time::timeout(limit, self.handshake(stream, None))
-            .await
-            .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
-    }
-
-    async fn handshake<T: Transport>(
-        self,
+    async fn open<T: Transport>(
+        &self,
         mut stream: T,
         peer: Option<SocketAddr>,
-    ) -> Result<Channel, Error> {
+    ) -> Result<Connection, Error> {
         let codec = client_handshake(&mut stream, &self.codecs).await?;
         let (read_half, write_half) = stream.split_io();
         let (queue, queued) = mpsc::channel(WRITE_QUEUE_FRAMES);
         tokio::spawn(async move {
-            if let Err(err) = run_writer(write_half, queued).await {
+            if let Err(err) = run_writer(write_half, queued, None).await {
                 tracing::debug!(%err, "client writer ended");
             }
         });
@@ -353,32 +542,23 @@ impl ChannelBuilder {
             frames,
             Arc::clone(&pending),
             queue.clone(),
+            self.keepalive,
         ));
-        Ok(Channel {
-            connection: Arc::new(Connection {
-                codec,
-                queue,
-                pending,
-                next_request_id: AtomicU64::new(1),
-                max_frame_len: self.max_frame_len,
-                peer,
-                reader,
-            }),
-            timeout: self.timeout,
+        Ok(Connection {
+            codec,
+            queue,
+            pending,
+            next_request_id: AtomicU64::new(1),
+            max_frame_len: self.max_frame_len,
+            peer,
+            reader,
         })
     }
 }
 
-async fn connect_tcp<A: ToSocketAddrs>(addr: A) -> Result<TcpStream, Error> {
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
-        .await
-        .map_err(|source| Error::Connect {
-            addr: "(address lookup)".to_owned(),
-            source,
-        })?
-        .collect();
+async fn connect_tcp(addrs: &[SocketAddr]) -> Result<TcpStream, Error> {
     let mut last_error = None;
-    for candidate in &addrs {
+    for candidate in addrs {
         match TcpStream::connect(candidate).await {
             Ok(stream) => {
                 configure_tcp(&stream).map_err(|source| Error::Connect {

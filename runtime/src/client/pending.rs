@@ -5,6 +5,7 @@
 //! `close_all` take the same lock, so no call can slip in after the table closed.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
@@ -18,6 +19,8 @@ pub(crate) type ReplyReceiver = oneshot::Receiver<Result<Frame, Error>>;
 #[derive(Default)]
 pub(crate) struct PendingCalls {
     state: Mutex<State>,
+    /// Mirrors `state.closed.is_some()`, so the per-call check takes no lock.
+    closed: AtomicBool,
 }
 
 #[derive(Default)]
@@ -65,11 +68,17 @@ impl PendingCalls {
         let calls = {
             let mut state = self.lock();
             state.closed.get_or_insert_with(|| reason.to_owned());
+            self.closed.store(true, Ordering::Release);
             std::mem::take(&mut state.calls)
         };
         for (_, tx) in calls {
             let _ = tx.send(Err(Error::closed(reason)));
         }
+    }
+
+    /// Whether the connection has closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Why the connection closed, if it has.

@@ -1,4 +1,5 @@
-//! The read side of a client connection: routes replies to waiting calls by request id.
+//! The read side of a client connection: routes replies to waiting calls by request id, and
+//! pings a silent server to find out whether it is still there.
 
 use std::sync::Arc;
 
@@ -6,32 +7,70 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use super::pending::PendingCalls;
+use super::Keepalive;
 use crate::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
+
+/// A keepalive interval so long that it never fires (for connections without keepalive).
+const NEVER: std::time::Duration = std::time::Duration::from_secs(60 * 60 * 24 * 365);
 
 /// Reads frames until the connection ends, then fails every call still waiting.
 pub(crate) async fn run_reader<R>(
     mut frames: FramedRead<R, FrameCodec>,
     pending: Arc<PendingCalls>,
     queue: mpsc::Sender<Bytes>,
+    keepalive: Option<Keepalive>,
 ) where
     R: AsyncRead + Unpin,
 {
+    let interval = keepalive.map_or(NEVER, |k| k.interval);
+    let silence = tokio::time::sleep(interval);
+    tokio::pin!(silence);
+    let mut last_frame = Instant::now();
+    let mut pinged = false;
     let mut reason = String::from("the server closed the connection");
-    while let Some(next) = frames.next().await {
+
+    loop {
+        let next = tokio::select! {
+            next = frames.next() => next,
+            _ = &mut silence => {
+                let now = Instant::now();
+                if !pinged && now < last_frame + interval {
+                    silence.as_mut().reset(last_frame + interval);
+                    continue;
+                }
+                let Some(keepalive) = keepalive else { continue };
+                if pinged {
+                    reason = format!(
+                        "the server sent nothing for {:?}, not even an answer to a ping",
+                        keepalive.interval + keepalive.timeout
+                    );
+                    break;
+                }
+                // Best effort: a full queue means frames are flowing out anyway.
+                let _ = queue.try_send(Frame::control(FrameKind::Ping, 0).to_bytes());
+                pinged = true;
+                silence.as_mut().reset(now + keepalive.timeout);
+                continue;
+            }
+        };
+        last_frame = Instant::now();
+        pinged = false;
         let frame = match next {
-            Ok(frame) => frame,
-            Err(err) => {
+            None => break,
+            Some(Ok(frame)) => frame,
+            Some(Err(err)) => {
                 reason = format!("reading from the server failed: {err}");
                 break;
             }
         };
         match frame.kind {
             FrameKind::Response | FrameKind::Error if frame.request_id != 0 => {
-                // Request ids start at 1, so 0 never names a call.
-                // No waiter means the caller gave up (timeout or drop); the reply is dropped.
+                // Request ids start at 1, so 0 never names a call. No waiter means the caller
+                // gave up (timeout or drop); the reply is dropped.
                 pending.complete(frame.request_id, frame);
             }
             FrameKind::Response => {}

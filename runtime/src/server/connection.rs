@@ -8,6 +8,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use bytes::Bytes;
 use futures::future::{AbortHandle, Abortable};
 use futures::{FutureExt, StreamExt};
@@ -26,6 +28,10 @@ use crate::writer::{run_writer, WRITE_QUEUE_FRAMES};
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
+
+/// Initial read buffer of a connection. Small, because most connections are idle most of the
+/// time; the frame decoder reserves exactly what a larger frame needs.
+const READ_BUFFER_START: usize = 1024;
 
 /// Why the read loop stopped.
 enum End {
@@ -60,26 +66,63 @@ pub(crate) async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, sh
 }
 
 async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shared>) {
+    let config = &shared.config;
     let (read_half, write_half) = stream.split_io();
     let (queue, queued) = mpsc::channel(WRITE_QUEUE_FRAMES);
-    let mut writer = tokio::spawn(run_writer(write_half, queued));
-    let mut frames = FramedRead::new(read_half, FrameCodec::new(shared.config.max_frame_len));
+    let mut writer = tokio::spawn(run_writer(write_half, queued, Some(config.write_timeout)));
+    let mut writer_done = false;
+    let mut frames = FramedRead::with_capacity(
+        read_half,
+        FrameCodec::new(config.max_frame_len),
+        READ_BUFFER_START,
+    );
     let calls = Arc::new(InFlight::default());
     let tasks = TaskTracker::new();
-    let permits = Arc::new(Semaphore::new(shared.config.max_in_flight_per_connection));
+    let permits = Arc::new(Semaphore::new(config.max_in_flight_per_connection));
     let context = CallContext {
         codec,
         queue: queue.clone(),
         calls: Arc::clone(&calls),
-        max_frame_len: shared.config.max_frame_len,
+        max_frame_len: config.max_frame_len,
     };
+    let idle = tokio::time::sleep(config.idle_timeout);
+    tokio::pin!(idle);
+    let mut last_frame = Instant::now();
+    let mut pinged = false;
 
     let end = loop {
         let next = tokio::select! {
             biased;
             _ = shared.shutdown.cancelled() => break End::Shutdown,
+            // The writer only ends early when the peer stopped reading or the socket broke.
+            _ = &mut writer, if !writer_done => {
+                writer_done = true;
+                break End::PeerGone;
+            }
+            _ = &mut idle => {
+                let now = Instant::now();
+                if !pinged && now < last_frame + config.idle_timeout {
+                    idle.as_mut().reset(last_frame + config.idle_timeout);
+                    continue;
+                }
+                if pinged {
+                    let message = format!(
+                        "no frame for {:?} and no answer to a ping within {:?}",
+                        config.idle_timeout, config.ping_timeout
+                    );
+                    send_connection_error(&queue, ErrorCode::IdleTimeout, &message).await;
+                    break End::Violation;
+                }
+                let ping = Frame::control(FrameKind::Ping, 0).to_bytes();
+                let _ = queue.try_send(ping);
+                pinged = true;
+                idle.as_mut().reset(now + config.ping_timeout);
+                continue;
+            }
             next = frames.next() => next,
         };
+        last_frame = Instant::now();
+        pinged = false;
         let frame = match next {
             None => break End::PeerGone,
             Some(Ok(frame)) => frame,
@@ -106,6 +149,10 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
                         Err(_) => break End::Shutdown,
                     },
                     _ = shared.shutdown.cancelled() => break End::Shutdown,
+                    _ = &mut writer, if !writer_done => {
+                        writer_done = true;
+                        break End::PeerGone;
+                    }
                 };
                 if let Err(message) = start_call(frame, permit, &context, shared, &tasks).await {
                     send_connection_error(&queue, ErrorCode::ProtocolViolation, &message).await;
@@ -151,9 +198,10 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
     }
     drop(context);
     drop(queue);
-    if tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut writer)
-        .await
-        .is_err()
+    if !writer_done
+        && tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut writer)
+            .await
+            .is_err()
     {
         writer.abort();
     }
@@ -197,6 +245,19 @@ async fn start_call(
         }
         return Ok(());
     };
+    let Ok(server_permit) = Arc::clone(&shared.calls).try_acquire_owned() else {
+        tracing::warn!(%method, "server at max_in_flight; refusing a call");
+        if !one_way {
+            let error = Frame::error(
+                request_id,
+                method,
+                ErrorCode::Overloaded,
+                "the server is at its limit of calls in flight; retry later",
+            );
+            let _ = context.queue.send(error.to_bytes()).await;
+        }
+        return Ok(());
+    };
     let (abort, registration) = AbortHandle::new_pair();
     if !context.calls.insert(request_id, abort) {
         return Err(format!("request id {request_id} is already in flight"));
@@ -207,7 +268,7 @@ async fn start_call(
     let calls = Arc::clone(&context.calls);
     let max_frame_len = context.max_frame_len;
     tasks.spawn(async move {
-        let _permit = permit;
+        let _permits = (permit, server_permit);
         let work = Abortable::new(AssertUnwindSafe(reply).catch_unwind(), registration);
         let outcome = match deadline {
             Some(limit) => tokio::time::timeout(limit, work).await.ok(),

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -43,6 +44,11 @@ pub(crate) struct ServerConfig {
     pub(crate) grace_period: Duration,
     pub(crate) max_connections: usize,
     pub(crate) max_in_flight_per_connection: usize,
+    pub(crate) max_in_flight: usize,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) ping_timeout: Duration,
+    pub(crate) write_timeout: Duration,
+    pub(crate) listen_backlog: u32,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +61,11 @@ impl Default for ServerConfig {
             grace_period: Duration::from_secs(30),
             max_connections: 100_000,
             max_in_flight_per_connection: 1024,
+            max_in_flight: 65_536,
+            idle_timeout: Duration::from_secs(90),
+            ping_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
+            listen_backlog: 1024,
         }
     }
 }
@@ -151,14 +162,43 @@ impl ServerBuilder {
         self
     }
 
+    /// Calls running at once on the whole server (default 65,536). A call beyond it is
+    /// answered at once with an [`Overloaded`](crate::ErrorCode::Overloaded) error.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.config.max_in_flight = max.max(1);
+        self
+    }
+
+    /// How long a connection may stay silent before the server pings it (default 90 s, the
+    /// idle period of the socket servers wirecall replaces).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.config.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a pinged connection has to send any frame before it is closed with an
+    /// [`IdleTimeout`](crate::ErrorCode::IdleTimeout) error frame (default 10 s).
+    pub fn ping_timeout(mut self, timeout: Duration) -> Self {
+        self.config.ping_timeout = timeout;
+        self
+    }
+
+    /// How long writing to a peer may stall (the peer does not read) before the connection is
+    /// closed (default 30 s).
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.config.write_timeout = timeout;
+        self
+    }
+
+    /// The listen backlog: connections the OS queues before `accept` (default 1,024).
+    pub fn listen_backlog(mut self, backlog: u32) -> Self {
+        self.config.listen_backlog = backlog;
+        self
+    }
+
     /// Binds `addr` and starts serving.
     pub async fn bind<A: ToSocketAddrs>(self, addr: A) -> Result<RunningServer, Error> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| Error::Bind {
-                addr: "the requested address".to_owned(),
-                source,
-            })?;
+        let listener = listen(addr, self.config.listen_backlog).await?;
         self.serve_listener(listener)
     }
 
@@ -176,6 +216,7 @@ impl ServerBuilder {
         })?;
         let shared = Arc::new(Shared {
             router,
+            calls: Arc::new(Semaphore::new(self.config.max_in_flight)),
             config: self.config,
             connections: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
@@ -192,11 +233,45 @@ impl ServerBuilder {
     }
 }
 
+/// Binds the first address `addr` resolves to that accepts a listener with `backlog`.
+async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, Error> {
+    let candidates = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: "(address lookup)".to_owned(),
+            source,
+        })?;
+    let mut last_error = None;
+    for candidate in candidates {
+        let socket = if candidate.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        };
+        let listener = socket.and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind(candidate)?;
+            socket.listen(backlog)
+        });
+        match listener {
+            Ok(listener) => return Ok(listener),
+            Err(err) => last_error = Some((candidate.to_string(), err)),
+        }
+    }
+    let (addr, source) = last_error.unwrap_or_else(|| {
+        let none = std::io::Error::new(std::io::ErrorKind::NotFound, "resolved to nothing");
+        ("(address lookup)".to_owned(), none)
+    });
+    Err(Error::Bind { addr, source })
+}
+
 /// State every connection task of one server shares.
 pub(crate) struct Shared {
     pub(crate) router: Router,
     pub(crate) config: ServerConfig,
     pub(crate) connections: AtomicUsize,
+    /// One permit per call running on the server (`max_in_flight`).
+    pub(crate) calls: Arc<Semaphore>,
     /// Stop accepting and stop reading new calls.
     pub(crate) shutdown: CancellationToken,
     /// The grace period is over: abort whatever still runs.
@@ -277,6 +352,11 @@ impl RunningServer {
     /// Connections currently open.
     pub fn connection_count(&self) -> usize {
         self.shared.connections.load(Ordering::Acquire)
+    }
+
+    /// Calls currently running on the server, over all connections.
+    pub fn in_flight(&self) -> usize {
+        self.shared.config.max_in_flight - self.shared.calls.available_permits()
     }
 
     /// Graceful shutdown with the configured grace period: stop accepting, stop reading new

@@ -1,0 +1,249 @@
+//! Server limits and client recovery: reconnects, keepalive, idle cleanup, overload.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use wirecall::{Channel, Error, ErrorCode, NegotiationError, Server};
+
+async fn lab_server_on(addr: std::net::SocketAddr) -> wirecall::RunningServer {
+    Server::builder()
+        .serve(LabServer::new(Arc::new(LabImpl::default())))
+        .bind(addr)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_channel_reconnects_after_the_server_restarts() {
+    let server = lab_server_on("127.0.0.1:0".parse().unwrap()).await;
+    let addr = server.local_addr();
+    let lab = LabClient::new(
+        Channel::builder()
+            .max_reconnect_backoff(Duration::from_millis(100))
+            .connect(addr)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(lab.add(1, 1).await.unwrap(), 2);
+
+    server.shutdown_within(Duration::from_millis(100)).await;
+    // The dropped connection is noticed; calls fail with a typed error while nothing listens.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !lab.channel().is_closed() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let err = lab.add(1, 1).await.unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+
+    let _restarted = lab_server_on(addr).await;
+    // Within a few backoff periods the next call gets through on a new connection.
+    let result = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match lab.add(2, 3).await {
+                Ok(sum) => return sum,
+                Err(Error::Connect { .. } | Error::ConnectionClosed { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                Err(other) => panic!("unexpected {other:?}"),
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(result, 5);
+}
+
+#[tokio::test]
+async fn a_channel_without_reconnect_stays_closed() {
+    let server = lab_server_on("127.0.0.1:0".parse().unwrap()).await;
+    let lab = LabClient::new(
+        Channel::builder()
+            .reconnect(false)
+            .connect(server.local_addr())
+            .await
+            .unwrap(),
+    );
+    server.shutdown_within(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let err = lab.add(1, 1).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
+}
+
+/// A peer that completes the handshake and then never sends another byte.
+async fn silent_server() -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut hello = [0u8; 7];
+        socket.read_exact(&mut hello).await.unwrap();
+        socket.write_all(b"WCAL\x01\x00\x02\x01\x02").await.unwrap();
+        // Hold the socket open, reading (and ignoring) whatever arrives.
+        let mut sink = vec![0u8; 1024];
+        while socket.read(&mut sink).await.unwrap_or(0) > 0 {}
+    });
+    addr
+}
+
+#[tokio::test]
+async fn keepalive_detects_a_silent_server_and_fails_waiting_calls() {
+    let addr = silent_server().await;
+    let channel = Channel::builder()
+        .codec(wirecall::Codec::MessagePack)
+        .no_timeout()
+        .reconnect(false)
+        .keepalive(Duration::from_millis(100))
+        .keepalive_timeout(Duration::from_millis(100))
+        .connect(addr)
+        .await
+        .unwrap();
+    let lab = LabClient::new(channel);
+    let started = std::time::Instant::now();
+    let err = tokio::time::timeout(Duration::from_secs(5), lab.add(1, 1))
+        .await
+        .expect("the call ends")
+        .unwrap_err();
+    assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
+    assert!(err.to_string().contains("ping"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn the_server_pings_an_idle_peer_and_closes_it_when_it_does_not_answer() {
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .idle_timeout(Duration::from_millis(100))
+        .ping_timeout(Duration::from_millis(100))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02").await.unwrap();
+    let mut received = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut received))
+        .await
+        .expect("the server closes the idle connection")
+        .unwrap();
+    // Server hello (11 bytes), then a Ping frame, then an IdleTimeout error frame.
+    let frames = &received[11..];
+    assert_eq!(frames[4], 5, "a Ping first");
+    let error = &frames[26..];
+    assert_eq!(error[4], 3, "then an Error frame");
+    assert_eq!(&error[26..28], &ErrorCode::IdleTimeout.to_u16().to_be_bytes());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(server.connection_count(), 0);
+}
+
+#[tokio::test]
+async fn an_idle_client_that_answers_pings_is_kept() {
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .idle_timeout(Duration::from_millis(50))
+        .ping_timeout(Duration::from_millis(50))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let users = UserServiceClient::connect(server.local_addr()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!users.channel().is_closed());
+    assert_eq!(users.get_user(fanly()).await.unwrap(), fanly());
+}
+
+#[tokio::test]
+async fn calls_beyond_max_in_flight_get_an_overloaded_error() {
+    let server = Server::builder()
+        .serve(LabServer::new(Arc::new(LabImpl::default())))
+        .max_in_flight(2)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    let slow: Vec<_> = (0..2)
+        .map(|_| {
+            let lab = lab.clone();
+            tokio::spawn(async move { lab.sleep_ms(300).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(server.in_flight(), 2);
+    let err = lab.add(1, 1).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Remote {
+                code: ErrorCode::Overloaded,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    for call in slow {
+        assert_eq!(call.await.unwrap().unwrap(), 300);
+    }
+    assert_eq!(server.in_flight(), 0);
+    assert_eq!(lab.add(1, 1).await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn connections_beyond_max_connections_are_refused_as_busy() {
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .max_connections(2)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let first = UserServiceClient::connect(server.local_addr()).await.unwrap();
+    let _second = UserServiceClient::connect(server.local_addr()).await.unwrap();
+    let err = Channel::connect(server.local_addr()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Negotiation(NegotiationError::Busy)),
+        "{err:?}"
+    );
+    assert_eq!(first.get_user(fanly()).await.unwrap(), fanly());
+}
+
+#[tokio::test]
+async fn a_peer_that_never_reads_is_closed_when_writes_stall() {
+    let server = Server::builder()
+        .serve(LabServer::new(Arc::new(LabImpl::default())))
+        .write_timeout(Duration::from_millis(300))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02").await.unwrap();
+    let mut hello = [0u8; 11];
+    socket.read_exact(&mut hello).await.unwrap();
+    // Ask for 1 MiB replies over and over without reading any of them.
+    let blob = wirecall::method_id("Lab", "blob").get();
+    let mut request = Vec::new();
+    for id in 1..=16u64 {
+        request.extend_from_slice(&(22u32 + 6).to_be_bytes());
+        request.push(1);
+        request.push(0);
+        request.extend_from_slice(&id.to_be_bytes());
+        request.extend_from_slice(&blob.to_be_bytes());
+        request.extend_from_slice(&0u32.to_be_bytes());
+        request.extend_from_slice(&[0x91, 0xce, 0x00, 0x10, 0x00, 0x00]); // msgpack [1048576]
+    }
+    let _ = socket.write_all(&request).await;
+    // The server gives up on the stalled connection instead of holding it forever.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while server.connection_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the stalled connection is closed");
+    let users = LabClient::connect(addr).await.unwrap();
+    assert_eq!(users.add(1, 2).await.unwrap(), 3);
+}
