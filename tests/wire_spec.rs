@@ -1,0 +1,484 @@
+//! Pins the byte dumps of the book's wire-protocol chapter to what the code really sends.
+//!
+//! Every dump is captured from a real client talking to a real server through a recording TCP
+//! relay (or, for `Ping`, from a raw socket), formatted, and looked up verbatim in
+//! `book/src/wire-protocol.md`. When the protocol changes, this test fails and prints the
+//! blocks the chapter should show; `cargo test --test wire_spec -- --nocapture` prints all of
+//! them.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use wirecall::{method_id, Channel, Codec, RunningServer, Server};
+use wirecall_runtime::frame::{Frame, FrameKind};
+
+const CHAPTER: &str = include_str!("../book/src/wire-protocol.md");
+
+#[wirecall::message]
+#[derive(Clone, PartialEq)]
+pub struct UserModel {
+    pub user_id: i32,
+    pub name: String,
+    pub age: i32,
+}
+
+#[wirecall::message]
+#[derive(Clone, PartialEq)]
+pub struct NotFound {
+    pub user_id: i32,
+    pub reason: String,
+}
+
+/// The two methods of the example's `UserService` the chapter shows (ids depend only on the
+/// service and method names, so these are the example's ids).
+#[wirecall::service]
+pub trait UserService {
+    async fn get_user(&self, user: UserModel) -> UserModel;
+    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound>;
+}
+
+/// The chapter's two-argument method.
+#[wirecall::service]
+pub trait Accounts {
+    async fn rename(&self, user_id: i32, name: String) -> Result<UserModel, NotFound>;
+}
+
+struct Users;
+
+impl UserService for Users {
+    async fn get_user(&self, user: UserModel) -> UserModel {
+        user
+    }
+
+    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound> {
+        match user_id {
+            1 => Ok(fanly()),
+            _ => Err(NotFound {
+                user_id,
+                reason: "no such user".to_owned(),
+            }),
+        }
+    }
+}
+
+impl Accounts for Users {
+    async fn rename(&self, user_id: i32, name: String) -> Result<UserModel, NotFound> {
+        Ok(UserModel {
+            user_id,
+            name,
+            age: 18,
+        })
+    }
+}
+
+/// Arguments for a method no service has.
+#[wirecall::message]
+struct NoArgs {}
+
+fn fanly() -> UserModel {
+    UserModel {
+        user_id: 1,
+        name: "fanly".to_owned(),
+        age: 18,
+    }
+}
+
+async fn start_server() -> RunningServer {
+    Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .serve(AccountsServer::new(Users))
+        .bind("127.0.0.1:0")
+        .await
+        .expect("server binds")
+}
+
+/// A relay between one client and the server that records both directions.
+struct Tap {
+    addr: SocketAddr,
+    to_server: Arc<Mutex<Vec<u8>>>,
+    to_client: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Tap {
+    async fn start(server: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let to_server = Arc::new(Mutex::new(Vec::new()));
+        let to_client = Arc::new(Mutex::new(Vec::new()));
+        let (up, down) = (Arc::clone(&to_server), Arc::clone(&to_client));
+        tokio::spawn(async move {
+            let (client, _) = listener.accept().await.unwrap();
+            let server = TcpStream::connect(server).await.unwrap();
+            let (client_read, client_write) = client.into_split();
+            let (server_read, server_write) = server.into_split();
+            tokio::spawn(relay(client_read, server_write, up));
+            tokio::spawn(relay(server_read, client_write, down));
+        });
+        Self {
+            addr,
+            to_server,
+            to_client,
+        }
+    }
+
+    /// What the client sent and what the server sent, so far.
+    fn recorded(&self) -> (Vec<u8>, Vec<u8>) {
+        (
+            self.to_server.lock().unwrap().clone(),
+            self.to_client.lock().unwrap().clone(),
+        )
+    }
+}
+
+async fn relay(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, log: Arc<Mutex<Vec<u8>>>) {
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        // Recorded before forwarding: once the other side has reacted, the bytes are here.
+        log.lock().unwrap().extend_from_slice(&buf[..n]);
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+/// Splits a recorded direction into its hello and its frames.
+fn split(stream: &[u8], from_client: bool) -> (&[u8], Vec<&[u8]>) {
+    let hello_len = if from_client {
+        6 + stream[5] as usize
+    } else {
+        8 + stream[7] as usize
+    };
+    let (hello, mut rest) = stream.split_at(hello_len);
+    let mut frames = Vec::new();
+    while !rest.is_empty() {
+        let len = 4 + u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        let (frame, tail) = rest.split_at(len);
+        frames.push(frame);
+        rest = tail;
+    }
+    (hello, frames)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One annotated line: a field name, its bytes, and what they mean.
+fn field(out: &mut String, name: &str, bytes: &[u8], meaning: &str) {
+    let line = format!("{name:<11} {:<24} {meaning}", hex(bytes));
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// A payload, 16 bytes a line, continuation lines indented under the first.
+fn payload_lines(out: &mut String, payload: &[u8]) {
+    if payload.is_empty() {
+        out.push_str("payload     (none)\n");
+        return;
+    }
+    for (i, chunk) in payload.chunks(16).enumerate() {
+        let name = if i == 0 { "payload" } else { "" };
+        let _ = writeln!(out, "{name:<11} {}", hex(chunk));
+    }
+}
+
+fn codec_names(ids: &[u8]) -> String {
+    ids.iter()
+        .map(|id| Codec::from_id(*id).map_or("unknown", |c| c.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn annotate_client_hello(hello: &[u8]) -> String {
+    let mut out = String::new();
+    field(&mut out, "magic", &hello[..4], "\"WCAL\"");
+    field(&mut out, "version", &hello[4..5], "protocol version 1");
+    field(
+        &mut out,
+        "count",
+        &hello[5..6],
+        &format!("{} codec id(s) follow", hello[5]),
+    );
+    field(&mut out, "codecs", &hello[6..], &codec_names(&hello[6..]));
+    out
+}
+
+fn annotate_server_hello(hello: &[u8]) -> String {
+    let mut out = String::new();
+    field(&mut out, "magic", &hello[..4], "\"WCAL\"");
+    field(&mut out, "version", &hello[4..5], "protocol version 1");
+    let status = match hello[5] {
+        0 => "Accepted",
+        1 => "NoCommonCodec",
+        2 => "UnsupportedVersion",
+        3 => "Malformed",
+        4 => "Busy",
+        _ => "unknown",
+    };
+    field(&mut out, "status", &hello[5..6], status);
+    field(&mut out, "codec", &hello[6..7], &codec_names(&hello[6..7]));
+    field(
+        &mut out,
+        "count",
+        &hello[7..8],
+        &format!("{} codec id(s) follow", hello[7]),
+    );
+    field(
+        &mut out,
+        "supported",
+        &hello[8..],
+        &codec_names(&hello[8..]),
+    );
+    out
+}
+
+fn method_names() -> HashMap<u64, &'static str> {
+    [
+        ("UserService", "get_user", "UserService.get_user"),
+        ("UserService", "find", "UserService.find"),
+        ("UserService", "delete_user", "UserService.delete_user"),
+        ("Accounts", "rename", "Accounts.rename"),
+    ]
+    .into_iter()
+    .map(|(service, method, full)| (method_id(service, method).get(), full))
+    .collect()
+}
+
+fn annotate_frame(frame: &[u8]) -> String {
+    let names = method_names();
+    let len = u32::from_be_bytes(frame[..4].try_into().unwrap());
+    let kind = FrameKind::from_u8(frame[4]).expect("a known kind");
+    let request_id = u64::from_be_bytes(frame[6..14].try_into().unwrap());
+    let method = u64::from_be_bytes(frame[14..22].try_into().unwrap());
+    let deadline = u32::from_be_bytes(frame[22..26].try_into().unwrap());
+    let mut out = String::new();
+    field(
+        &mut out,
+        "length",
+        &frame[..4],
+        &format!("{len} bytes follow"),
+    );
+    field(
+        &mut out,
+        "kind",
+        &frame[4..5],
+        &format!("{} = {kind:?}", frame[4]),
+    );
+    field(&mut out, "flags", &frame[5..6], "reserved, 0");
+    field(
+        &mut out,
+        "request id",
+        &frame[6..14],
+        &request_id.to_string(),
+    );
+    let method_meaning = match (method, names.get(&method)) {
+        (0, _) => "none".to_owned(),
+        (_, Some(name)) => (*name).to_owned(),
+        (_, None) => "unknown".to_owned(),
+    };
+    field(&mut out, "method id", &frame[14..22], &method_meaning);
+    let deadline_meaning = match deadline {
+        0 => "no deadline".to_owned(),
+        ms => format!("{ms} ms"),
+    };
+    field(&mut out, "deadline", &frame[22..26], &deadline_meaning);
+    payload_lines(&mut out, &frame[26..]);
+    out
+}
+
+/// Collects the blocks the chapter must contain and reports every missing one at once.
+#[derive(Default)]
+struct Expected {
+    blocks: Vec<(String, String)>,
+}
+
+impl Expected {
+    fn add(&mut self, name: &str, block: String) {
+        println!("---- {name} ----\n{block}");
+        self.blocks.push((name.to_owned(), block));
+    }
+
+    fn check(self) {
+        let missing: Vec<String> = self
+            .blocks
+            .iter()
+            .filter(|(_, block)| !CHAPTER.contains(block.as_str()))
+            .map(|(name, block)| format!("---- {name} ----\n{block}"))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "book/src/wire-protocol.md lacks these blocks (update the chapter):\n{}",
+            missing.join("\n")
+        );
+    }
+}
+
+fn utf8(payload: &[u8]) -> String {
+    String::from_utf8(payload.to_vec()).expect("JSON payloads are UTF-8")
+}
+
+#[tokio::test]
+async fn the_chapter_shows_the_bytes_the_code_sends() {
+    let server = start_server().await;
+    let mut expected = Expected::default();
+
+    // Method ids.
+    expected.add(
+        "method id of UserService.get_user",
+        format!("{:#018x}", method_id("UserService", "get_user").get()),
+    );
+
+    // The default offer of a Rust client.
+    let tap = Tap::start(server.local_addr()).await;
+    let channel = Channel::connect(tap.addr).await.unwrap();
+    assert_eq!(channel.codec(), Codec::MessagePack);
+    let (up, _) = tap.recorded();
+    expected.add("default client hello", annotate_client_hello(&up));
+    drop(channel);
+
+    // The worked example: JSON, handshake, get_user, its reply; then find's two outcomes.
+    let tap = Tap::start(server.local_addr()).await;
+    let users = UserServiceClient::new(
+        Channel::builder()
+            .codec(Codec::Json)
+            .connect(tap.addr)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(users.get_user(fanly()).await.unwrap(), fanly());
+    let (up, down) = tap.recorded();
+    let (client_hello, requests) = split(&up, true);
+    let (server_hello, replies) = split(&down, false);
+    expected.add("json client hello hex", hex(client_hello));
+    expected.add("json client hello", annotate_client_hello(client_hello));
+    expected.add("json server hello hex", hex(server_hello));
+    expected.add("json server hello", annotate_server_hello(server_hello));
+    expected.add("get_user request", annotate_frame(requests[0]));
+    expected.add("get_user request payload", utf8(&requests[0][26..]));
+    expected.add("get_user response", annotate_frame(replies[0]));
+    expected.add("get_user response payload", utf8(&replies[0][26..]));
+    assert!(users.find(1).await.unwrap().is_ok());
+    assert!(users.find(42).await.unwrap().is_err());
+    let (up, down) = tap.recorded();
+    let (_, requests) = split(&up, true);
+    let (_, replies) = split(&down, false);
+    expected.add("find request payload", utf8(&requests[1][26..]));
+    expected.add("find ok payload", utf8(&replies[1][26..]));
+    expected.add("find err payload", utf8(&replies[2][26..]));
+
+    // An unknown method: an Error frame for that request.
+    let raw: Result<UserModel, wirecall::Error> = users
+        .channel()
+        .call(method_id("UserService", "delete_user"), NoArgs {})
+        .await;
+    assert!(matches!(raw, Err(wirecall::Error::UnknownMethod { .. })));
+    let (_, down) = tap.recorded();
+    let (_, replies) = split(&down, false);
+    expected.add("unknown method error", annotate_frame(replies[3]));
+    drop(users);
+
+    // The two-argument call in MessagePack and in Protobuf.
+    for (codec, label) in [
+        (Codec::MessagePack, "msgpack"),
+        (Codec::Protobuf, "protobuf"),
+    ] {
+        let tap = Tap::start(server.local_addr()).await;
+        let accounts = AccountsClient::new(
+            Channel::builder()
+                .codec(codec)
+                .connect(tap.addr)
+                .await
+                .unwrap(),
+        );
+        let renamed = accounts.rename(7, "ada".to_owned()).await.unwrap();
+        assert_eq!(renamed.unwrap().name, "ada");
+        let (up, down) = tap.recorded();
+        let (_, requests) = split(&up, true);
+        let (_, replies) = split(&down, false);
+        expected.add(
+            &format!("rename request {label}"),
+            annotate_frame(requests[0]),
+        );
+        expected.add(
+            &format!("rename response {label}"),
+            annotate_frame(replies[0]),
+        );
+    }
+
+    // Ping from a raw socket, answered with a Pong carrying the same request id.
+    let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x01").await.unwrap();
+    let mut hello = [0u8; 11];
+    socket.read_exact(&mut hello).await.unwrap();
+    let ping = Frame::control(FrameKind::Ping, 7).to_bytes();
+    socket.write_all(&ping).await.unwrap();
+    let mut pong = [0u8; 26];
+    socket.read_exact(&mut pong).await.unwrap();
+    expected.add("ping", annotate_frame(&ping));
+    expected.add("pong", annotate_frame(&pong));
+
+    // What a client sends when a caller gives up on request 2.
+    expected.add(
+        "cancel",
+        annotate_frame(&Frame::control(FrameKind::Cancel, 2).to_bytes()),
+    );
+
+    server.shutdown().await;
+    expected.check();
+}
+
+/// The chapter's Python client, run against a real server. Skipped when `python3` is missing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_client_in_the_chapter_talks_to_a_server() {
+    let Some(start) = CHAPTER.find("```python\n") else {
+        panic!("the chapter has no python block");
+    };
+    let body = &CHAPTER[start + "```python\n".len()..];
+    let script = &body[..body.find("```").expect("the python block ends")];
+    let path = std::env::temp_dir().join(format!("wirecall-client-{}.py", std::process::id()));
+    std::fs::write(&path, script).unwrap();
+
+    let server = start_server().await;
+    let output = match tokio::process::Command::new("python3")
+        .arg(&path)
+        .arg(server.local_addr().to_string())
+        .output()
+        .await
+    {
+        Ok(output) => output,
+        Err(err) => {
+            eprintln!("skipped: python3 is not available ({err})");
+            return;
+        }
+    };
+    let _ = std::fs::remove_file(&path);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let expected = "{'value': {'user_id': 1, 'name': 'fanly', 'age': 18}}\n\
+                    {'ok': None, 'err': {'user_id': 42, 'reason': 'no such user'}}\n\
+                    error 1 (request 3): no service on this server has method id 0xfc569b3741c766ac\n";
+    assert_eq!(stdout, expected);
+    assert!(
+        CHAPTER.contains(expected),
+        "the chapter shows the script's output"
+    );
+    server.shutdown().await;
+}
