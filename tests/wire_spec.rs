@@ -19,18 +19,25 @@ use wirecall_runtime::frame::{Frame, FrameKind};
 
 const CHAPTER: &str = include_str!("../book/src/wire-protocol.md");
 
+/// The example's user.
 #[wirecall::message]
 #[derive(Clone, PartialEq)]
 pub struct UserModel {
+    /// Id.
     pub user_id: i32,
+    /// Name.
     pub name: String,
+    /// Age in years.
     pub age: i32,
 }
 
+/// The application error of `find` and `rename`.
 #[wirecall::message]
 #[derive(Clone, PartialEq)]
 pub struct NotFound {
+    /// The id looked up.
     pub user_id: i32,
+    /// Why nothing was found.
     pub reason: String,
 }
 
@@ -38,13 +45,16 @@ pub struct NotFound {
 /// service and method names, so these are the example's ids).
 #[wirecall::service]
 pub trait UserService {
+    /// Echoes a user back.
     async fn get_user(&self, user: UserModel) -> UserModel;
+    /// Finds a user by id.
     async fn find(&self, user_id: i32) -> Result<UserModel, NotFound>;
 }
 
 /// The chapter's two-argument method.
 #[wirecall::service]
 pub trait Accounts {
+    /// Renames a user.
     async fn rename(&self, user_id: i32, name: String) -> Result<UserModel, NotFound>;
 }
 
