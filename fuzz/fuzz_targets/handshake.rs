@@ -1,0 +1,40 @@
+//! Parses arbitrary bytes as client and server hellos and negotiates over whatever the client
+//! hello offers. Invariants: no panic; a parsed hello never claims more bytes than it was
+//! given, lists 1..=16 (client) or 0..=16 (server) codecs, and re-encodes to the same bytes;
+//! a negotiated codec is both offered and supported.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wirecall_runtime::negotiate::{
+    negotiate_codec, ClientHello, Preference, ServerHello, MAX_CODECS, PROTOCOL_VERSION,
+};
+use wirecall_runtime::Codec;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(Some((hello, used))) = ClientHello::parse(data) {
+        assert!(used <= data.len());
+        assert_eq!(used, 6 + hello.codecs.len());
+        assert!((1..=MAX_CODECS).contains(&hello.codecs.len()));
+        for preference in [Preference::Client, Preference::Server] {
+            for supported in [Codec::available(), vec![Codec::Protobuf], Vec::new()] {
+                if let Some(chosen) = negotiate_codec(&hello.codecs, &supported, preference) {
+                    assert!(hello.codecs.contains(&chosen.id()));
+                    assert!(supported.contains(&chosen));
+                }
+            }
+        }
+        if hello.version == PROTOCOL_VERSION {
+            let known: Vec<Codec> = hello.codecs.iter().filter_map(|id| Codec::from_id(*id)).collect();
+            if known.len() == hello.codecs.len() {
+                assert_eq!(ClientHello::encode(&known), &data[..used]);
+            }
+        }
+    }
+    if let Ok(Some((hello, used))) = ServerHello::parse(data) {
+        assert!(used <= data.len());
+        assert_eq!(used, 8 + hello.supported.len());
+        assert!(hello.supported.len() <= MAX_CODECS);
+        assert_eq!(hello.encode(), &data[..used]);
+    }
+});
