@@ -18,6 +18,7 @@ pub mod codec;
 pub mod dispatch;
 mod error;
 pub mod frame;
+mod id_hash;
 mod method;
 pub mod negotiate;
 pub mod server;

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use crate::codec::{Codec, WireMessage};
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MAX_FRAME_LEN};
 use crate::method::MethodId;
 use crate::negotiate::{client_handshake, NegotiationError};
@@ -265,7 +265,17 @@ impl Connection {
             None => exchange.await?,
         };
         cancel.armed = false;
-        self.decode_reply(method, frame)
+        match self.decode_reply(method, frame) {
+            // The server's copy of the deadline can fire a moment before ours: it is the same
+            // deadline, so the caller sees the same error either way.
+            Err(Error::Remote {
+                code: ErrorCode::DeadlineExceeded,
+                ..
+            }) if timeout.is_some() => Err(Error::Timeout {
+                after: timeout.unwrap_or_default(),
+            }),
+            other => other,
+        }
     }
 
     async fn notify<A: WireMessage>(

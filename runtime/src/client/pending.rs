@@ -4,7 +4,6 @@
 //! giving up (`remove`), or by `close_all` when the connection ends. Registration and
 //! `close_all` take the same lock, so no call can slip in after the table closed.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -12,6 +11,7 @@ use tokio::sync::oneshot;
 
 use crate::error::Error;
 use crate::frame::Frame;
+use crate::id_hash::IdMap;
 
 pub(crate) type ReplySender = oneshot::Sender<Result<Frame, Error>>;
 pub(crate) type ReplyReceiver = oneshot::Receiver<Result<Frame, Error>>;
@@ -25,7 +25,7 @@ pub(crate) struct PendingCalls {
 
 #[derive(Default)]
 struct State {
-    calls: HashMap<u64, ReplySender>,
+    calls: IdMap<u64, ReplySender>,
     closed: Option<String>,
 }
 

@@ -2,16 +2,16 @@
 //! so a slow call never holds up a fast one, while the writer task sends replies in whatever
 //! order they finish.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use bytes::Bytes;
-use futures::future::{AbortHandle, Abortable};
+use futures::future::{AbortHandle, Abortable, Aborted};
 use futures::{FutureExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -20,8 +20,11 @@ use tokio_util::task::TaskTracker;
 
 use super::Shared;
 use crate::codec::Codec;
-use crate::error::ErrorCode;
+use crate::error::{CallError, ErrorCode};
+use crate::frame::FrameBuf;
 use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
+use crate::id_hash::IdMap;
+use crate::method::MethodId;
 use crate::negotiate::server_handshake;
 use crate::transport::Transport;
 use crate::writer::{run_writer, WRITE_QUEUE_FRAMES};
@@ -258,54 +261,96 @@ async fn start_call(
         }
         return Ok(());
     };
-    let (abort, registration) = AbortHandle::new_pair();
-    if !context.calls.insert(request_id, abort) {
+    if context.calls.contains(request_id) {
         return Err(format!("request id {request_id} is already in flight"));
     }
-    let reply = route.service.call(method, context.codec, payload);
-    let deadline = (deadline_ms != 0).then(|| Duration::from_millis(deadline_ms.into()));
+    let mut work =
+        AssertUnwindSafe(route.service.call(method, context.codec, payload)).catch_unwind();
+    let reply = ReplyTo {
+        request_id,
+        method,
+        deadline_ms,
+        max_frame_len: context.max_frame_len,
+    };
+    // Most handlers finish without ever waiting: run them here, saving a task spawn and a
+    // timer. Only a handler that is still pending after its first poll gets its own task.
+    if let Poll::Ready(outcome) = futures::poll!(&mut work) {
+        drop((permit, server_permit));
+        if !one_way {
+            let _ = context.queue.send(reply.frame(Some(outcome))).await;
+        }
+        return Ok(());
+    }
+    let (abort, registration) = AbortHandle::new_pair();
+    context.calls.insert(request_id, abort);
+    let deadline =
+        (deadline_ms != 0).then(|| Instant::now() + Duration::from_millis(deadline_ms.into()));
     let queue = context.queue.clone();
     let calls = Arc::clone(&context.calls);
-    let max_frame_len = context.max_frame_len;
     tasks.spawn(async move {
         let _permits = (permit, server_permit);
-        let work = Abortable::new(AssertUnwindSafe(reply).catch_unwind(), registration);
+        let work = Abortable::new(work, registration);
         let outcome = match deadline {
-            Some(limit) => tokio::time::timeout(limit, work).await.ok(),
+            Some(at) => tokio::time::timeout_at(at, work).await.ok(),
             None => Some(work.await),
         };
         calls.remove(request_id);
-        let error = |code: ErrorCode, message: &str| {
-            Frame::error(request_id, method, code, message).to_bytes()
-        };
-        let frame = match outcome {
+        let outcome = match outcome {
             // Cancelled by the caller or by the end of the connection: no reply is wanted.
-            Some(Err(_aborted)) => return,
-            None => error(
-                ErrorCode::DeadlineExceeded,
-                &format!("the handler did not finish within {deadline_ms} ms"),
-            ),
-            Some(Ok(Err(panic))) => {
-                let message = panic_message(panic.as_ref());
-                tracing::error!(%method, %message, "handler panicked");
-                error(ErrorCode::HandlerPanicked, &message)
-            }
-            Some(Ok(Ok(Err(call_error)))) => {
-                tracing::debug!(%method, %call_error, "call failed");
-                error(call_error.code(), &call_error.to_string())
-            }
-            Some(Ok(Ok(Ok(reply)))) => {
-                match reply.finish(FrameKind::Response, request_id, method, 0, max_frame_len) {
-                    Ok(bytes) => bytes,
-                    Err(err) => error(ErrorCode::FrameTooLarge, &format!("the reply {err}")),
-                }
-            }
+            Some(Err(Aborted)) => return,
+            Some(Ok(outcome)) => Some(outcome),
+            None => None,
         };
         if !one_way {
-            let _ = queue.send(frame).await;
+            let _ = queue.send(reply.frame(outcome)).await;
         }
     });
     Ok(())
+}
+
+/// What a handler's future resolved to: its encoded reply or call error, or the panic.
+type HandlerOutcome = std::thread::Result<Result<FrameBuf, CallError>>;
+
+/// Where a call's reply goes, and what it needs to be framed.
+struct ReplyTo {
+    request_id: u64,
+    method: MethodId,
+    deadline_ms: u32,
+    max_frame_len: u32,
+}
+
+impl ReplyTo {
+    /// The reply frame for a handler's outcome (`None`: the deadline passed first).
+    fn frame(&self, outcome: Option<HandlerOutcome>) -> Bytes {
+        let error = |code: ErrorCode, message: &str| {
+            Frame::error(self.request_id, self.method, code, message).to_bytes()
+        };
+        match outcome {
+            None => error(
+                ErrorCode::DeadlineExceeded,
+                &format!("the handler did not finish within {} ms", self.deadline_ms),
+            ),
+            Some(Err(panic)) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(method = %self.method, %message, "handler panicked");
+                error(ErrorCode::HandlerPanicked, &message)
+            }
+            Some(Ok(Err(call_error))) => {
+                tracing::debug!(method = %self.method, %call_error, "call failed");
+                error(call_error.code(), &call_error.to_string())
+            }
+            Some(Ok(Ok(reply))) => match reply.finish(
+                FrameKind::Response,
+                self.request_id,
+                self.method,
+                0,
+                self.max_frame_len,
+            ) {
+                Ok(bytes) => bytes,
+                Err(err) => error(ErrorCode::FrameTooLarge, &format!("the reply {err}")),
+            },
+        }
+    }
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -326,25 +371,23 @@ async fn send_connection_error(queue: &mpsc::Sender<Bytes>, code: ErrorCode, mes
 /// Calls running on one connection, by request id, so a `Cancel` frame can stop one.
 #[derive(Default)]
 struct InFlight {
-    calls: Mutex<HashMap<u64, AbortHandle>>,
+    calls: Mutex<IdMap<u64, AbortHandle>>,
 }
 
 impl InFlight {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, AbortHandle>> {
+    fn lock(&self) -> MutexGuard<'_, IdMap<u64, AbortHandle>> {
         // Every operation is a single map update, so a poisoned map is still consistent.
         self.calls
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Returns false when `request_id` is already running.
-    fn insert(&self, request_id: u64, abort: AbortHandle) -> bool {
-        let mut calls = self.lock();
-        if calls.contains_key(&request_id) {
-            return false;
-        }
-        calls.insert(request_id, abort);
-        true
+    fn contains(&self, request_id: u64) -> bool {
+        self.lock().contains_key(&request_id)
+    }
+
+    fn insert(&self, request_id: u64, abort: AbortHandle) {
+        self.lock().insert(request_id, abort);
     }
 
     fn remove(&self, request_id: u64) {

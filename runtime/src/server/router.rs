@@ -1,9 +1,9 @@
 //! Routes method ids to the services that own them, built once when the server starts.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::Error;
+use crate::id_hash::IdMap;
 use crate::method::{MethodDescriptor, MethodId};
 use crate::service::Service;
 
@@ -22,14 +22,14 @@ impl Route {
 
 #[derive(Default)]
 pub(crate) struct Router {
-    routes: HashMap<MethodId, Route>,
+    routes: IdMap<MethodId, Route>,
 }
 
 impl Router {
     /// Indexes every method of every service; two methods with one id are a configuration
     /// error (two services with the same name, or a hash collision).
     pub(crate) fn build(services: &[Arc<dyn Service>]) -> Result<Self, Error> {
-        let mut routes: HashMap<MethodId, Route> = HashMap::new();
+        let mut routes: IdMap<MethodId, Route> = IdMap::default();
         for service in services {
             for method in service.descriptor().methods {
                 let route = Route {
