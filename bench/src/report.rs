@@ -99,6 +99,10 @@ fn metrics(workload: Workload) -> Vec<Metric> {
                 value: |r| r.rounds.map(|n| r.secs * 1e3 / n.max(1) as f64),
             },
             Metric {
+                label: "p50 us per connect+call",
+                value: |r| r.p50_us,
+            },
+            Metric {
                 label: "p99 us per connect+call",
                 value: |r| r.p99_us,
             },
@@ -110,6 +114,7 @@ fn metrics(workload: Workload) -> Vec<Metric> {
             },
             SERVER_RSS,
             CLIENT_RSS,
+            P50,
             P99,
         ],
         Workload::Bulk => vec![
@@ -213,7 +218,8 @@ fn format_value(value: f64) -> String {
         v if v >= 1e4 => format!("{:.1}k", value / 1e3),
         v if v >= 100.0 => format!("{value:.0}"),
         v if v >= 10.0 => format!("{value:.1}"),
-        _ => format!("{value:.2}"),
+        v if v >= 1.0 => format!("{value:.2}"),
+        _ => format!("{value:.3}"),
     }
 }
 
