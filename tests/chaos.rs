@@ -152,7 +152,7 @@ async fn calls_through_a_connection_cutting_proxy_all_resolve_and_nothing_leaks(
     let seed = std::env::var("CHAOS_SEED")
         .ok()
         .and_then(|seed| seed.parse().ok())
-        .unwrap_or(0x5eed_c4a0_5u64);
+        .unwrap_or(0x5eed_c4a0_u64);
     let seconds = std::env::var("CHAOS_SECONDS")
         .ok()
         .and_then(|seconds| seconds.parse().ok())

@@ -25,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         if hello.version == PROTOCOL_VERSION {
-            let known: Vec<Codec> = hello.codecs.iter().filter_map(|id| Codec::from_id(*id)).collect();
+            let known: Vec<Codec> = hello
+                .codecs
+                .iter()
+                .filter_map(|id| Codec::from_id(*id))
+                .collect();
             if known.len() == hello.codecs.len() {
                 assert_eq!(ClientHello::encode(&known), &data[..used]);
             }
