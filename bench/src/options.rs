@@ -155,8 +155,11 @@ impl Flags {
         if workloads.is_empty() {
             return Err(format!("--only {:?} selects no workload", self.only));
         }
-        let default_out = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
+        // The workspace's target/, wherever cargo was started from.
+        let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let default_out = manifest_dir
+            .parent()
+            .unwrap_or(manifest_dir)
             .join("target")
             .join("bench-results.jsonl");
         Ok(Plan {
