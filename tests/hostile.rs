@@ -10,7 +10,7 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -1225,15 +1225,16 @@ fn flooder_never_reading(arena: Arena) -> BoxFuture<'static, ()> {
         // Requests for 8 KiB replies, written until the server stops reading them (or
         // closes); their replies are never read.
         const GIVE_UP_AFTER_BYTES: u64 = 512 * 1024 * 1024;
-        const RSS_BOUND: u64 = 1024 * 1024 * 1024;
+        const RSS_BOUND: u64 = 256 * 1024 * 1024;
         let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
         let args = encode(Codec::MessagePack, &BlobArgs { len: 8 * 1024 });
-        let next_id = AtomicU64::new(1);
+        let mut next_id = 1u64;
         let mut written = 0u64;
         let outcome = loop {
             let mut batch = BytesMut::new();
             for _ in 0..256 {
-                let id = next_id.fetch_add(1, Ordering::Relaxed);
+                let id = next_id;
+                next_id += 1;
                 batch.extend_from_slice(&request(id, BLOB, args.clone()).to_bytes());
             }
             match tokio::time::timeout(Duration::from_secs(2), peer.socket.write_all(&batch)).await
