@@ -205,7 +205,13 @@ async fn calls_in_flight_when_shutdown_starts_complete() {
     }
     // Afterwards the old connection is closed and nothing accepts: the channel's attempt to
     // reconnect fails.
-    assert!(lab.channel().is_closed());
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !lab.channel().is_closed() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the client sees the connection close");
     let err = lab.add(1, 1).await.unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
     assert!(Channel::connect(addr).await.is_err());

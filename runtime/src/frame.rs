@@ -33,6 +33,9 @@ pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
 /// Read buffers larger than this are released once they are empty.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
+/// A buffer that a read fills completely doubles, up to this size.
+const GROW_UP_TO: usize = 64 * 1024;
+
 /// What a frame is for. The numeric values are the wire values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -182,6 +185,7 @@ impl Decoder for FrameCodec {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         let Some(prefix) = src.get(..LENGTH_PREFIX_LEN) else {
+            grow_if_full(src);
             return Ok(None);
         };
         let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
@@ -197,6 +201,7 @@ impl Decoder for FrameCodec {
         }
         let total = LENGTH_PREFIX_LEN + len as usize;
         if src.len() < total {
+            grow_if_full(src);
             src.reserve(total - src.len());
             return Ok(None);
         }
@@ -223,6 +228,14 @@ impl Decoder for FrameCodec {
             deadline_ms,
             payload,
         }))
+    }
+}
+
+/// When a read filled the whole buffer the peer is sending in bulk: double the buffer (up to
+/// [`GROW_UP_TO`]) so the next read takes more per syscall. Idle connections keep a small one.
+fn grow_if_full(src: &mut BytesMut) {
+    if src.len() == src.capacity() && src.capacity() < GROW_UP_TO {
+        src.reserve(src.capacity().max(1024));
     }
 }
 

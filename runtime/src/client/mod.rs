@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::net::{TcpStream, ToSocketAddrs};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
@@ -24,7 +23,7 @@ use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MA
 use crate::method::MethodId;
 use crate::negotiate::{client_handshake, NegotiationError};
 use crate::transport::{configure_tcp, Transport};
-use crate::writer::{run_writer, WRITE_QUEUE_FRAMES};
+use crate::writer::{Delivery, FrameSink};
 use pending::PendingCalls;
 
 /// The default per-call deadline.
@@ -79,7 +78,7 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
 struct Connection {
     codec: Codec,
-    queue: mpsc::Sender<Bytes>,
+    sink: FrameSink,
     pending: Arc<PendingCalls>,
     next_request_id: AtomicU64,
     max_frame_len: u32,
@@ -89,7 +88,8 @@ struct Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        // The writer ends by itself once the last queue sender (ours, and the reader's) is gone.
+        // The writer sends what is queued, then shuts the stream down.
+        self.sink.close();
         self.reader.abort();
     }
 }
@@ -250,8 +250,14 @@ impl Connection {
             armed: true,
         };
         let exchange = async {
-            self.queue
-                .send(frame)
+            // A lone call writes its own frame; among many, the writer task batches them.
+            let delivery = if self.pending.len() <= 1 {
+                Delivery::Now
+            } else {
+                Delivery::Background
+            };
+            self.sink
+                .send(frame, delivery)
                 .await
                 .map_err(|_| Error::closed(self.closed_reason()))?;
             reply
@@ -289,7 +295,7 @@ impl Connection {
         if self.pending.is_closed() {
             return Err(Error::closed(self.closed_reason()));
         }
-        let send = self.queue.send(frame);
+        let send = self.sink.send(frame, Delivery::Background);
         match timeout {
             Some(after) => tokio::time::timeout(after, send)
                 .await
@@ -346,7 +352,7 @@ impl Drop for CancelOnDrop<'_> {
         if self.armed && self.connection.pending.remove(self.request_id) {
             // Best effort: if the queue is full the reply will simply be discarded on arrival.
             let cancel = Frame::control(FrameKind::Cancel, self.request_id).to_bytes();
-            let _ = self.connection.queue.try_send(cancel);
+            self.connection.sink.send_now(cancel);
         }
     }
 }
@@ -540,9 +546,9 @@ impl ChannelBuilder {
     ) -> Result<Connection, Error> {
         let codec = client_handshake(&mut stream, &self.codecs).await?;
         let (read_half, write_half) = stream.split_io();
-        let (queue, queued) = mpsc::channel(WRITE_QUEUE_FRAMES);
+        let (sink, sink_writer) = FrameSink::new(write_half);
         tokio::spawn(async move {
-            if let Err(err) = run_writer(write_half, queued, None).await {
+            if let Err(err) = sink_writer.run(None).await {
                 tracing::debug!(%err, "client writer ended");
             }
         });
@@ -551,12 +557,12 @@ impl ChannelBuilder {
         let reader = tokio::spawn(reader::run_reader(
             frames,
             Arc::clone(&pending),
-            queue.clone(),
+            sink.clone(),
             self.keepalive,
         ));
         Ok(Connection {
             codec,
-            queue,
+            sink,
             pending,
             next_request_id: AtomicU64::new(1),
             max_frame_len: self.max_frame_len,

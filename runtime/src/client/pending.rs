@@ -4,7 +4,7 @@
 //! giving up (`remove`), or by `close_all` when the connection ends. Registration and
 //! `close_all` take the same lock, so no call can slip in after the table closed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
@@ -21,6 +21,8 @@ pub(crate) struct PendingCalls {
     state: Mutex<State>,
     /// Mirrors `state.closed.is_some()`, so the per-call check takes no lock.
     closed: AtomicBool,
+    /// Mirrors `state.calls.len()`, for the same reason.
+    waiting: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -46,12 +48,13 @@ impl PendingCalls {
         }
         let (tx, rx) = oneshot::channel();
         state.calls.insert(id, tx);
+        self.waiting.store(state.calls.len(), Ordering::Relaxed);
         Ok(rx)
     }
 
     /// Delivers a reply; returns false when nobody waits for `id` any more.
     pub(crate) fn complete(&self, id: u64, frame: Frame) -> bool {
-        let sender = self.lock().calls.remove(&id);
+        let sender = self.take(id);
         match sender {
             Some(tx) => tx.send(Ok(frame)).is_ok(),
             None => false,
@@ -60,7 +63,14 @@ impl PendingCalls {
 
     /// Forgets call `id` (its caller gave up); returns whether it was still waiting.
     pub(crate) fn remove(&self, id: u64) -> bool {
-        self.lock().calls.remove(&id).is_some()
+        self.take(id).is_some()
+    }
+
+    fn take(&self, id: u64) -> Option<ReplySender> {
+        let mut state = self.lock();
+        let sender = state.calls.remove(&id);
+        self.waiting.store(state.calls.len(), Ordering::Relaxed);
+        sender
     }
 
     /// Fails every waiting call and refuses new ones.
@@ -69,6 +79,7 @@ impl PendingCalls {
             let mut state = self.lock();
             state.closed.get_or_insert_with(|| reason.to_owned());
             self.closed.store(true, Ordering::Release);
+            self.waiting.store(0, Ordering::Relaxed);
             std::mem::take(&mut state.calls)
         };
         for (_, tx) in calls {
@@ -88,7 +99,7 @@ impl PendingCalls {
 
     /// Calls currently waiting.
     pub(crate) fn len(&self) -> usize {
-        self.lock().calls.len()
+        self.waiting.load(Ordering::Relaxed)
     }
 }
 

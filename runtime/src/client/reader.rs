@@ -3,16 +3,15 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::AsyncRead;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use super::pending::PendingCalls;
 use super::Keepalive;
 use crate::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
+use crate::writer::FrameSink;
 
 /// A keepalive interval so long that it never fires (for connections without keepalive).
 const NEVER: std::time::Duration = std::time::Duration::from_secs(60 * 60 * 24 * 365);
@@ -21,7 +20,7 @@ const NEVER: std::time::Duration = std::time::Duration::from_secs(60 * 60 * 24 *
 pub(crate) async fn run_reader<R>(
     mut frames: FramedRead<R, FrameCodec>,
     pending: Arc<PendingCalls>,
-    queue: mpsc::Sender<Bytes>,
+    sink: FrameSink,
     keepalive: Option<Keepalive>,
 ) where
     R: AsyncRead + Unpin,
@@ -50,8 +49,7 @@ pub(crate) async fn run_reader<R>(
                     );
                     break;
                 }
-                // Best effort: a full queue means frames are flowing out anyway.
-                let _ = queue.try_send(Frame::control(FrameKind::Ping, 0).to_bytes());
+                sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
                 pinged = true;
                 silence.as_mut().reset(now + keepalive.timeout);
                 continue;
@@ -84,9 +82,7 @@ pub(crate) async fn run_reader<R>(
                 tracing::debug!(%reason, "connection-level error from the server");
             }
             FrameKind::Ping => {
-                // Best effort: a full queue already proves liveness to the server.
-                let _ =
-                    queue.try_send(Frame::control(FrameKind::Pong, frame.request_id).to_bytes());
+                sink.send_now(Frame::control(FrameKind::Pong, frame.request_id).to_bytes());
             }
             FrameKind::Pong => {}
             FrameKind::Request | FrameKind::Notify | FrameKind::Cancel => {
@@ -100,4 +96,5 @@ pub(crate) async fn run_reader<R>(
     }
     tracing::debug!(%reason, "client connection ended");
     pending.close_all(&reason);
+    sink.close();
 }

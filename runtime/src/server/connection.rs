@@ -8,26 +8,24 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use bytes::Bytes;
 use futures::future::{AbortHandle, Abortable, Aborted};
 use futures::{FutureExt, StreamExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
 
 use super::Shared;
 use crate::codec::Codec;
 use crate::error::{CallError, ErrorCode};
-use crate::frame::FrameBuf;
-use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
+use crate::frame::{Frame, FrameBuf, FrameCodec, FrameError, FrameKind};
 use crate::id_hash::IdMap;
 use crate::method::MethodId;
 use crate::negotiate::server_handshake;
 use crate::transport::Transport;
-use crate::writer::{run_writer, WRITE_QUEUE_FRAMES};
+use crate::writer::{Delivery, FrameSink};
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
@@ -71,8 +69,8 @@ pub(crate) async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, sh
 async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shared>) {
     let config = &shared.config;
     let (read_half, write_half) = stream.split_io();
-    let (queue, queued) = mpsc::channel(WRITE_QUEUE_FRAMES);
-    let mut writer = tokio::spawn(run_writer(write_half, queued, Some(config.write_timeout)));
+    let (sink, sink_writer) = FrameSink::new(write_half);
+    let mut writer = tokio::spawn(sink_writer.run(Some(config.write_timeout)));
     let mut writer_done = false;
     let mut frames = FramedRead::with_capacity(
         read_half,
@@ -84,7 +82,7 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
     let permits = Arc::new(Semaphore::new(config.max_in_flight_per_connection));
     let context = CallContext {
         codec,
-        queue: queue.clone(),
+        sink: sink.clone(),
         calls: Arc::clone(&calls),
         max_frame_len: config.max_frame_len,
     };
@@ -94,35 +92,46 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
     let mut pinged = false;
 
     let end = loop {
-        let next = tokio::select! {
-            biased;
-            _ = shared.shutdown.cancelled() => break End::Shutdown,
-            // The writer only ends early when the peer stopped reading or the socket broke.
-            _ = &mut writer, if !writer_done => {
-                writer_done = true;
-                break End::PeerGone;
-            }
-            _ = &mut idle => {
-                let now = Instant::now();
-                if !pinged && now < last_frame + config.idle_timeout {
-                    idle.as_mut().reset(last_frame + config.idle_timeout);
-                    continue;
+        if shared.shutdown.is_cancelled() {
+            break End::Shutdown;
+        }
+        // Take the next frame if it is already buffered. Only when the connection has nothing
+        // more to read right now are the replies queued so far written: one write for a whole
+        // burst of pipelined requests.
+        let next = match futures::poll!(frames.next()) {
+            Poll::Ready(next) => next,
+            Poll::Pending => {
+                sink.flush().await;
+                tokio::select! {
+                    biased;
+                    _ = shared.shutdown.cancelled() => break End::Shutdown,
+                    // The writer only ends early when the peer stopped reading or the socket broke.
+                    _ = &mut writer, if !writer_done => {
+                        writer_done = true;
+                        break End::PeerGone;
+                    }
+                    _ = &mut idle => {
+                        let now = Instant::now();
+                        if !pinged && now < last_frame + config.idle_timeout {
+                            idle.as_mut().reset(last_frame + config.idle_timeout);
+                            continue;
+                        }
+                        if pinged {
+                            let message = format!(
+                                "no frame for {:?} and no answer to a ping within {:?}",
+                                config.idle_timeout, config.ping_timeout
+                            );
+                            send_connection_error(&sink, ErrorCode::IdleTimeout, &message).await;
+                            break End::Violation;
+                        }
+                        sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
+                        pinged = true;
+                        idle.as_mut().reset(now + config.ping_timeout);
+                        continue;
+                    }
+                    next = frames.next() => next,
                 }
-                if pinged {
-                    let message = format!(
-                        "no frame for {:?} and no answer to a ping within {:?}",
-                        config.idle_timeout, config.ping_timeout
-                    );
-                    send_connection_error(&queue, ErrorCode::IdleTimeout, &message).await;
-                    break End::Violation;
-                }
-                let ping = Frame::control(FrameKind::Ping, 0).to_bytes();
-                let _ = queue.try_send(ping);
-                pinged = true;
-                idle.as_mut().reset(now + config.ping_timeout);
-                continue;
             }
-            next = frames.next() => next,
         };
         last_frame = Instant::now();
         pinged = false;
@@ -139,40 +148,50 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
                     _ => ErrorCode::ProtocolViolation,
                 };
                 tracing::debug!(%err, "closing connection on a bad frame");
-                send_connection_error(&queue, code, &err.to_string()).await;
+                send_connection_error(&sink, code, &err.to_string()).await;
                 break End::Violation;
             }
         };
         match frame.kind {
             FrameKind::Request | FrameKind::Notify => {
-                // Waiting here stops reading the connection: backpressure on the peer.
-                let permit = tokio::select! {
-                    permit = Arc::clone(&permits).acquire_owned() => match permit {
-                        Ok(permit) => permit,
-                        Err(_) => break End::Shutdown,
-                    },
-                    _ = shared.shutdown.cancelled() => break End::Shutdown,
-                    _ = &mut writer, if !writer_done => {
-                        writer_done = true;
-                        break End::PeerGone;
+                let permit = match Arc::clone(&permits).try_acquire_owned() {
+                    Ok(permit) => permit,
+                    Err(_) => {
+                        // Waiting here stops reading the connection: backpressure on the peer.
+                        sink.flush().await;
+                        tokio::select! {
+                            permit = Arc::clone(&permits).acquire_owned() => match permit {
+                                Ok(permit) => permit,
+                                Err(_) => break End::Shutdown,
+                            },
+                            _ = shared.shutdown.cancelled() => break End::Shutdown,
+                            _ = &mut writer, if !writer_done => {
+                                writer_done = true;
+                                break End::PeerGone;
+                            }
+                        }
                     }
                 };
-                if let Err(message) = start_call(frame, permit, &context, shared, &tasks).await {
-                    send_connection_error(&queue, ErrorCode::ProtocolViolation, &message).await;
-                    break End::Violation;
+                match start_call(frame, permit, &context, shared, &tasks).await {
+                    Ok(()) => {}
+                    Err(CallRejected::Violation(message)) => {
+                        send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
+                        break End::Violation;
+                    }
+                    Err(CallRejected::SinkClosed) => break End::PeerGone,
                 }
             }
             FrameKind::Cancel => calls.abort(frame.request_id),
             FrameKind::Ping => {
                 let pong = Frame::control(FrameKind::Pong, frame.request_id).to_bytes();
-                if queue.send(pong).await.is_err() {
+                if sink.send(pong, Delivery::Corked).await.is_err() {
                     break End::PeerGone;
                 }
             }
             FrameKind::Pong => {}
             FrameKind::Response | FrameKind::Error => {
                 let message = format!("a client may not send {:?} frames", frame.kind);
-                send_connection_error(&queue, ErrorCode::ProtocolViolation, &message).await;
+                send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
                 break End::Violation;
             }
         }
@@ -181,13 +200,14 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
     tasks.close();
     match end {
         End::Shutdown => {
+            sink.flush().await;
             tokio::select! {
                 _ = tasks.wait() => {}
                 _ = shared.force.cancelled() => calls.abort_all(),
             }
             tasks.wait().await;
             send_connection_error(
-                &queue,
+                &sink,
                 ErrorCode::ShuttingDown,
                 "the server is shutting down",
             )
@@ -200,7 +220,7 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
         }
     }
     drop(context);
-    drop(queue);
+    sink.close();
     if !writer_done
         && tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut writer)
             .await
@@ -210,23 +230,30 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
     }
 }
 
+/// Why a call was not started.
+enum CallRejected {
+    /// The peer broke the protocol (a request id already in flight).
+    Violation(String),
+    /// The connection can no longer be written to.
+    SinkClosed,
+}
+
 /// What every call task of one connection needs.
 struct CallContext {
     codec: Codec,
-    queue: mpsc::Sender<Bytes>,
+    sink: FrameSink,
     calls: Arc<InFlight>,
     max_frame_len: u32,
 }
 
-/// Starts one call as its own task. Fails (a protocol violation) when the request id is
-/// already in flight on this connection.
+/// Starts one call: runs it inline if it finishes without waiting, else as its own task.
 async fn start_call(
     frame: Frame,
     permit: OwnedSemaphorePermit,
     context: &CallContext,
     shared: &Shared,
     tasks: &TaskTracker,
-) -> Result<(), String> {
+) -> Result<(), CallRejected> {
     let Frame {
         kind,
         request_id,
@@ -244,7 +271,7 @@ async fn start_call(
                 ErrorCode::UnknownMethod,
                 &format!("no service on this server has method id {method}"),
             );
-            let _ = context.queue.send(error.to_bytes()).await;
+            send_reply(&context.sink, error.to_bytes()).await?;
         }
         return Ok(());
     };
@@ -257,12 +284,14 @@ async fn start_call(
                 ErrorCode::Overloaded,
                 "the server is at its limit of calls in flight; retry later",
             );
-            let _ = context.queue.send(error.to_bytes()).await;
+            send_reply(&context.sink, error.to_bytes()).await?;
         }
         return Ok(());
     };
     if context.calls.contains(request_id) {
-        return Err(format!("request id {request_id} is already in flight"));
+        return Err(CallRejected::Violation(format!(
+            "request id {request_id} is already in flight"
+        )));
     }
     let mut work =
         AssertUnwindSafe(route.service.call(method, context.codec, payload)).catch_unwind();
@@ -277,7 +306,7 @@ async fn start_call(
     if let Poll::Ready(outcome) = futures::poll!(&mut work) {
         drop((permit, server_permit));
         if !one_way {
-            let _ = context.queue.send(reply.frame(Some(outcome))).await;
+            send_reply(&context.sink, reply.frame(Some(outcome))).await?;
         }
         return Ok(());
     }
@@ -285,7 +314,7 @@ async fn start_call(
     context.calls.insert(request_id, abort);
     let deadline =
         (deadline_ms != 0).then(|| Instant::now() + Duration::from_millis(deadline_ms.into()));
-    let queue = context.queue.clone();
+    let sink = context.sink.clone();
     let calls = Arc::clone(&context.calls);
     tasks.spawn(async move {
         let _permits = (permit, server_permit);
@@ -302,10 +331,17 @@ async fn start_call(
             None => None,
         };
         if !one_way {
-            let _ = queue.send(reply.frame(outcome)).await;
+            let _ = sink.send(reply.frame(outcome), Delivery::Now).await;
         }
     });
     Ok(())
+}
+
+/// Queues a reply written by the read loop; it is flushed when the loop runs out of input.
+async fn send_reply(sink: &FrameSink, frame: Bytes) -> Result<(), CallRejected> {
+    sink.send(frame, Delivery::Corked)
+        .await
+        .map_err(|_| CallRejected::SinkClosed)
 }
 
 /// What a handler's future resolved to: its encoded reply or call error, or the panic.
@@ -363,9 +399,9 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-async fn send_connection_error(queue: &mpsc::Sender<Bytes>, code: ErrorCode, message: &str) {
-    let frame = Frame::error(0, crate::MethodId::new(0), code, message);
-    let _ = queue.send(frame.to_bytes()).await;
+async fn send_connection_error(sink: &FrameSink, code: ErrorCode, message: &str) {
+    let frame = Frame::error(0, MethodId::new(0), code, message);
+    let _ = sink.send(frame.to_bytes(), Delivery::Now).await;
 }
 
 /// Calls running on one connection, by request id, so a `Cancel` frame can stop one.
