@@ -137,7 +137,10 @@ async fn the_server_pings_an_idle_peer_and_closes_it_when_it_does_not_answer() {
     assert_eq!(frames[4], 5, "a Ping first");
     let error = &frames[26..];
     assert_eq!(error[4], 3, "then an Error frame");
-    assert_eq!(&error[26..28], &ErrorCode::IdleTimeout.to_u16().to_be_bytes());
+    assert_eq!(
+        &error[26..28],
+        &ErrorCode::IdleTimeout.to_u16().to_be_bytes()
+    );
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(server.connection_count(), 0);
 }
@@ -151,7 +154,9 @@ async fn an_idle_client_that_answers_pings_is_kept() {
         .bind("127.0.0.1:0")
         .await
         .unwrap();
-    let users = UserServiceClient::connect(server.local_addr()).await.unwrap();
+    let users = UserServiceClient::connect(server.local_addr())
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(!users.channel().is_closed());
     assert_eq!(users.get_user(fanly()).await.unwrap(), fanly());
@@ -200,8 +205,12 @@ async fn connections_beyond_max_connections_are_refused_as_busy() {
         .bind("127.0.0.1:0")
         .await
         .unwrap();
-    let first = UserServiceClient::connect(server.local_addr()).await.unwrap();
-    let _second = UserServiceClient::connect(server.local_addr()).await.unwrap();
+    let first = UserServiceClient::connect(server.local_addr())
+        .await
+        .unwrap();
+    let _second = UserServiceClient::connect(server.local_addr())
+        .await
+        .unwrap();
     let err = Channel::connect(server.local_addr()).await.unwrap_err();
     assert!(
         matches!(err, Error::Negotiation(NegotiationError::Busy)),
