@@ -41,6 +41,15 @@ pub(crate) enum Delivery {
 #[derive(Debug)]
 pub(crate) struct SinkClosed;
 
+/// Who owns writing to the stream. Exactly one party writes at a time, so frames never
+/// interleave; a sender that owns it hands what is left to the writer task when it stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Nobody,
+    Sender,
+    Writer,
+}
+
 type BoxedWrite = Pin<Box<dyn AsyncWrite + Send>>;
 
 /// The shared write side of one connection.
@@ -49,47 +58,24 @@ pub(crate) struct FrameSink {
     shared: Arc<Shared>,
 }
 
+/// Two locks, so that no sender ever waits for a syscall: `queue` is held only to append or
+/// take frames; `io` only by the one party that currently owns writing (see [`Owner`]).
 struct Shared {
-    state: Mutex<State>,
-    /// Wakes the writer task when the batch needs draining or the sink is closing.
+    queue: Mutex<Queue>,
+    io: Mutex<BoxedWrite>,
+    /// Wakes the writer task when the queue needs draining or the sink is closing.
     writer: Notify,
-    /// Wakes senders waiting for room in the batch.
+    /// Wakes senders waiting for room in the queue.
     space: Notify,
 }
 
-struct State {
-    io: BoxedWrite,
+struct Queue {
     batch: FrameBatch,
-    /// The writer task owns draining the batch; senders only append.
-    writer_busy: bool,
+    /// Who may write to the stream right now. Everyone else only appends to the queue.
+    owner: Owner,
     /// No more frames are accepted; the writer drains and shuts the stream down.
     closing: bool,
     failed: bool,
-}
-
-impl State {
-    /// Writes as much of the batch as the stream takes without blocking. Returns `Ready` when
-    /// the batch is empty and flushed, `Pending` when the stream is full.
-    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        while self.batch.has_remaining() {
-            let mut slices = [IoSlice::new(&[]); MAX_IO_SLICES];
-            let count = self.batch.chunks_vectored(&mut slices);
-            match self.io.as_mut().poll_write_vectored(cx, &slices[..count]) {
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
-                }
-                Poll::Ready(Ok(written)) => self.batch.advance(written),
-                Poll::Ready(Err(err)) => return Poll::Ready(Err(err)),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        self.io.as_mut().poll_flush(cx)
-    }
-
-    fn fail(&mut self) {
-        self.failed = true;
-        self.batch = FrameBatch::default();
-    }
 }
 
 impl FrameSink {
@@ -100,13 +86,13 @@ impl FrameSink {
         W: AsyncWrite + Send + 'static,
     {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                io: Box::pin(io),
+            queue: Mutex::new(Queue {
                 batch: FrameBatch::default(),
-                writer_busy: false,
+                owner: Owner::Nobody,
                 closing: false,
                 failed: false,
             }),
+            io: Mutex::new(Box::pin(io)),
             writer: Notify::new(),
             space: Notify::new(),
         });
@@ -116,113 +102,174 @@ impl FrameSink {
         (Self { shared }, writer)
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Every critical section leaves the state consistent, even if a write panicked.
-        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Queues `frame` for `delivery`. Waits while the queue is full.
     pub(crate) async fn send(&self, frame: Bytes, delivery: Delivery) -> Result<(), SinkClosed> {
         let mut frame = Some(frame);
         loop {
             let space = self.shared.space.notified();
             tokio::pin!(space);
-            let queued = poll_fn(|cx| {
-                let mut state = self.lock();
-                if state.closing || state.failed {
-                    return Poll::Ready(Err(SinkClosed));
+            let claimed = {
+                let mut queue = self.shared.lock_queue();
+                if queue.closing || queue.failed {
+                    return Err(SinkClosed);
                 }
-                let Some(next) = frame.as_ref() else {
-                    return Poll::Ready(Ok(true));
-                };
-                if state.batch.remaining > 0
-                    && state.batch.remaining + next.len() > MAX_QUEUED_BYTES
-                {
-                    // Register for space before releasing the lock, so no wake-up is lost,
-                    // and make sure someone is draining: corked frames wait for no one.
+                let len = frame.as_ref().map_or(0, Bytes::len);
+                if queue.batch.remaining > 0 && queue.batch.remaining + len > MAX_QUEUED_BYTES {
+                    // Register before unlocking so no wake-up is lost, and make sure someone
+                    // drains: corked frames wait for no one.
                     space.as_mut().enable();
-                    if !state.writer_busy {
-                        state.writer_busy = true;
-                        self.shared.writer.notify_one();
+                    self.shared.hand_to_writer(&mut queue);
+                    None
+                } else {
+                    if let Some(frame) = frame.take() {
+                        queue.batch.push(frame);
                     }
-                    return Poll::Ready(Ok(false));
-                }
-                if let Some(next) = frame.take() {
-                    state.batch.push(next);
-                }
-                if !state.writer_busy {
                     match delivery {
-                        Delivery::Now => self.write_now(&mut state, cx),
+                        _ if queue.owner != Owner::Nobody => Some(false),
+                        Delivery::Now => Some(self.shared.claim(&mut queue)),
                         Delivery::Background => {
-                            state.writer_busy = true;
-                            self.shared.writer.notify_one();
+                            self.shared.hand_to_writer(&mut queue);
+                            Some(false)
                         }
-                        Delivery::Corked => {}
+                        Delivery::Corked => Some(false),
                     }
                 }
-                Poll::Ready(Ok(true))
-            })
-            .await?;
-            if queued {
-                return Ok(());
+            };
+            match claimed {
+                Some(true) => {
+                    poll_fn(|cx| {
+                        self.shared.write_claimed(cx);
+                        Poll::Ready(())
+                    })
+                    .await;
+                    return Ok(());
+                }
+                Some(false) => return Ok(()),
+                None => space.await,
             }
-            space.await;
         }
     }
 
-    /// Writes what is queued now, from the caller's task, unless the writer task is at it.
+    /// Writes what is queued now, from the caller's task, unless someone else is writing.
     pub(crate) async fn flush(&self) {
-        poll_fn(|cx| {
-            let mut state = self.lock();
-            if !state.writer_busy && state.batch.has_remaining() && !state.failed {
-                self.write_now(&mut state, cx);
-            }
-            Poll::Ready(())
-        })
-        .await
+        let claimed = {
+            let mut queue = self.shared.lock_queue();
+            !queue.failed && self.shared.claim(&mut queue)
+        };
+        if claimed {
+            poll_fn(|cx| {
+                self.shared.write_claimed(cx);
+                Poll::Ready(())
+            })
+            .await;
+        }
     }
 
     /// Queues a frame without waiting: for control frames (cancel, pong) sent from places that
     /// cannot wait. Dropped when the queue is full; the writer task sends it.
     pub(crate) fn send_now(&self, frame: Bytes) {
-        let mut state = self.lock();
-        if state.closing || state.failed || state.batch.remaining > MAX_QUEUED_BYTES {
+        let mut queue = self.shared.lock_queue();
+        if queue.closing || queue.failed || queue.batch.remaining > MAX_QUEUED_BYTES {
             return;
         }
-        state.batch.push(frame);
-        if !state.writer_busy {
-            state.writer_busy = true;
-            self.shared.writer.notify_one();
-        }
+        queue.batch.push(frame);
+        self.shared.hand_to_writer(&mut queue);
     }
 
     /// Stops accepting frames; the writer task sends what is queued, then shuts the stream.
     pub(crate) fn close(&self) {
-        self.lock().closing = true;
+        self.shared.lock_queue().closing = true;
         self.shared.writer.notify_one();
         self.shared.space.notify_waiters();
     }
+}
 
-    fn write_now(&self, state: &mut State, cx: &mut Context<'_>) {
-        match state.drain(cx) {
-            Poll::Ready(Ok(())) => {}
+impl Shared {
+    fn lock_queue(&self) -> MutexGuard<'_, Queue> {
+        // Every critical section leaves the queue consistent, so a poisoned lock is usable.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_io(&self) -> MutexGuard<'_, BoxedWrite> {
+        self.io.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes ownership of writing if nobody has it and there is something to write.
+    fn claim(&self, queue: &mut Queue) -> bool {
+        if queue.owner != Owner::Nobody || !queue.batch.has_remaining() {
+            return false;
+        }
+        queue.owner = Owner::Sender;
+        true
+    }
+
+    /// Makes the writer task own writing, unless someone already does.
+    fn hand_to_writer(&self, queue: &mut Queue) {
+        if queue.owner == Owner::Nobody {
+            queue.owner = Owner::Writer;
+            self.writer.notify_one();
+        }
+    }
+
+    /// Called by the owner of writing (a sender): writes what is queued without blocking, then
+    /// gives up ownership, handing any rest to the writer task.
+    fn write_claimed(&self, cx: &mut Context<'_>) {
+        let mut batch = std::mem::take(&mut self.lock_queue().batch);
+        let written = write_batch(&mut self.lock_io(), &mut batch, cx);
+        let mut queue = self.lock_queue();
+        match written {
             Poll::Ready(Err(err)) => {
                 tracing::debug!(%err, "write failed");
-                state.fail();
-                self.shared.writer.notify_one();
-                self.shared.space.notify_waiters();
+                queue.fail();
+                queue.owner = Owner::Nobody;
+                drop(queue);
+                self.writer.notify_one();
+                self.space.notify_waiters();
             }
-            Poll::Pending => {
-                // The socket is full: the writer task takes over. (The stream also holds the
-                // caller's waker now; waking it later is harmless.)
-                state.writer_busy = true;
-                self.shared.writer.notify_one();
+            Poll::Ready(Ok(())) if !queue.batch.has_remaining() && !queue.closing => {
+                queue.owner = Owner::Nobody;
+                drop(queue);
+                self.space.notify_waiters();
+            }
+            // The socket is full, or more frames arrived meanwhile: the writer task takes
+            // over, ahead of newer frames with whatever is left of ours. (A full socket also
+            // holds this task's waker now; waking it later is harmless.)
+            _ => {
+                batch.prepend_to(&mut queue.batch);
+                queue.owner = Owner::Writer;
+                self.writer.notify_one();
             }
         }
     }
 }
 
-/// The task half of a [`FrameSink`]: drains the batch whenever senders could not.
+impl Queue {
+    fn fail(&mut self) {
+        self.failed = true;
+        self.batch = FrameBatch::default();
+    }
+}
+
+/// Writes `batch` until it is empty and flushed (`Ready`) or the stream is full (`Pending`).
+fn write_batch(
+    io: &mut BoxedWrite,
+    batch: &mut FrameBatch,
+    cx: &mut Context<'_>,
+) -> Poll<std::io::Result<()>> {
+    while batch.has_remaining() {
+        let mut slices = [IoSlice::new(&[]); MAX_IO_SLICES];
+        let count = batch.chunks_vectored(&mut slices);
+        match io.as_mut().poll_write_vectored(cx, &slices[..count]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(written)) => batch.advance(written),
+            Poll::Ready(Err(err)) => return Poll::Ready(Err(err)),
+            Poll::Pending => return Poll::Pending,
+        }
+    }
+    io.as_mut().poll_flush(cx)
+}
+
+/// The task half of a [`FrameSink`]: drains the queue whenever senders could not.
 pub(crate) struct SinkWriter {
     shared: Arc<Shared>,
 }
@@ -233,46 +280,56 @@ impl SinkWriter {
     /// is not reading, and holding its replies forever would hold their memory forever.
     pub(crate) async fn run(self, stall_limit: Option<Duration>) -> std::io::Result<()> {
         let outcome = self.drain_until_closed(stall_limit).await;
-        let mut state = self.lock();
+        let mut queue = self.shared.lock_queue();
         if outcome.is_err() {
-            state.fail();
+            queue.fail();
         }
-        state.closing = true;
-        drop(state);
+        queue.closing = true;
+        drop(queue);
         self.shared.space.notify_waiters();
         outcome
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn drain_until_closed(&self, stall_limit: Option<Duration>) -> std::io::Result<()> {
         loop {
             self.shared.writer.notified().await;
-            let drained = poll_fn(|cx| {
-                let mut state = self.lock();
-                if state.failed {
-                    return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+            loop {
+                let (mut batch, closing) = {
+                    let mut queue = self.shared.lock_queue();
+                    if queue.failed {
+                        return Err(std::io::ErrorKind::BrokenPipe.into());
+                    }
+                    match queue.owner {
+                        // A sender is writing; it hands over when it stops, if anything is left.
+                        Owner::Sender => break,
+                        Owner::Nobody if !queue.closing => break,
+                        _ => queue.owner = Owner::Writer,
+                    }
+                    (std::mem::take(&mut queue.batch), queue.closing)
+                };
+                self.shared.space.notify_waiters();
+                if !batch.has_remaining() {
+                    if closing {
+                        return poll_fn(|cx| self.shared.lock_io().as_mut().poll_shutdown(cx))
+                            .await;
+                    }
+                    let mut queue = self.shared.lock_queue();
+                    if !queue.batch.has_remaining() {
+                        queue.owner = Owner::Nobody;
+                        break;
+                    }
+                    continue;
                 }
-                let poll = state.drain(cx);
-                if let Poll::Ready(Ok(())) = poll {
-                    state.writer_busy = false;
-                    self.shared.space.notify_waiters();
+                let written = poll_fn(|cx| write_batch(&mut self.shared.lock_io(), &mut batch, cx));
+                match stall_limit {
+                    Some(limit) => tokio::time::timeout(limit, written).await.map_err(|_| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "the peer stopped reading; write stalled",
+                        )
+                    })??,
+                    None => written.await?,
                 }
-                poll.map_ok(|()| state.closing)
-            });
-            let closing = match stall_limit {
-                Some(limit) => tokio::time::timeout(limit, drained).await.map_err(|_| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "the peer stopped reading; write stalled",
-                    )
-                })??,
-                None => drained.await?,
-            };
-            if closing {
-                return poll_fn(|cx| self.lock().io.as_mut().poll_shutdown(cx)).await;
             }
         }
     }
@@ -286,6 +343,14 @@ struct FrameBatch {
 }
 
 impl FrameBatch {
+    /// Moves these frames in front of `later`'s.
+    fn prepend_to(self, later: &mut FrameBatch) {
+        let mut frames = self.frames;
+        frames.extend(later.frames.drain(..));
+        later.frames = frames;
+        later.remaining += self.remaining;
+    }
+
     fn push(&mut self, frame: Bytes) {
         if frame.is_empty() {
             return;
