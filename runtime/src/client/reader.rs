@@ -2,6 +2,7 @@
 //! pings a silent server to find out whether it is still there.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures::StreamExt;
 use tokio::io::AsyncRead;
@@ -32,31 +33,48 @@ pub(crate) async fn run_reader<R>(
     let mut pinged = false;
     let mut reason = String::from("the server closed the connection");
 
+    // Frames handled since the reader last waited; the clock is read per burst, not per frame.
+    let mut burst = 0u32;
+
     loop {
-        let next = tokio::select! {
-            next = frames.next() => next,
-            _ = &mut silence => {
-                let now = Instant::now();
-                if !pinged && now < last_frame + interval {
-                    silence.as_mut().reset(last_frame + interval);
-                    continue;
+        let next = match futures::poll!(frames.next()) {
+            Poll::Ready(next) => {
+                burst += 1;
+                next
+            }
+            Poll::Pending => {
+                if burst > 0 {
+                    last_frame = Instant::now();
+                    pinged = false;
+                    burst = 0;
                 }
-                let Some(keepalive) = keepalive else { continue };
-                if pinged {
-                    reason = format!(
-                        "the server sent nothing for {:?}, not even an answer to a ping",
-                        keepalive.interval + keepalive.timeout
-                    );
-                    break;
+                tokio::select! {
+                    next = frames.next() => {
+                        burst = 1;
+                        next
+                    }
+                    _ = &mut silence => {
+                        let now = Instant::now();
+                        if !pinged && now < last_frame + interval {
+                            silence.as_mut().reset(last_frame + interval);
+                            continue;
+                        }
+                        let Some(keepalive) = keepalive else { continue };
+                        if pinged {
+                            reason = format!(
+                                "the server sent nothing for {:?}, not even an answer to a ping",
+                                keepalive.interval + keepalive.timeout
+                            );
+                            break;
+                        }
+                        sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
+                        pinged = true;
+                        silence.as_mut().reset(now + keepalive.timeout);
+                        continue;
+                    }
                 }
-                sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
-                pinged = true;
-                silence.as_mut().reset(now + keepalive.timeout);
-                continue;
             }
         };
-        last_frame = Instant::now();
-        pinged = false;
         let frame = match next {
             None => break,
             Some(Ok(frame)) => frame,

@@ -90,17 +90,28 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
     tokio::pin!(idle);
     let mut last_frame = Instant::now();
     let mut pinged = false;
+    // Frames handled since the loop last waited for input; the clock and the shutdown token
+    // are read per burst of frames, not per frame.
+    let mut burst = 0u32;
 
     let end = loop {
-        if shared.shutdown.is_cancelled() {
+        if burst % 64 == 63 && shared.shutdown.is_cancelled() {
             break End::Shutdown;
         }
         // Take the next frame if it is already buffered. Only when the connection has nothing
         // more to read right now are the replies queued so far written: one write for a whole
         // burst of pipelined requests.
         let next = match futures::poll!(frames.next()) {
-            Poll::Ready(next) => next,
+            Poll::Ready(next) => {
+                burst += 1;
+                next
+            }
             Poll::Pending => {
+                if burst > 0 {
+                    last_frame = Instant::now();
+                    pinged = false;
+                    burst = 0;
+                }
                 sink.flush().await;
                 tokio::select! {
                     biased;
@@ -129,12 +140,13 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
                         idle.as_mut().reset(now + config.ping_timeout);
                         continue;
                     }
-                    next = frames.next() => next,
+                    next = frames.next() => {
+                        burst = 1;
+                        next
+                    }
                 }
             }
         };
-        last_frame = Instant::now();
-        pinged = false;
         let frame = match next {
             None => break End::PeerGone,
             Some(Ok(frame)) => frame,
