@@ -19,6 +19,7 @@ pub mod dispatch;
 mod error;
 pub mod frame;
 mod id_hash;
+mod liveness;
 mod method;
 pub mod negotiate;
 pub mod server;

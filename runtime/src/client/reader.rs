@@ -12,6 +12,7 @@ use tokio_util::codec::FramedRead;
 use super::pending::PendingCalls;
 use super::Keepalive;
 use crate::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
+use crate::liveness::{Liveness, Silence};
 use crate::writer::FrameSink;
 
 /// A keepalive interval so long that it never fires (for connections without keepalive).
@@ -26,55 +27,47 @@ pub(crate) async fn run_reader<R>(
 ) where
     R: AsyncRead + Unpin,
 {
-    let interval = keepalive.map_or(NEVER, |k| k.interval);
-    let silence = tokio::time::sleep(interval);
+    let mut liveness = keepalive.map(|k| Liveness::new(k.interval, k.timeout));
+    let silence = tokio::time::sleep_until(
+        liveness
+            .as_ref()
+            .map_or_else(|| Instant::now() + NEVER, Liveness::first_deadline),
+    );
     tokio::pin!(silence);
-    let mut last_frame = Instant::now();
-    let mut pinged = false;
     let mut reason = String::from("the server closed the connection");
-
-    // Frames handled since the reader last waited; the clock is read per burst, not per frame.
-    let mut burst = 0u32;
 
     loop {
         let next = match futures::poll!(frames.next()) {
-            Poll::Ready(next) => {
-                burst += 1;
-                next
-            }
+            Poll::Ready(next) => next,
             Poll::Pending => {
-                if burst > 0 {
-                    last_frame = Instant::now();
-                    pinged = false;
-                    burst = 0;
+                if let Some(liveness) = &mut liveness {
+                    liveness.before_wait();
                 }
                 tokio::select! {
-                    next = frames.next() => {
-                        burst = 1;
-                        next
-                    }
+                    next = frames.next() => next,
                     _ = &mut silence => {
-                        let now = Instant::now();
-                        if !pinged && now < last_frame + interval {
-                            silence.as_mut().reset(last_frame + interval);
-                            continue;
+                        let Some(liveness) = &mut liveness else { continue };
+                        match liveness.on_timer(Instant::now()) {
+                            Silence::Rearm(at) => silence.as_mut().reset(at),
+                            Silence::Ping(at) => {
+                                sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
+                                silence.as_mut().reset(at);
+                            }
+                            Silence::Dead => {
+                                reason = "the server sent nothing, not even an answer to a \
+                                          keepalive ping"
+                                    .to_owned();
+                                break;
+                            }
                         }
-                        let Some(keepalive) = keepalive else { continue };
-                        if pinged {
-                            reason = format!(
-                                "the server sent nothing for {:?}, not even an answer to a ping",
-                                keepalive.interval + keepalive.timeout
-                            );
-                            break;
-                        }
-                        sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
-                        pinged = true;
-                        silence.as_mut().reset(now + keepalive.timeout);
                         continue;
                     }
                 }
             }
         };
+        if let Some(liveness) = &mut liveness {
+            liveness.frame();
+        }
         let frame = match next {
             None => break,
             Some(Ok(frame)) => frame,

@@ -22,6 +22,7 @@ use crate::codec::Codec;
 use crate::error::{CallError, ErrorCode};
 use crate::frame::{Frame, FrameBuf, FrameCodec, FrameError, FrameKind};
 use crate::id_hash::IdMap;
+use crate::liveness::{Liveness, Silence};
 use crate::method::MethodId;
 use crate::negotiate::server_handshake;
 use crate::transport::Transport;
@@ -86,32 +87,23 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
         calls: Arc::clone(&calls),
         max_frame_len: config.max_frame_len,
     };
-    let idle = tokio::time::sleep(config.idle_timeout);
+    let mut liveness = Liveness::new(config.idle_timeout, config.ping_timeout);
+    let idle = tokio::time::sleep_until(liveness.first_deadline());
     tokio::pin!(idle);
-    let mut last_frame = Instant::now();
-    let mut pinged = false;
-    // Frames handled since the loop last waited for input; the clock and the shutdown token
-    // are read per burst of frames, not per frame.
-    let mut burst = 0u32;
 
     let end = loop {
-        if burst % 64 == 63 && shared.shutdown.is_cancelled() {
+        // Under a continuous stream of frames the loop never waits; look at the shutdown token
+        // now and then instead of per frame.
+        if liveness.burst() % 64 == 63 && shared.shutdown.is_cancelled() {
             break End::Shutdown;
         }
         // Take the next frame if it is already buffered. Only when the connection has nothing
         // more to read right now are the replies queued so far written: one write for a whole
         // burst of pipelined requests.
         let next = match futures::poll!(frames.next()) {
-            Poll::Ready(next) => {
-                burst += 1;
-                next
-            }
+            Poll::Ready(next) => next,
             Poll::Pending => {
-                if burst > 0 {
-                    last_frame = Instant::now();
-                    pinged = false;
-                    burst = 0;
-                }
+                liveness.before_wait();
                 sink.flush().await;
                 tokio::select! {
                     biased;
@@ -122,31 +114,29 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
                         break End::PeerGone;
                     }
                     _ = &mut idle => {
-                        let now = Instant::now();
-                        if !pinged && now < last_frame + config.idle_timeout {
-                            idle.as_mut().reset(last_frame + config.idle_timeout);
-                            continue;
+                        match liveness.on_timer(Instant::now()) {
+                            Silence::Rearm(at) => idle.as_mut().reset(at),
+                            Silence::Ping(at) => {
+                                sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
+                                idle.as_mut().reset(at);
+                            }
+                            Silence::Dead => {
+                                let message = format!(
+                                    "no frame for {:?} and no answer to a ping within {:?}",
+                                    config.idle_timeout, config.ping_timeout
+                                );
+                                send_connection_error(&sink, ErrorCode::IdleTimeout, &message)
+                                    .await;
+                                break End::Violation;
+                            }
                         }
-                        if pinged {
-                            let message = format!(
-                                "no frame for {:?} and no answer to a ping within {:?}",
-                                config.idle_timeout, config.ping_timeout
-                            );
-                            send_connection_error(&sink, ErrorCode::IdleTimeout, &message).await;
-                            break End::Violation;
-                        }
-                        sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
-                        pinged = true;
-                        idle.as_mut().reset(now + config.ping_timeout);
                         continue;
                     }
-                    next = frames.next() => {
-                        burst = 1;
-                        next
-                    }
+                    next = frames.next() => next,
                 }
             }
         };
+        liveness.frame();
         let frame = match next {
             None => break End::PeerGone,
             Some(Ok(frame)) => frame,
