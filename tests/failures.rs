@@ -126,7 +126,7 @@ async fn read_until_closed(socket: &mut TcpStream) -> Vec<u8> {
 
 async fn handshaken_socket(addr: std::net::SocketAddr) -> TcpStream {
     let mut socket = TcpStream::connect(addr).await.unwrap();
-    socket.write_all(b"WCAL\x01\x01\x02").await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02\x00").await.unwrap();
     let mut hello = [0u8; 11];
     socket.read_exact(&mut hello).await.unwrap();
     assert_eq!(

@@ -657,7 +657,7 @@ fn wrong_magic(arena: Arena) -> BoxFuture<'static, ()> {
 }
 
 fn unknown_version(arena: Arena) -> BoxFuture<'static, ()> {
-    async move { expect_refusal(&arena, b"WCAL\x09\x01\x02", 2).await }.boxed()
+    async move { expect_refusal(&arena, b"WCAL\x09\x01\x02\x00", 2).await }.boxed()
 }
 
 fn empty_codec_list(arena: Arena) -> BoxFuture<'static, ()> {
@@ -674,7 +674,8 @@ fn too_many_codecs(arena: Arena) -> BoxFuture<'static, ()> {
 }
 
 fn unknown_codecs_only(arena: Arena) -> BoxFuture<'static, ()> {
-    async move { expect_refusal(&arena, &[b'W', b'C', b'A', b'L', 1, 2, 9, 200], 1).await }.boxed()
+    async move { expect_refusal(&arena, &[b'W', b'C', b'A', b'L', 1, 2, 9, 200, 0], 1).await }
+        .boxed()
 }
 
 fn one_byte_handshake(arena: Arena) -> BoxFuture<'static, ()> {

@@ -126,7 +126,7 @@ async fn the_server_pings_an_idle_peer_and_closes_it_when_it_does_not_answer() {
         .await
         .unwrap();
     let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
-    socket.write_all(b"WCAL\x01\x01\x02").await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02\x00").await.unwrap();
     let mut received = Vec::new();
     tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut received))
         .await
@@ -229,7 +229,7 @@ async fn a_peer_that_never_reads_is_closed_when_writes_stall() {
         .unwrap();
     let addr = server.local_addr();
     let mut socket = TcpStream::connect(addr).await.unwrap();
-    socket.write_all(b"WCAL\x01\x01\x02").await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02\x00").await.unwrap();
     let mut hello = [0u8; 11];
     socket.read_exact(&mut hello).await.unwrap();
     // Ask for 1 MiB replies over and over without reading any of them.

@@ -251,7 +251,7 @@ proptest! {
     fn arbitrary_bytes_parsed_as_a_client_hello_never_panic(bytes in vec(any::<u8>(), 0..40)) {
         if let Ok(Some((hello, used))) = ClientHello::parse(&bytes) {
             prop_assert!(used <= bytes.len());
-            prop_assert_eq!(used, 6 + hello.codecs.len());
+            prop_assert_eq!(used, 7 + hello.codecs.len() + hello.token.len());
             prop_assert!((1..=MAX_CODECS).contains(&hello.codecs.len()));
             prop_assert_eq!(&bytes[..4], b"WCAL");
         }
@@ -264,7 +264,7 @@ proptest! {
         let mut bytes = b"WCAL".to_vec();
         bytes.extend_from_slice(&rest);
         if let Ok(Some((hello, used))) = ClientHello::parse(&bytes) {
-            prop_assert_eq!(used, 6 + hello.codecs.len());
+            prop_assert_eq!(used, 7 + hello.codecs.len() + hello.token.len());
             prop_assert!((1..=MAX_CODECS).contains(&hello.codecs.len()));
         }
         if let Ok(Some((hello, used))) = ServerHello::parse(&bytes) {

@@ -164,7 +164,8 @@ async fn relay(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, log: Arc<Mutex<V
 /// Splits a recorded direction into its hello and its frames.
 fn split(stream: &[u8], from_client: bool) -> (&[u8], Vec<&[u8]>) {
     let hello_len = if from_client {
-        6 + stream[5] as usize
+        let token_len_at = 6 + stream[5] as usize;
+        token_len_at + 1 + stream[token_len_at] as usize
     } else {
         8 + stream[7] as usize
     };
@@ -207,8 +208,14 @@ fn payload_lines(out: &mut String, payload: &[u8]) {
 }
 
 fn codec_names(ids: &[u8]) -> String {
+    if ids.is_empty() {
+        return "(none)".to_owned();
+    }
     ids.iter()
-        .map(|id| Codec::from_id(*id).map_or("unknown", |c| c.name()))
+        .map(|id| match id {
+            0 => "none",
+            _ => Codec::from_id(*id).map_or("unknown", |c| c.name()),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -223,7 +230,29 @@ fn annotate_client_hello(hello: &[u8]) -> String {
         &hello[5..6],
         &format!("{} codec id(s) follow", hello[5]),
     );
-    field(&mut out, "codecs", &hello[6..], &codec_names(&hello[6..]));
+    let token_len_at = 6 + hello[5] as usize;
+    field(
+        &mut out,
+        "codecs",
+        &hello[6..token_len_at],
+        &codec_names(&hello[6..token_len_at]),
+    );
+    let token_len = hello[token_len_at];
+    let described = match token_len {
+        0 => "no token".to_owned(),
+        n => format!("{n} token bytes follow"),
+    };
+    field(
+        &mut out,
+        "token_len",
+        &hello[token_len_at..=token_len_at],
+        &described,
+    );
+    if token_len > 0 {
+        let token = &hello[token_len_at + 1..];
+        let text = format!("{:?}", String::from_utf8_lossy(token));
+        field(&mut out, "token", token, &text);
+    }
     out
 }
 
@@ -237,6 +266,7 @@ fn annotate_server_hello(hello: &[u8]) -> String {
         2 => "UnsupportedVersion",
         3 => "Malformed",
         4 => "Busy",
+        5 => "AuthenticationFailed",
         _ => "unknown",
     };
     field(&mut out, "status", &hello[5..6], status);
@@ -431,7 +461,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
 
     // Ping from a raw socket, answered with a Pong carrying the same request id.
     let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
-    socket.write_all(b"WCAL\x01\x01\x01").await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x01\x00").await.unwrap();
     let mut hello = [0u8; 11];
     socket.read_exact(&mut hello).await.unwrap();
     let ping = Frame::control(FrameKind::Ping, 7).to_bytes();
@@ -446,6 +476,40 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
         "cancel",
         annotate_frame(&Frame::control(FrameKind::Cancel, 2).to_bytes()),
     );
+
+    // A server that requires a token: the right one, then a wrong one (status 5).
+    let guarded = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .token("s3cret")
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let tap = Tap::start(guarded.local_addr()).await;
+    let channel = Channel::builder()
+        .codec(Codec::Json)
+        .token("s3cret")
+        .connect(tap.addr)
+        .await
+        .unwrap();
+    let (up, _) = tap.recorded();
+    let (client_hello, _) = split(&up, true);
+    expected.add("token client hello", annotate_client_hello(client_hello));
+    drop(channel);
+    let tap = Tap::start(guarded.local_addr()).await;
+    let refused = Channel::builder()
+        .codec(Codec::Json)
+        .token("guess")
+        .connect(tap.addr)
+        .await;
+    assert!(matches!(
+        refused,
+        Err(wirecall::Error::Negotiation(
+            wirecall::NegotiationError::AuthenticationFailed
+        ))
+    ));
+    let (_, down) = tap.recorded();
+    expected.add("authentication failed hello", annotate_server_hello(&down));
+    guarded.shutdown().await;
 
     server.shutdown().await;
     expected.check();

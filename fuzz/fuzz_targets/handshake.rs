@@ -14,7 +14,7 @@ use wirecall_runtime::Codec;
 fuzz_target!(|data: &[u8]| {
     if let Ok(Some((hello, used))) = ClientHello::parse(data) {
         assert!(used <= data.len());
-        assert_eq!(used, 6 + hello.codecs.len());
+        assert_eq!(used, 7 + hello.codecs.len() + hello.token.len());
         assert!((1..=MAX_CODECS).contains(&hello.codecs.len()));
         for preference in [Preference::Client, Preference::Server] {
             for supported in [Codec::available(), vec![Codec::Protobuf], Vec::new()] {
@@ -31,7 +31,10 @@ fuzz_target!(|data: &[u8]| {
                 .filter_map(|id| Codec::from_id(*id))
                 .collect();
             if known.len() == hello.codecs.len() {
-                assert_eq!(ClientHello::encode(&known), &data[..used]);
+                assert_eq!(
+                    ClientHello::encode_with_token(&known, &hello.token),
+                    &data[..used]
+                );
             }
         }
     }

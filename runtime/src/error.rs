@@ -32,6 +32,8 @@ pub enum ErrorCode {
     EncodeFailed,
     /// The connection was silent past the idle timeout and did not answer a ping.
     IdleTimeout,
+    /// The server's authorisation hook refused this call for this peer.
+    PermissionDenied,
     /// A code this version does not know.
     Other(u16),
 }
@@ -50,6 +52,7 @@ impl ErrorCode {
             Self::ShuttingDown => 8,
             Self::EncodeFailed => 9,
             Self::IdleTimeout => 10,
+            Self::PermissionDenied => 11,
             Self::Other(code) => code,
         }
     }
@@ -67,6 +70,7 @@ impl ErrorCode {
             8 => Self::ShuttingDown,
             9 => Self::EncodeFailed,
             10 => Self::IdleTimeout,
+            11 => Self::PermissionDenied,
             other => Self::Other(other),
         }
     }
@@ -123,8 +127,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The handshake failed: no common codec, another protocol version, or a peer that is not
-    /// a wirecall server.
+    /// The handshake failed: no common codec, another protocol version, a refused token, or a
+    /// peer that is not a wirecall server.
     #[error("codec negotiation failed: {0}")]
     Negotiation(#[from] NegotiationError),
     /// Encoding the arguments or decoding the result failed locally.
@@ -173,8 +177,20 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
-    /// The server's configuration is invalid (for example two methods share an id).
-    #[error("invalid server configuration: {0}")]
+    /// The server's authorisation hook refused this call for this caller.
+    #[error("permission denied: the server does not allow this caller to call {method}")]
+    PermissionDenied {
+        /// The method called.
+        method: MethodId,
+    },
+    /// The TLS handshake failed, or the TLS session broke during the wirecall handshake
+    /// (untrusted or expired certificate, missing client certificate, or one side not
+    /// using TLS).
+    #[error("TLS failed: {0}; check that both sides use TLS and trust each other's certificates")]
+    Tls(#[source] std::io::Error),
+    /// The server's or the channel's configuration is invalid (for example two methods share
+    /// an id, or a TLS certificate does not parse).
+    #[error("invalid configuration: {0}")]
     Config(String),
 }
 
@@ -190,6 +206,7 @@ impl Error {
         match code {
             ErrorCode::UnknownMethod => Self::UnknownMethod { method },
             ErrorCode::HandlerPanicked => Self::HandlerPanicked { method, message },
+            ErrorCode::PermissionDenied => Self::PermissionDenied { method },
             _ => Self::Remote { code, message },
         }
     }

@@ -2,11 +2,14 @@
 //!
 //! ```text
 //! client hello:  "WCAL"  version:u8  count:u8 (1..=16)  codec ids:[u8; count]  (preference order)
+//!                token_len:u8 (0 = no token)  token:[u8; token_len]
 //! server hello:  "WCAL"  version:u8  status:u8  chosen codec id:u8  count:u8  server codec ids:[u8; count]
 //! ```
 //!
 //! The server answers every hello it can parse, even a refusal, so that the client can say
-//! precisely why it was refused; after a refusal it closes the connection.
+//! precisely why it was refused; after a refusal it closes the connection. A server that
+//! requires a token checks it before it chooses a codec, and answers a wrong or missing one
+//! with [`HelloStatus::AuthenticationFailed`], listing no codecs.
 
 use std::fmt;
 
@@ -20,6 +23,8 @@ pub const MAGIC: [u8; 4] = *b"WCAL";
 pub const PROTOCOL_VERSION: u8 = 1;
 /// The most codec ids a hello may list.
 pub const MAX_CODECS: usize = 16;
+/// The longest token a client hello can carry (its length travels in one byte).
+pub const MAX_TOKEN_LEN: usize = 255;
 
 /// The server's verdict in its hello.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +40,9 @@ pub enum HelloStatus {
     Malformed = 3,
     /// The server is at its connection limit or shutting down.
     Busy = 4,
+    /// The server requires a token and the client sent a wrong one, none, or too many wrong
+    /// ones recently.
+    AuthenticationFailed = 5,
 }
 
 impl HelloStatus {
@@ -45,6 +53,7 @@ impl HelloStatus {
             2 => Self::UnsupportedVersion,
             3 => Self::Malformed,
             4 => Self::Busy,
+            5 => Self::AuthenticationFailed,
             _ => return None,
         })
     }
@@ -112,6 +121,13 @@ pub enum NegotiationError {
     /// The server is at its connection limit or shutting down.
     #[error("the server is busy (connection limit reached or shutting down); retry later")]
     Busy,
+    /// The server requires a token and refused the one sent (wrong, missing, or too many
+    /// failures from this address recently). The message never contains the token.
+    #[error("authentication failed: the server refused the token (wrong or missing token, or too many failed attempts from this address)")]
+    AuthenticationFailed,
+    /// The peer answered with a TLS record: it expects TLS and this side spoke plain TCP.
+    #[error("the peer speaks TLS: configure TLS on this side too (first bytes {0:02x?})")]
+    PeerSpeaksTls([u8; 4]),
     /// The client was configured to offer no codec at all.
     #[error("no codec to offer: enable at least one codec feature and list at least one codec")]
     NothingToOffer,
@@ -124,22 +140,46 @@ pub enum NegotiationError {
 }
 
 /// A parsed client hello.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ClientHello {
     /// The client's protocol version.
     pub version: u8,
     /// The offered codec ids, most preferred first (unknown ids are kept).
     pub codecs: Vec<u8>,
+    /// The token (empty: none sent).
+    pub token: Vec<u8>,
+}
+
+impl fmt::Debug for ClientHello {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientHello")
+            .field("version", &self.version)
+            .field("codecs", &self.codecs)
+            .field(
+                "token",
+                &format_args!("<{} bytes, redacted>", self.token.len()),
+            )
+            .finish()
+    }
 }
 
 impl ClientHello {
-    /// Encodes a hello offering `codecs`.
+    /// Encodes a hello offering `codecs`, without a token.
     pub fn encode(codecs: &[Codec]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(6 + codecs.len());
+        Self::encode_with_token(codecs, &[])
+    }
+
+    /// Encodes a hello offering `codecs` and presenting `token` (at most [`MAX_TOKEN_LEN`]
+    /// bytes; longer tokens are refused by the builders before this is called).
+    pub fn encode_with_token(codecs: &[Codec], token: &[u8]) -> Vec<u8> {
+        let token = &token[..token.len().min(MAX_TOKEN_LEN)];
+        let mut out = Vec::with_capacity(7 + codecs.len() + token.len());
         out.extend_from_slice(&MAGIC);
         out.push(PROTOCOL_VERSION);
         out.push(codecs.len() as u8);
         out.extend(codecs.iter().map(|c| c.id()));
+        out.push(token.len() as u8);
+        out.extend_from_slice(token);
         out
     }
 
@@ -153,14 +193,19 @@ impl ClientHello {
         if count == 0 || count as usize > MAX_CODECS {
             return Err(NegotiationError::BadCodecCount(count));
         }
-        let end = 6 + count as usize;
-        let Some(ids) = buf.get(6..end) else {
+        let ids_end = 6 + count as usize;
+        let (Some(ids), Some(&token_len)) = (buf.get(6..ids_end), buf.get(ids_end)) else {
+            return Ok(None);
+        };
+        let end = ids_end + 1 + token_len as usize;
+        let Some(token) = buf.get(ids_end + 1..end) else {
             return Ok(None);
         };
         Ok(Some((
             Self {
                 version,
                 codecs: ids.to_vec(),
+                token: token.to_vec(),
             },
             end,
         )))
@@ -230,6 +275,17 @@ fn check_magic(buf: &[u8]) -> Result<(), NegotiationError> {
     Ok(())
 }
 
+/// The server's first bytes, checked by a client: a TLS record header (handshake or alert,
+/// version 3.x) means the server wants TLS, which deserves a clearer error than "bad magic".
+fn check_server_magic(buf: &[u8; 4]) -> Result<(), NegotiationError> {
+    match check_magic(buf) {
+        Err(NegotiationError::BadMagic(magic)) if matches!(magic, [0x15 | 0x16, 0x03, ..]) => {
+            Err(NegotiationError::PeerSpeaksTls(magic))
+        }
+        other => other,
+    }
+}
+
 /// Which side's preference order wins when several codecs are common.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Preference {
@@ -260,21 +316,30 @@ pub fn negotiate_codec(
     }
 }
 
-/// Runs the client side: sends the offer and reads the verdict.
-pub async fn client_handshake<S>(stream: &mut S, offer: &[Codec]) -> Result<Codec, NegotiationError>
+/// Runs the client side: sends the offer (and the token, empty for none) and reads the
+/// verdict.
+pub async fn client_handshake<S>(
+    stream: &mut S,
+    offer: &[Codec],
+    token: &[u8],
+) -> Result<Codec, NegotiationError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     if offer.is_empty() {
         return Err(NegotiationError::NothingToOffer);
     }
-    stream.write_all(&ClientHello::encode(offer)).await?;
+    stream
+        .write_all(&ClientHello::encode_with_token(offer, token))
+        .await?;
     stream.flush().await?;
 
     let mut buf = [0u8; 8 + MAX_CODECS];
     // Magic first, so that a non-wirecall server is named as such.
-    stream.read_exact(&mut buf[..4]).await?;
-    check_magic(&buf[..4])?;
+    let mut magic = [0u8; 4];
+    stream.read_exact(&mut magic).await?;
+    check_server_magic(&magic)?;
+    buf[..4].copy_from_slice(&magic);
     stream.read_exact(&mut buf[4..8]).await?;
     let count = buf[7] as usize;
     if count > MAX_CODECS {
@@ -301,20 +366,26 @@ where
         }),
         HelloStatus::Malformed => Err(NegotiationError::RejectedAsMalformed),
         HelloStatus::Busy => Err(NegotiationError::Busy),
+        HelloStatus::AuthenticationFailed => Err(NegotiationError::AuthenticationFailed),
     }
 }
 
 /// Runs the server side: reads the offer, answers, and returns the chosen codec. On an error the
 /// refusal (when the hello was parsable enough to deserve one) has already been sent.
+///
+/// `authenticate` sees the token the client sent (empty when none) once the whole hello is
+/// read and the version matches; when it returns false the client gets
+/// [`HelloStatus::AuthenticationFailed`] and no codec is chosen.
 pub async fn server_handshake<S>(
     stream: &mut S,
     supported: &[Codec],
     preference: Preference,
+    authenticate: impl FnOnce(&[u8]) -> bool,
 ) -> Result<Codec, NegotiationError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut buf = [0u8; 6 + MAX_CODECS];
+    let mut buf = [0u8; 7 + MAX_CODECS + MAX_TOKEN_LEN];
     // Magic first, so that a stranger is turned away after four bytes.
     stream.read_exact(&mut buf[..4]).await?;
     if let Err(err) = check_magic(&buf[..4]) {
@@ -327,8 +398,12 @@ where
         refuse(stream, HelloStatus::Malformed, supported).await;
         return Err(NegotiationError::BadCodecCount(count));
     }
-    stream.read_exact(&mut buf[6..6 + count as usize]).await?;
-    let (hello, _) = ClientHello::parse(&buf[..6 + count as usize])?
+    // The codec ids and the token length byte.
+    let token_at = 7 + count as usize;
+    stream.read_exact(&mut buf[6..token_at]).await?;
+    let end = token_at + buf[token_at - 1] as usize;
+    stream.read_exact(&mut buf[token_at..end]).await?;
+    let (hello, _) = ClientHello::parse(&buf[..end])?
         .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
     if hello.version != PROTOCOL_VERSION {
         refuse(stream, HelloStatus::UnsupportedVersion, supported).await;
@@ -336,6 +411,10 @@ where
             client: hello.version,
             server: PROTOCOL_VERSION,
         });
+    }
+    if !authenticate(&hello.token) {
+        refuse(stream, HelloStatus::AuthenticationFailed, &[]).await;
+        return Err(NegotiationError::AuthenticationFailed);
     }
     let Some(codec) = negotiate_codec(&hello.codecs, supported, preference) else {
         refuse(stream, HelloStatus::NoCommonCodec, supported).await;
@@ -377,10 +456,33 @@ mod tests {
     #[test]
     fn client_hello_round_trips() {
         let bytes = ClientHello::encode(&[Codec::MessagePack, Codec::Json]);
-        assert_eq!(bytes, b"WCAL\x01\x02\x02\x01");
+        assert_eq!(bytes, b"WCAL\x01\x02\x02\x01\x00");
         let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!(hello.codecs, vec![2, 1]);
+        assert!(hello.token.is_empty());
+    }
+
+    #[test]
+    fn client_hello_carries_a_token() {
+        let bytes = ClientHello::encode_with_token(&[Codec::Json], b"s3cret");
+        assert_eq!(bytes, b"WCAL\x01\x01\x01\x06s3cret");
+        let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!(hello.token, b"s3cret");
+        assert!(!format!("{hello:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn partial_hellos_with_a_token_ask_for_more() {
+        let bytes = ClientHello::encode_with_token(&[Codec::Protobuf], b"token");
+        for cut in 0..bytes.len() {
+            assert_eq!(
+                ClientHello::parse(&bytes[..cut]).unwrap(),
+                None,
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]
@@ -437,9 +539,12 @@ mod tests {
     async fn refusal_names_both_lists() {
         let (mut client, mut server) = tokio::io::duplex(256);
         let server = tokio::spawn(async move {
-            server_handshake(&mut server, &[Codec::Protobuf], Preference::Client).await
+            server_handshake(&mut server, &[Codec::Protobuf], Preference::Client, |_| {
+                true
+            })
+            .await
         });
-        let err = client_handshake(&mut client, &[Codec::Json])
+        let err = client_handshake(&mut client, &[Codec::Json], &[])
             .await
             .unwrap_err();
         assert_eq!(
@@ -450,5 +555,43 @@ mod tests {
             server.await.unwrap(),
             Err(NegotiationError::NoCommonCodec { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn a_refused_token_gets_status_5_and_no_codec_list() {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        let server = tokio::spawn(async move {
+            server_handshake(&mut server, &[Codec::Json], Preference::Client, |token| {
+                token == b"right"
+            })
+            .await
+        });
+        let err = client_handshake(&mut client, &[Codec::Json], b"guess-1234")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, NegotiationError::AuthenticationFailed));
+        assert!(!err.to_string().contains("guess-1234"));
+        assert!(matches!(
+            server.await.unwrap(),
+            Err(NegotiationError::AuthenticationFailed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_tls_answer_is_named_as_such() {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        tokio::spawn(async move {
+            let mut hello = [0u8; 7];
+            server.read_exact(&mut hello).await.unwrap();
+            // A TLS alert record, as a TLS server sends to a plain-text client.
+            server
+                .write_all(b"\x15\x03\x03\x00\x02\x02\x32")
+                .await
+                .unwrap();
+        });
+        let err = client_handshake(&mut client, &[Codec::Json], &[])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, NegotiationError::PeerSpeaksTls(_)), "{err}");
     }
 }

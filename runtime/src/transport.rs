@@ -1,5 +1,5 @@
 //! Byte streams a connection can run over. Framing, negotiation, client and server are generic
-//! over [`Transport`], so TCP today and TLS or Unix sockets share every line above this one.
+//! over [`Transport`], so TCP, TLS and Unix sockets share every line above this one.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -49,4 +49,31 @@ impl Transport for tokio::io::DuplexStream {
 /// writer already coalesces frames and Nagle's algorithm would only add latency.
 pub(crate) fn configure_tcp(stream: &TcpStream) -> std::io::Result<()> {
     stream.set_nodelay(true)
+}
+
+#[cfg(feature = "tls")]
+impl<S> Transport for tokio_rustls::client::TlsStream<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    type Read = tokio::io::ReadHalf<Self>;
+    type Write = tokio::io::WriteHalf<Self>;
+
+    fn split_io(self) -> (Self::Read, Self::Write) {
+        // A TLS session's state is shared by both directions, so the halves share a lock.
+        tokio::io::split(self)
+    }
+}
+
+#[cfg(feature = "tls")]
+impl<S> Transport for tokio_rustls::server::TlsStream<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    type Read = tokio::io::ReadHalf<Self>;
+    type Write = tokio::io::WriteHalf<Self>;
+
+    fn split_io(self) -> (Self::Read, Self::Write) {
+        tokio::io::split(self)
+    }
 }

@@ -7,6 +7,8 @@ mod reader;
 
 use std::fmt;
 use std::net::SocketAddr;
+#[cfg(unix)]
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,11 +19,14 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
+use crate::auth::Token;
 use crate::codec::{Codec, WireMessage};
 use crate::error::{Error, ErrorCode};
 use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MAX_FRAME_LEN};
 use crate::method::MethodId;
 use crate::negotiate::{client_handshake, NegotiationError};
+#[cfg(feature = "tls")]
+use crate::tls::ClientTlsConfig;
 use crate::transport::{configure_tcp, Transport};
 use crate::writer::{Delivery, FrameSink};
 use pending::PendingCalls;
@@ -62,7 +67,7 @@ struct ChannelShared {
 }
 
 struct Redial {
-    addrs: Vec<SocketAddr>,
+    target: Target,
     options: ChannelBuilder,
     /// Also serialises reconnects: one attempt at a time, the others wait for its outcome.
     backoff: tokio::sync::Mutex<Backoff>,
@@ -71,6 +76,13 @@ struct Redial {
 struct Backoff {
     not_before: Instant,
     delay: Duration,
+}
+
+/// Where a channel dials (again).
+enum Target {
+    Tcp(Vec<SocketAddr>),
+    #[cfg(unix)]
+    Unix(PathBuf),
 }
 
 /// The first wait after a failed reconnect; it doubles per failure up to the configured cap.
@@ -210,7 +222,7 @@ impl ChannelShared {
                 backoff.not_before - now
             )));
         }
-        match redial.options.dial(&redial.addrs).await {
+        match redial.options.dial(&redial.target).await {
             Ok(connection) => {
                 let connection = Arc::new(connection);
                 *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&connection);
@@ -382,6 +394,9 @@ pub struct ChannelBuilder {
     keepalive: Option<Keepalive>,
     reconnect: bool,
     max_reconnect_backoff: Duration,
+    token: Option<Token>,
+    #[cfg(feature = "tls")]
+    tls: Option<ClientTlsConfig>,
 }
 
 /// When to probe a silent connection, and how long to wait for any frame after the probe.
@@ -404,6 +419,9 @@ impl Default for ChannelBuilder {
             }),
             reconnect: true,
             max_reconnect_backoff: DEFAULT_MAX_RECONNECT_BACKOFF,
+            token: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -485,6 +503,22 @@ impl ChannelBuilder {
         self
     }
 
+    /// Presents `token` in the hello, for servers configured with
+    /// [`ServerBuilder::token`](crate::ServerBuilder::token) (at most 255 bytes). It travels
+    /// in clear text unless the channel also uses TLS.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(Token::new(token));
+        self
+    }
+
+    /// Runs every connection inside TLS (ALPN `wirecall`), verifying the server's certificate
+    /// against the configured CA and server name.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: ClientTlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Opens a TCP connection to `addr` and negotiates a codec.
     pub async fn connect<A: ToSocketAddrs>(self, addr: A) -> Result<Channel, Error> {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
@@ -494,10 +528,26 @@ impl ChannelBuilder {
                 source,
             })?
             .collect();
-        let connection = self.dial(&addrs).await?;
+        self.connect_to(Target::Tcp(addrs)).await
+    }
+
+    /// Connects to a server bound with
+    /// [`ServerBuilder::bind_unix`](crate::ServerBuilder::bind_unix) and negotiates a codec.
+    /// Reconnects like a TCP channel.
+    #[cfg(unix)]
+    pub async fn connect_unix(self, path: impl AsRef<Path>) -> Result<Channel, Error> {
+        self.connect_to(Target::Unix(path.as_ref().to_path_buf()))
+            .await
+    }
+
+    async fn connect_to(self, target: Target) -> Result<Channel, Error> {
+        if let Some(token) = &self.token {
+            token.validate()?;
+        }
+        let connection = self.dial(&target).await?;
         let timeout = self.timeout;
         let redial = self.reconnect.then(|| Redial {
-            addrs,
+            target,
             options: self,
             backoff: tokio::sync::Mutex::new(Backoff {
                 not_before: Instant::now(),
@@ -516,7 +566,10 @@ impl ChannelBuilder {
     /// Negotiates over an already open stream (a Unix socket, an in-memory duplex, ...).
     /// Such a channel cannot reconnect by itself.
     pub async fn connect_with<T: Transport>(self, stream: T) -> Result<Channel, Error> {
-        let connection = tokio::time::timeout(self.connect_timeout, self.open(stream, None))
+        if let Some(token) = &self.token {
+            token.validate()?;
+        }
+        let connection = tokio::time::timeout(self.connect_timeout, self.secure(stream, None))
             .await
             .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))??;
         Ok(Channel {
@@ -528,15 +581,47 @@ impl ChannelBuilder {
         })
     }
 
-    /// Connects over TCP and negotiates, within the connect timeout.
-    async fn dial(&self, addrs: &[SocketAddr]) -> Result<Connection, Error> {
+    /// Connects (over TCP or a Unix socket) and negotiates, within the connect timeout.
+    async fn dial(&self, target: &Target) -> Result<Connection, Error> {
         tokio::time::timeout(self.connect_timeout, async {
-            let stream = connect_tcp(addrs).await?;
-            let peer = stream.peer_addr().ok();
-            self.open(stream, peer).await
+            match target {
+                Target::Tcp(addrs) => {
+                    let stream = connect_tcp(addrs).await?;
+                    let peer = stream.peer_addr().ok();
+                    self.secure(stream, peer).await
+                }
+                #[cfg(unix)]
+                Target::Unix(path) => {
+                    let stream = tokio::net::UnixStream::connect(path)
+                        .await
+                        .map_err(|source| Error::Connect {
+                            addr: path.display().to_string(),
+                            source,
+                        })?;
+                    self.secure(stream, None).await
+                }
+            }
         })
         .await
         .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
+    }
+
+    /// Runs the TLS handshake when the channel uses TLS, then opens the connection.
+    async fn secure<T: Transport>(
+        &self,
+        stream: T,
+        peer: Option<SocketAddr>,
+    ) -> Result<Connection, Error> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            let stream = tls
+                .connector()
+                .connect(tls.server_name(), stream)
+                .await
+                .map_err(Error::Tls)?;
+            return self.open(stream, peer).await.map_err(tls_failure);
+        }
+        self.open(stream, peer).await
     }
 
     async fn open<T: Transport>(
@@ -544,7 +629,8 @@ impl ChannelBuilder {
         mut stream: T,
         peer: Option<SocketAddr>,
     ) -> Result<Connection, Error> {
-        let codec = client_handshake(&mut stream, &self.codecs).await?;
+        let token = self.token.as_ref().map_or(&[][..], Token::as_bytes);
+        let codec = client_handshake(&mut stream, &self.codecs, token).await?;
         let (read_half, write_half) = stream.split_io();
         let (sink, sink_writer) = FrameSink::new(write_half);
         tokio::spawn(async move {
@@ -569,6 +655,23 @@ impl ChannelBuilder {
             peer,
             reader,
         })
+    }
+}
+
+/// With TLS 1.3 the server checks a client certificate after the client's side of the TLS
+/// handshake is done, so its refusal arrives as a TLS alert while the client reads the
+/// server hello: report that as the TLS failure it is.
+#[cfg(feature = "tls")]
+fn tls_failure(err: Error) -> Error {
+    match err {
+        Error::Negotiation(NegotiationError::Io(io))
+            if io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<tokio_rustls::rustls::Error>()) =>
+        {
+            Error::Tls(io)
+        }
+        other => other,
     }
 }
 

@@ -2,7 +2,6 @@
 //! so a slow call never holds up a fast one, while the writer task sends replies in whatever
 //! order they finish.
 
-use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
@@ -11,12 +10,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::{AbortHandle, Abortable, Aborted};
 use futures::{FutureExt, StreamExt};
-use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
 
+use super::identity::{CallTarget, PeerIdentity};
 use super::Shared;
 use crate::codec::Codec;
 use crate::error::{CallError, ErrorCode};
@@ -24,7 +23,7 @@ use crate::frame::{Frame, FrameBuf, FrameCodec, FrameError, FrameKind};
 use crate::id_hash::IdMap;
 use crate::liveness::{Liveness, Silence};
 use crate::method::MethodId;
-use crate::negotiate::server_handshake;
+use crate::negotiate::{server_handshake, NegotiationError};
 use crate::transport::Transport;
 use crate::writer::{Delivery, FrameSink};
 
@@ -45,29 +44,49 @@ enum End {
     Shutdown,
 }
 
-pub(crate) async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+/// Runs the wirecall handshake on an accepted (and, with TLS, already secured) stream, then
+/// serves it. `deadline` bounds the whole handshake, TLS included.
+pub(crate) async fn serve_connection<T: Transport>(
+    mut stream: T,
+    mut identity: PeerIdentity,
+    deadline: Instant,
+    shared: Arc<Shared>,
+) {
     let config = &shared.config;
-    let handshake = server_handshake(&mut stream, &config.codecs, config.preference);
+    let peer = identity.peer_addr;
+    let ip = peer.map(|addr| addr.ip());
+    let authenticate = |token: &[u8]| shared.authenticate(ip, token);
+    let handshake = server_handshake(&mut stream, &config.codecs, config.preference, authenticate);
     let codec = tokio::select! {
-        outcome = tokio::time::timeout(config.handshake_timeout, handshake) => match outcome {
+        outcome = tokio::time::timeout_at(deadline, handshake) => match outcome {
             Ok(Ok(codec)) => codec,
+            Ok(Err(NegotiationError::AuthenticationFailed)) => {
+                tracing::warn!(?peer, "authentication failed");
+                return;
+            }
             Ok(Err(err)) => {
-                tracing::debug!(%peer, %err, "handshake failed");
+                tracing::debug!(?peer, %err, "handshake failed");
                 return;
             }
             Err(_) => {
-                tracing::debug!(%peer, "handshake timed out");
+                tracing::debug!(?peer, "handshake timed out");
                 return;
             }
         },
         _ = shared.shutdown.cancelled() => return,
     };
-    tracing::debug!(%peer, %codec, "connection accepted");
-    run_connection(stream, codec, &shared).await;
-    tracing::debug!(%peer, "connection closed");
+    identity.token_authenticated = shared.token.is_some();
+    tracing::debug!(?peer, %codec, "connection accepted");
+    run_connection(stream, codec, identity, &shared).await;
+    tracing::debug!(?peer, "connection closed");
 }
 
-async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shared>) {
+async fn run_connection<T: Transport>(
+    stream: T,
+    codec: Codec,
+    identity: PeerIdentity,
+    shared: &Arc<Shared>,
+) {
     let config = &shared.config;
     let (read_half, write_half) = stream.split_io();
     let (sink, sink_writer) = FrameSink::new(write_half);
@@ -86,6 +105,7 @@ async fn run_connection<T: Transport>(stream: T, codec: Codec, shared: &Arc<Shar
         sink: sink.clone(),
         calls: Arc::clone(&calls),
         max_frame_len: config.max_frame_len,
+        identity,
     };
     let mut liveness = Liveness::new(config.idle_timeout, config.ping_timeout);
     let idle = tokio::time::sleep_until(liveness.first_deadline());
@@ -246,6 +266,8 @@ struct CallContext {
     sink: FrameSink,
     calls: Arc<InFlight>,
     max_frame_len: u32,
+    /// Who is calling, for the authorisation hook.
+    identity: PeerIdentity,
 }
 
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
@@ -277,6 +299,26 @@ async fn start_call(
         }
         return Ok(());
     };
+    if let Some(authorize) = &shared.authorize {
+        let target = CallTarget {
+            service: route.service.descriptor().name,
+            method: route.method.name,
+            method_id: method,
+        };
+        if !authorize(&context.identity, &target) {
+            tracing::debug!(%method, peer = ?context.identity.peer_addr, "call refused by the authorisation hook");
+            if !one_way {
+                let error = Frame::error(
+                    request_id,
+                    method,
+                    ErrorCode::PermissionDenied,
+                    &format!("this caller may not call {}", route.full_name()),
+                );
+                send_reply(&context.sink, error.to_bytes()).await?;
+            }
+            return Ok(());
+        }
+    }
     let Ok(server_permit) = Arc::clone(&shared.calls).try_acquire_owned() else {
         tracing::warn!(%method, "server at max_in_flight; refusing a call");
         if !one_way {

@@ -2,9 +2,13 @@
 //! starts accepting, and the [`RunningServer`] handle reports the address and shuts down.
 
 mod connection;
+mod identity;
+mod listener;
 mod router;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+#[cfg(unix)]
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,12 +19,17 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::{FailureLimiter, Token, TokenCheck};
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
-use crate::negotiate::{refuse, HelloStatus, Preference};
+use crate::negotiate::Preference;
 use crate::service::Service;
-use crate::transport::configure_tcp;
+#[cfg(feature = "tls")]
+use crate::tls::ServerTlsConfig;
+use identity::Authorize;
+pub use identity::{CallTarget, PeerIdentity};
+use listener::Listener;
 use router::Router;
 
 /// Entry point: `Server::builder()`.
@@ -92,15 +101,31 @@ impl Default for ServerConfig {
 pub struct ServerBuilder {
     services: Vec<Arc<dyn Service>>,
     config: ServerConfig,
+    token: Option<TokenSource>,
+    authorize: Option<Authorize>,
+    #[cfg(feature = "tls")]
+    tls: Option<ServerTlsConfig>,
+}
+
+/// Where the server's token comes from.
+#[derive(Debug)]
+enum TokenSource {
+    Fixed(Token),
+    Generated,
 }
 
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<_> = self.services.iter().map(|s| s.descriptor().name).collect();
-        f.debug_struct("ServerBuilder")
+        let mut debug = f.debug_struct("ServerBuilder");
+        debug
             .field("services", &names)
             .field("config", &self.config)
-            .finish()
+            .field("token", &self.token)
+            .field("authorize", &self.authorize.is_some());
+        #[cfg(feature = "tls")]
+        debug.field("tls", &self.tls);
+        debug.finish()
     }
 }
 
@@ -196,24 +221,106 @@ impl ServerBuilder {
         self
     }
 
+    /// Requires every client to present this token in its hello
+    /// ([`ChannelBuilder::token`](crate::ChannelBuilder::token)); at most 255 bytes. A wrong or
+    /// missing token is refused before any call can be made, and an address that fails 5
+    /// times within 10 s is refused for the rest of those 10 s.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(TokenSource::Fixed(Token::new(token)));
+        self
+    }
+
+    /// Like [`token`](Self::token), with a fresh random token (32 bytes from the OS,
+    /// hex-encoded) generated when the server starts; read it from [`RunningServer::token`].
+    pub fn generated_token(mut self) -> Self {
+        self.token = Some(TokenSource::Generated);
+        self
+    }
+
+    /// Decides per call whether this caller may call this method. Calls the hook refuses get a
+    /// [`PermissionDenied`](crate::ErrorCode::PermissionDenied) error (one-way calls are
+    /// dropped); the handler never runs. The hook runs on the connection's read loop for every
+    /// call, so it should be quick.
+    ///
+    /// ```no_run
+    /// # fn f(builder: wirecall_runtime::ServerBuilder) -> wirecall_runtime::ServerBuilder {
+    /// builder.authorize(|peer, target| target.method != "delete" || peer.token_authenticated)
+    /// # }
+    /// ```
+    pub fn authorize<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&PeerIdentity, &CallTarget<'_>) -> bool + Send + Sync + 'static,
+    {
+        self.authorize = Some(Arc::new(hook));
+        self
+    }
+
+    /// Serves TLS only: every connection starts with a TLS handshake (ALPN `wirecall`,
+    /// bounded by the handshake timeout) before the wirecall hello.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: ServerTlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Binds `addr` and starts serving.
     pub async fn bind<A: ToSocketAddrs>(self, addr: A) -> Result<RunningServer, Error> {
         let listener = listen(addr, self.config.listen_backlog).await?;
         self.serve_listener(listener)
     }
 
+    /// Binds a Unix domain socket at `path` and starts serving. The path must not exist yet;
+    /// the socket file is removed when the server stops. Token rate limiting does not apply:
+    /// Unix peers have no address.
+    #[cfg(unix)]
+    pub async fn bind_unix(self, path: impl AsRef<Path>) -> Result<RunningServer, Error> {
+        let path = path.as_ref().to_path_buf();
+        let listener = tokio::net::UnixListener::bind(&path).map_err(|source| Error::Bind {
+            addr: path.display().to_string(),
+            source,
+        })?;
+        let local_addr = SocketAddr::from(([0, 0, 0, 0], 0));
+        self.start(Listener::Unix(listener), local_addr, Some(path))
+    }
+
     /// Starts serving on an already bound listener.
     pub fn serve_listener(self, listener: TcpListener) -> Result<RunningServer, Error> {
+        let local_addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: "the listener".to_owned(),
+            source,
+        })?;
+        #[cfg(unix)]
+        return self.start(Listener::Tcp(listener), local_addr, None);
+        #[cfg(not(unix))]
+        return self.start(Listener::Tcp(listener), local_addr);
+    }
+
+    fn start(
+        self,
+        listener: Listener,
+        local_addr: SocketAddr,
+        #[cfg(unix)] unix_path: Option<PathBuf>,
+    ) -> Result<RunningServer, Error> {
         let router = Router::build(&self.services)?;
         if self.config.codecs.is_empty() {
             return Err(Error::Config(
                 "no codec is enabled; list at least one compiled-in codec".to_owned(),
             ));
         }
-        let local_addr = listener.local_addr().map_err(|source| Error::Bind {
-            addr: "the listener".to_owned(),
-            source,
-        })?;
+        let token = match self.token {
+            None => None,
+            Some(TokenSource::Fixed(token)) => Some(token),
+            Some(TokenSource::Generated) => Some(Token::generate()?),
+        };
+        if let Some(token) = &token {
+            token.validate()?;
+        }
+        #[cfg(feature = "tls")]
+        let tls = self
+            .tls
+            .as_ref()
+            .map(ServerTlsConfig::acceptor)
+            .transpose()?;
         let shared = Arc::new(Shared {
             router,
             calls: Arc::new(Semaphore::new(self.config.max_in_flight)),
@@ -222,11 +329,25 @@ impl ServerBuilder {
             shutdown: CancellationToken::new(),
             force: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            token_check: token.as_ref().map(TokenCheck::new),
+            token,
+            failures: FailureLimiter::default(),
+            authorize: self.authorize,
+            #[cfg(feature = "tls")]
+            tls,
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        #[cfg(unix)]
+        match &unix_path {
+            Some(path) => tracing::info!(path = %path.display(), "wirecall server listening"),
+            None => tracing::info!(%local_addr, "wirecall server listening"),
+        }
+        #[cfg(not(unix))]
         tracing::info!(%local_addr, "wirecall server listening");
         Ok(RunningServer {
             local_addr,
+            #[cfg(unix)]
+            unix_path,
             shared,
             accept: Some(accept),
         })
@@ -277,16 +398,45 @@ pub(crate) struct Shared {
     /// The grace period is over: abort whatever still runs.
     pub(crate) force: CancellationToken,
     pub(crate) tracker: TaskTracker,
+    /// The token clients must present, if any (only for [`RunningServer::token`]).
+    pub(crate) token: Option<Token>,
+    pub(crate) token_check: Option<TokenCheck>,
+    /// Authentication failures per peer IP.
+    pub(crate) failures: FailureLimiter,
+    pub(crate) authorize: Option<Authorize>,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+impl Shared {
+    /// Checks a hello's token (empty: none sent). An address over its failure budget is
+    /// refused without looking at the token; a wrong token counts against its address.
+    pub(crate) fn authenticate(&self, ip: Option<IpAddr>, token: &[u8]) -> bool {
+        let Some(check) = &self.token_check else {
+            return true;
+        };
+        if ip.is_some_and(|ip| self.failures.is_blocked(ip)) {
+            tracing::debug!(?ip, "too many authentication failures; refusing");
+            return false;
+        }
+        if check.matches(token) {
+            return true;
+        }
+        if let Some(ip) = ip {
+            self.failures.record_failure(ip);
+        }
+        false
+    }
+}
+
+async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
     loop {
         let accepted = tokio::select! {
             _ = shared.shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let (mut stream, peer) = match accepted {
-            Ok(pair) => pair,
+        let accepted = match accepted {
+            Ok(accepted) => accepted,
             Err(err) => {
                 // Typically EMFILE: back off instead of spinning.
                 tracing::warn!(%err, "accept failed");
@@ -294,24 +444,20 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
-        if let Err(err) = configure_tcp(&stream) {
-            tracing::debug!(%err, %peer, "could not configure socket");
-        }
         let open = shared.connections.fetch_add(1, Ordering::AcqRel);
         let guard = ConnectionSlot(Arc::clone(&shared));
+        let connection_shared = Arc::clone(&shared);
         if open >= shared.config.max_connections {
-            tracing::warn!(%peer, open, "connection limit reached; refusing");
-            let codecs = shared.config.codecs.clone();
+            tracing::warn!(open, "connection limit reached; refusing");
             shared.tracker.spawn(async move {
                 let _guard = guard;
-                refuse(&mut stream, HelloStatus::Busy, &codecs).await;
+                accepted.refuse_busy(connection_shared).await;
             });
             continue;
         }
-        let connection_shared = Arc::clone(&shared);
         shared.tracker.spawn(async move {
             let _guard = guard;
-            connection::serve_connection(stream, peer, connection_shared).await;
+            accepted.serve(connection_shared).await;
         });
     }
 }
@@ -330,6 +476,8 @@ impl Drop for ConnectionSlot {
 #[derive(Debug)]
 pub struct RunningServer {
     local_addr: SocketAddr,
+    #[cfg(unix)]
+    unix_path: Option<PathBuf>,
     shared: Arc<Shared>,
     accept: Option<JoinHandle<()>>,
 }
@@ -344,9 +492,24 @@ impl std::fmt::Debug for Shared {
 }
 
 impl RunningServer {
-    /// The address the server listens on (useful after binding port 0).
+    /// The address the server listens on (useful after binding port 0). A server bound with
+    /// [`ServerBuilder::bind_unix`] has no IP address and reports `0.0.0.0:0`; see
+    /// [`unix_path`](Self::unix_path).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The socket path of a server bound with [`ServerBuilder::bind_unix`].
+    #[cfg(unix)]
+    pub fn unix_path(&self) -> Option<&Path> {
+        self.unix_path.as_deref()
+    }
+
+    /// The token clients must present, if the server requires one: the fixed token, or the
+    /// one generated at start-up by [`ServerBuilder::generated_token`]. Hand it to clients
+    /// over a channel you trust; wirecall never logs it.
+    pub fn token(&self) -> Option<&str> {
+        self.shared.token.as_ref().map(Token::expose)
     }
 
     /// Connections currently open.
@@ -383,6 +546,14 @@ impl RunningServer {
             self.shared.tracker.wait().await;
         }
         tracing::info!(local_addr = %self.local_addr, "wirecall server stopped");
+        self.remove_socket_file();
+    }
+
+    fn remove_socket_file(&mut self) {
+        #[cfg(unix)]
+        if let Some(path) = self.unix_path.take() {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -390,5 +561,6 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         self.shared.shutdown.cancel();
         self.shared.force.cancel();
+        self.remove_socket_file();
     }
 }
