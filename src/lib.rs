@@ -48,10 +48,15 @@
 
 pub use wirecall_macros::{message, service};
 pub use wirecall_runtime::{
-    method_id, CallError, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode, FrameError,
-    MethodDescriptor, MethodId, NegotiationError, ReplyFuture, RunningServer, Server,
-    ServerBuilder, Service, ServiceDescriptor, WireMessage, PROTOCOL_VERSION,
+    method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode,
+    FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
+    RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, Token, WireMessage,
+    PROTOCOL_VERSION,
 };
+/// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id
+/// `wirecall`. See the Security chapter of the book.
+#[cfg(feature = "tls")]
+pub use wirecall_runtime::{ClientTlsConfig, ServerTlsConfig};
 
 /// Items used by the code that `#[service]` and `#[message]` generate. Not a public API:
 /// it may change in any release.
