@@ -7,12 +7,20 @@
 //! cargo run --release --example user -- --calls 50000 --codec msgpack
 //! cargo run --example user -- --serve 127.0.0.1:7000     # server only, until Ctrl-C
 //! cargo run --example user -- --connect 127.0.0.1:7000   # client only
+//! cargo run --release --example user -- --tls           # the same over TLS, plus the TLS cost
 //! ```
+//!
+//! With `--tls` the example makes a throw-away CA and a `localhost` certificate at start-up
+//! (rcgen), requires a token generated at start-up (printed once), runs the tour and the
+//! benchmark over TLS, then times the same sequential and 64 KiB bulk workloads over plain TCP
+//! and TLS in the same run and prints the ratios.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wirecall::{Channel, Codec, Server};
+use bytes::Bytes;
+use wirecall::{Channel, ChannelBuilder, ClientTlsConfig, Codec, Server, ServerTlsConfig};
 
 /// A user, as in the surging benchmark.
 #[wirecall::message]
@@ -49,6 +57,19 @@ pub trait UserService {
     async fn get_dictionary(&self) -> HashMap<String, String>;
     /// Finds a user by id; unknown ids are an application error.
     async fn find(&self, user_id: i32) -> Result<UserModel, NotFound>;
+}
+
+/// Bulk transfer, for the TLS cost measurement.
+#[wirecall::service]
+pub trait Bulk {
+    /// Accepts a payload and returns its length.
+    async fn bulk(&self, data: Bytes) -> u32;
+}
+
+impl Bulk for Users {
+    async fn bulk(&self, data: Bytes) -> u32 {
+        data.len() as u32
+    }
 }
 
 /// The server-side implementation.
@@ -101,6 +122,9 @@ options:
   --codec NAME       only this codec: json, msgpack or protobuf (default: all three)
   --serve ADDR       run only the server on ADDR until Ctrl-C or SIGTERM
   --connect ADDR     run only the client, against a server at ADDR
+  --token SECRET     with --serve: require this token; with --connect: present it
+  --tls              in-process only: TLS with a certificate made at start-up and a token
+                     generated at start-up, then the TLS cost (plain TCP vs TLS, same run)
   -h, --help         print this help
 ";
 
@@ -109,6 +133,8 @@ struct Options {
     codecs: Vec<Codec>,
     serve: Option<String>,
     connect: Option<String>,
+    token: Option<String>,
+    tls: bool,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -117,6 +143,8 @@ fn parse_options() -> Result<Options, String> {
         codecs: vec![Codec::Json, Codec::MessagePack, Codec::Protobuf],
         serve: None,
         connect: None,
+        token: None,
+        tls: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -137,8 +165,13 @@ fn parse_options() -> Result<Options, String> {
             }
             "--serve" => options.serve = Some(value("--serve")?),
             "--connect" => options.connect = Some(value("--connect")?),
+            "--token" => options.token = Some(value("--token")?),
+            "--tls" => options.tls = true,
             other => return Err(format!("unknown option {other:?}; see --help")),
         }
+    }
+    if options.tls && (options.serve.is_some() || options.connect.is_some()) {
+        return Err("--tls runs server and client in one process; drop --serve/--connect".into());
     }
     Ok(options)
 }
@@ -153,11 +186,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
 
+    if options.tls {
+        return run_over_tls(&options).await;
+    }
+
     if let Some(addr) = &options.serve {
-        let server = Server::builder()
-            .serve(UserServiceServer::new(Users))
-            .bind(addr.as_str())
-            .await?;
+        let mut builder = Server::builder().serve(UserServiceServer::new(Users));
+        if let Some(token) = &options.token {
+            builder = builder.token(token.as_str());
+        }
+        let server = builder.bind(addr.as_str()).await?;
         println!(
             "serving UserService on {} (Ctrl-C to stop)",
             server.local_addr()
@@ -180,8 +218,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
 
-    tour(&addr, options.codecs[0]).await?;
-    benchmark(&addr, &options.codecs, options.calls).await?;
+    let client = Channel::builder();
+    let client = match &options.token {
+        Some(token) => client.token(token.as_str()),
+        None => client,
+    };
+    tour(&client, &addr, options.codecs[0]).await?;
+    benchmark(&client, &addr, &options.codecs, options.calls).await?;
 
     if let Some(server) = server {
         server.shutdown().await;
@@ -190,8 +233,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Calls every method once and prints what comes back.
-async fn tour(addr: &str, codec: Codec) -> Result<(), wirecall::Error> {
-    let channel = Channel::builder().codec(codec).connect(addr).await?;
+async fn tour(client: &ChannelBuilder, addr: &str, codec: Codec) -> Result<(), wirecall::Error> {
+    let channel = client.clone().codec(codec).connect(addr).await?;
     let client = UserServiceClient::new(channel);
     println!("connected to {addr}, negotiated codec: {}", client.codec());
     println!(
@@ -216,13 +259,18 @@ async fn tour(addr: &str, codec: Codec) -> Result<(), wirecall::Error> {
 }
 
 /// The seed's codec comparison: sequential calls, one at a time, per codec and payload size.
-async fn benchmark(addr: &str, codecs: &[Codec], calls: usize) -> Result<(), wirecall::Error> {
+async fn benchmark(
+    client: &ChannelBuilder,
+    addr: &str,
+    codecs: &[Codec],
+    calls: usize,
+) -> Result<(), wirecall::Error> {
     println!();
     println!("{calls} sequential calls per case (one connection, one call in flight)");
     println!("| codec    | case        |   total ms | mean us/call |");
     println!("|----------|-------------|-----------:|-------------:|");
     for &codec in codecs {
-        let channel = Channel::builder().codec(codec).connect(addr).await?;
+        let channel = client.clone().codec(codec).connect(addr).await?;
         let client = UserServiceClient::new(channel);
         // Warm up the connection, allocator and caches before timing.
         for _ in 0..calls.min(1_000) {
@@ -250,6 +298,144 @@ async fn benchmark(addr: &str, codecs: &[Codec], calls: usize) -> Result<(), wir
         }
     }
     Ok(())
+}
+
+/// `--tls`: a certificate and a token made at start-up, the tour and the benchmark over TLS,
+/// then plain TCP and TLS timed side by side.
+async fn run_over_tls(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let (server_tls, client_tls) = throwaway_certificates()?;
+    let tls_server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .serve(BulkServer::new(Users))
+        .tls(server_tls)
+        .generated_token()
+        .bind("127.0.0.1:0")
+        .await?;
+    let token = tls_server.token().unwrap_or_default().to_owned();
+    println!(
+        "TLS server on {}; its token, generated at start-up: {token}",
+        tls_server.local_addr()
+    );
+    let tls_client = Channel::builder().tls(client_tls).token(token);
+    let tls_addr = tls_server.local_addr().to_string();
+    tour(&tls_client, &tls_addr, options.codecs[0]).await?;
+    benchmark(&tls_client, &tls_addr, &options.codecs, options.calls).await?;
+
+    let plain_server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .serve(BulkServer::new(Users))
+        .bind("127.0.0.1:0")
+        .await?;
+    let plain_addr = plain_server.local_addr().to_string();
+    let plain_client = Channel::builder();
+    let codec = Codec::MessagePack;
+    let calls = options.calls;
+    let bulk_calls = (calls / 50).max(1);
+
+    println!();
+    println!("TLS cost ({}, same run; ratio = TLS / plain)", codec.name());
+    println!("| case                                        |   plain TCP |         TLS | ratio |");
+    println!("|---------------------------------------------|------------:|------------:|------:|");
+    let plain = sequential(&plain_client, &plain_addr, codec, calls).await?;
+    let tls = sequential(&tls_client, &tls_addr, codec, calls).await?;
+    println!(
+        "| {:<43} | {:>8.1} us | {:>8.1} us | {:>5.2} |",
+        format!("1 object, {calls} sequential calls (per call)"),
+        plain,
+        tls,
+        tls / plain
+    );
+    let plain = bulk(&plain_client, &plain_addr, codec, bulk_calls).await?;
+    let tls = bulk(&tls_client, &tls_addr, codec, bulk_calls).await?;
+    println!(
+        "| {:<43} | {:>6.3} GB/s | {:>6.3} GB/s | {:>5.2} |",
+        format!("64 KiB, 10 conns x {bulk_calls} calls, 8 in flight"),
+        plain,
+        tls,
+        plain / tls
+    );
+    println!(
+        "(the bulk ratio is plain throughput / TLS throughput, so above 1 means TLS is slower)"
+    );
+
+    tls_server.shutdown().await;
+    plain_server.shutdown().await;
+    Ok(())
+}
+
+/// A CA and a `localhost` certificate it signed, made now and never written to disk.
+fn throwaway_certificates() -> Result<(ServerTlsConfig, ClientTlsConfig), Box<dyn std::error::Error>>
+{
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key)?;
+    let key = KeyPair::generate()?;
+    let cert =
+        CertificateParams::new(vec!["localhost".to_owned()])?.signed_by(&key, &ca, &ca_key)?;
+    Ok((
+        ServerTlsConfig::new(cert.pem(), key.serialize_pem())?,
+        ClientTlsConfig::new(ca.pem(), "localhost")?,
+    ))
+}
+
+/// Mean microseconds per `get_user` call, one call in flight (the W1 1-object case).
+async fn sequential(
+    client: &ChannelBuilder,
+    addr: &str,
+    codec: Codec,
+    calls: usize,
+) -> Result<f64, wirecall::Error> {
+    let users = UserServiceClient::new(client.clone().codec(codec).connect(addr).await?);
+    for _ in 0..calls.min(1_000) {
+        users.get_user(fanly()).await?;
+    }
+    let elapsed = time(calls, || users.get_user(fanly())).await?;
+    Ok(elapsed.as_secs_f64() * 1e6 / calls.max(1) as f64)
+}
+
+/// GB/s of 64 KiB payloads: 10 connections, each with 8 calls in flight, `calls` each.
+async fn bulk(
+    client: &ChannelBuilder,
+    addr: &str,
+    codec: Codec,
+    calls: usize,
+) -> Result<f64, wirecall::Error> {
+    const CONNECTIONS: usize = 10;
+    const IN_FLIGHT: usize = 8;
+    let payload = Bytes::from(vec![7u8; 64 * 1024]);
+    let mut clients = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let channel = client.clone().codec(codec).connect(addr).await?;
+        let bulk = BulkClient::new(channel);
+        bulk.bulk(payload.clone()).await?;
+        clients.push(bulk);
+    }
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for bulk in clients {
+        let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(calls));
+        for _ in 0..IN_FLIGHT {
+            let (bulk, payload, remaining) =
+                (bulk.clone(), payload.clone(), Arc::clone(&remaining));
+            tasks.spawn(async move {
+                use std::sync::atomic::Ordering;
+                while remaining
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                    .is_ok()
+                {
+                    bulk.bulk(payload.clone()).await?;
+                }
+                Ok::<_, wirecall::Error>(())
+            });
+        }
+    }
+    while let Some(outcome) = tasks.join_next().await {
+        outcome.expect("a bulk task panicked")?;
+    }
+    let bytes = (CONNECTIONS * calls * payload.len()) as f64;
+    Ok(bytes / start.elapsed().as_secs_f64() / 1e9)
 }
 
 async fn time<F, Fut, T>(calls: usize, mut call: F) -> Result<Duration, wirecall::Error>
