@@ -93,4 +93,6 @@ mod book {
     mod performance {}
     #[doc = include_str!("../book/src/limits.md")]
     mod limits {}
+    #[doc = include_str!("../book/src/security.md")]
+    mod security {}
 }
