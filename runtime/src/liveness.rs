@@ -99,12 +99,18 @@ mod tests {
     async fn frames_after_a_ping_keep_the_peer_alive() {
         let mut liveness = Liveness::new(IDLE, ANSWER);
         tokio::time::advance(IDLE).await;
-        assert!(matches!(liveness.on_timer(Instant::now()), Silence::Ping(_)));
+        assert!(matches!(
+            liveness.on_timer(Instant::now()),
+            Silence::Ping(_)
+        ));
         liveness.frame();
         liveness.before_wait();
         let now = Instant::now();
         tokio::time::advance(ANSWER).await;
-        assert_eq!(liveness.on_timer(Instant::now()), Silence::Rearm(now + IDLE));
+        assert_eq!(
+            liveness.on_timer(Instant::now()),
+            Silence::Rearm(now + IDLE)
+        );
     }
 
     #[tokio::test(start_paused = true)]
