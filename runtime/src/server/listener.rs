@@ -84,19 +84,31 @@ async fn secure_then_serve<S: Transport>(
 ) {
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
-        let mut identity = identity;
-        let Some(stream) = tls_accept(&acceptor, stream, &identity, deadline, &shared).await else {
-            return;
-        };
-        identity.tls_client_certificate = stream
-            .get_ref()
-            .1
-            .peer_certificates()
-            .and_then(|chain| chain.first())
-            .map(|leaf| leaf.as_ref().to_vec());
-        serve_connection(stream, identity, deadline, shared).await;
+        // Boxed: a TLS session's state is several KiB, and inline it would enlarge every
+        // connection's task, plain ones included.
+        Box::pin(serve_tls(acceptor, stream, identity, deadline, shared)).await;
         return;
     }
+    serve_connection(stream, identity, deadline, shared).await;
+}
+
+#[cfg(feature = "tls")]
+async fn serve_tls<S: Transport>(
+    acceptor: tokio_rustls::TlsAcceptor,
+    stream: S,
+    mut identity: PeerIdentity,
+    deadline: Instant,
+    shared: Arc<Shared>,
+) {
+    let Some(stream) = tls_accept(&acceptor, stream, &identity, deadline, &shared).await else {
+        return;
+    };
+    identity.tls_client_certificate = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .map(|leaf| leaf.as_ref().to_vec());
     serve_connection(stream, identity, deadline, shared).await;
 }
 
@@ -104,11 +116,15 @@ async fn secure_then_serve<S: Transport>(
 async fn secure_then_refuse<S: Transport>(mut stream: S, deadline: Instant, shared: Arc<Shared>) {
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
-        let identity = PeerIdentity::default();
-        if let Some(mut stream) = tls_accept(&acceptor, stream, &identity, deadline, &shared).await
-        {
-            refuse(&mut stream, HelloStatus::Busy, &shared.config.codecs).await;
-        }
+        Box::pin(async move {
+            let identity = PeerIdentity::default();
+            if let Some(mut stream) =
+                tls_accept(&acceptor, stream, &identity, deadline, &shared).await
+            {
+                refuse(&mut stream, HelloStatus::Busy, &shared.config.codecs).await;
+            }
+        })
+        .await;
         return;
     }
     refuse(&mut stream, HelloStatus::Busy, &shared.config.codecs).await;
