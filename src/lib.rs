@@ -46,6 +46,10 @@
 
 #![warn(missing_docs)]
 
+/// Cheaply cloneable bytes (the `bytes` crate's), for binary payloads: `Bytes` fields and
+/// arguments travel as `bin` in MessagePack and `bytes` in Protobuf, where `Vec<u8>` would be an
+/// array of integers in MessagePack and JSON.
+pub use ::bytes::Bytes;
 pub use wirecall_macros::{message, service};
 pub use wirecall_runtime::{
     method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode,
