@@ -32,7 +32,7 @@ const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
 
 /// Initial read buffer of a connection. Small, because most connections are idle most of the
 /// time; the frame decoder reserves exactly what a larger frame needs.
-const READ_BUFFER_START: usize = 1024;
+const READ_BUFFER_START: usize = 512;
 
 /// Why the read loop stopped.
 enum End {
