@@ -6,6 +6,7 @@ use quote::{quote, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Fields, Item, ItemStruct, Path, Token};
 
+use crate::codegen::messages::message_header;
 use crate::proto_type;
 
 /// Expands `#[message(args)] item`.
@@ -123,14 +124,9 @@ fn expand_struct(args: TokenStream, item: &mut ItemStruct) -> syn::Result<TokenS
     } else {
         quote!()
     };
+    let header = message_header();
     Ok(quote! {
-        #[derive(
-            ::wirecall::__private::serde::Serialize,
-            ::wirecall::__private::serde::Deserialize,
-            ::wirecall::__private::prost::Message,
-        )]
-        #[serde(crate = "::wirecall::__private::serde")]
-        #[prost(prost_path = "::wirecall::__private::prost")]
+        #header
         #skip_debug
         #item
     })

@@ -8,8 +8,9 @@ use super::{MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
 use crate::proto_type::{self, FieldType};
 
-/// The derives and container attributes every generated wire message carries.
-fn message_header() -> TokenStream {
+/// The derives and container attributes every wire message carries, generated or written by a
+/// user with `#[wirecall::message]`.
+pub(crate) fn message_header() -> TokenStream {
     quote! {
         #[derive(
             ::wirecall::__private::serde::Serialize,

@@ -5,7 +5,7 @@
 //! so that a validation gap becomes a spanned error rather than a panic.
 
 mod client;
-mod messages;
+pub(crate) mod messages;
 mod server;
 
 use std::collections::HashSet;
