@@ -41,6 +41,15 @@ pub(crate) enum Delivery {
 #[derive(Debug)]
 pub(crate) struct SinkClosed;
 
+/// Why [`FrameSink::try_cork`] did not queue a frame.
+#[derive(Debug)]
+pub(crate) enum TryCork {
+    /// The queue is full; here is the frame back.
+    Full(Bytes),
+    /// The sink is closed.
+    Closed,
+}
+
 /// Who owns writing to the stream. Exactly one party writes at a time, so frames never
 /// interleave; a sender that owns it hands what is left to the writer task when it stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +172,21 @@ impl FrameSink {
             })
             .await;
         }
+    }
+
+    /// Queues a frame for [`Delivery::Corked`] if there is room, without waiting. Hands the
+    /// frame back when the queue is full, so that the caller can wait with [`send`](Self::send):
+    /// keeping the waiting path out of line keeps the callers' futures small.
+    pub(crate) fn try_cork(&self, frame: Bytes) -> Result<(), TryCork> {
+        let mut queue = self.shared.lock_queue();
+        if queue.closing || queue.failed {
+            return Err(TryCork::Closed);
+        }
+        if queue.batch.remaining > 0 && queue.batch.remaining + frame.len() > MAX_QUEUED_BYTES {
+            return Err(TryCork::Full(frame));
+        }
+        queue.batch.push(frame);
+        Ok(())
     }
 
     /// Queues a frame without waiting: for control frames (cancel, pong) sent from places that

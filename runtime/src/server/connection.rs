@@ -2,6 +2,7 @@
 //! so a slow call never holds up a fast one, while the writer task sends replies in whatever
 //! order they finish.
 
+use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
@@ -25,7 +26,7 @@ use crate::liveness::{Liveness, Silence};
 use crate::method::MethodId;
 use crate::negotiate::{server_handshake, NegotiationError};
 use crate::transport::Transport;
-use crate::writer::{Delivery, FrameSink};
+use crate::writer::{Delivery, FrameSink, TryCork};
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
@@ -52,33 +53,55 @@ pub(crate) async fn serve_connection<T: Transport>(
     deadline: Instant,
     shared: Arc<Shared>,
 ) {
-    let config = &shared.config;
-    let peer = identity.peer_addr;
-    let ip = peer.map(|addr| addr.ip());
-    let authenticate = |token: &[u8]| shared.authenticate(ip, token);
-    let handshake = server_handshake(&mut stream, &config.codecs, config.preference, authenticate);
-    let codec = tokio::select! {
-        outcome = tokio::time::timeout_at(deadline, handshake) => match outcome {
-            Ok(Ok(codec)) => codec,
-            Ok(Err(NegotiationError::AuthenticationFailed)) => {
-                tracing::warn!(?peer, "authentication failed");
-                return;
-            }
-            Ok(Err(err)) => {
-                tracing::debug!(?peer, %err, "handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(?peer, "handshake timed out");
-                return;
-            }
-        },
-        _ = shared.shutdown.cancelled() => return,
+    // Boxed: the handshake's state (its buffers and timer) is dead once it is done, and inline
+    // it would enlarge the connection task for the connection's whole life.
+    let Some(codec) = Box::pin(handshake(
+        &mut stream,
+        identity.peer_addr,
+        deadline,
+        &shared,
+    ))
+    .await
+    else {
+        return;
     };
+    let peer = identity.peer_addr;
     identity.token_authenticated = shared.token.is_some();
     tracing::debug!(?peer, %codec, "connection accepted");
     run_connection(stream, codec, identity, &shared).await;
     tracing::debug!(?peer, "connection closed");
+}
+
+/// Runs the server side of the hello within the handshake deadline; `None` when the
+/// connection is to be dropped.
+async fn handshake<T: Transport>(
+    stream: &mut T,
+    peer: Option<SocketAddr>,
+    deadline: Instant,
+    shared: &Shared,
+) -> Option<Codec> {
+    let config = &shared.config;
+    let ip = peer.map(|addr| addr.ip());
+    let authenticate = |token: &[u8]| shared.authenticate(ip, token);
+    let handshake = server_handshake(stream, &config.codecs, config.preference, authenticate);
+    tokio::select! {
+        outcome = tokio::time::timeout_at(deadline, handshake) => match outcome {
+            Ok(Ok(codec)) => Some(codec),
+            Ok(Err(NegotiationError::AuthenticationFailed)) => {
+                tracing::warn!(?peer, "authentication failed");
+                None
+            }
+            Ok(Err(err)) => {
+                tracing::debug!(?peer, %err, "handshake failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(?peer, "handshake timed out");
+                None
+            }
+        },
+        _ = shared.shutdown.cancelled() => None,
+    }
 }
 
 async fn run_connection<T: Transport>(
@@ -145,8 +168,9 @@ async fn run_connection<T: Transport>(
                                     "no frame for {:?} and no answer to a ping within {:?}",
                                     config.idle_timeout, config.ping_timeout
                                 );
-                                send_connection_error(&sink, ErrorCode::IdleTimeout, &message)
-                                    .await;
+                                let goodbye =
+                                    send_connection_error(&sink, ErrorCode::IdleTimeout, &message);
+                                Box::pin(goodbye).await;
                                 break End::Violation;
                             }
                         }
@@ -170,7 +194,7 @@ async fn run_connection<T: Transport>(
                     _ => ErrorCode::ProtocolViolation,
                 };
                 tracing::debug!(%err, "closing connection on a bad frame");
-                send_connection_error(&sink, code, &err.to_string()).await;
+                Box::pin(send_connection_error(&sink, code, &err.to_string())).await;
                 break End::Violation;
             }
         };
@@ -194,10 +218,17 @@ async fn run_connection<T: Transport>(
                         }
                     }
                 };
-                match start_call(frame, permit, &context, shared, &tasks).await {
+                // Boxed: one small allocation per call keeps the call's state out of the
+                // connection task, which lives (and holds its size) as long as the connection.
+                match Box::pin(start_call(frame, permit, &context, shared, &tasks)).await {
                     Ok(()) => {}
                     Err(CallRejected::Violation(message)) => {
-                        send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
+                        Box::pin(send_connection_error(
+                            &sink,
+                            ErrorCode::ProtocolViolation,
+                            &message,
+                        ))
+                        .await;
                         break End::Violation;
                     }
                     Err(CallRejected::SinkClosed) => break End::PeerGone,
@@ -206,19 +237,61 @@ async fn run_connection<T: Transport>(
             FrameKind::Cancel => calls.abort(frame.request_id),
             FrameKind::Ping => {
                 let pong = Frame::control(FrameKind::Pong, frame.request_id).to_bytes();
-                if sink.send(pong, Delivery::Corked).await.is_err() {
+                if send_reply(&sink, pong).await.is_err() {
                     break End::PeerGone;
                 }
             }
             FrameKind::Pong => {}
             FrameKind::Response | FrameKind::Error => {
                 let message = format!("a client may not send {:?} frames", frame.kind);
-                send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
+                Box::pin(send_connection_error(
+                    &sink,
+                    ErrorCode::ProtocolViolation,
+                    &message,
+                ))
+                .await;
                 break End::Violation;
             }
         }
     };
 
+    // Boxed, like every path taken at most once: a connection task's size is that of its
+    // largest state, and it lives as long as the connection.
+    Box::pin(close_connection(
+        end,
+        Closing {
+            shared,
+            sink,
+            writer,
+            writer_done,
+            calls,
+            tasks,
+        },
+    ))
+    .await;
+}
+
+/// What closing a connection needs from its read loop.
+struct Closing<'a> {
+    shared: &'a Shared,
+    sink: FrameSink,
+    writer: tokio::task::JoinHandle<std::io::Result<()>>,
+    writer_done: bool,
+    calls: Arc<InFlight>,
+    tasks: TaskTracker,
+}
+
+/// Finishes or stops the calls still running, says goodbye when shutting down, and lets the
+/// writer send what is queued.
+async fn close_connection(end: End, closing: Closing<'_>) {
+    let Closing {
+        shared,
+        sink,
+        mut writer,
+        writer_done,
+        calls,
+        tasks,
+    } = closing;
     tasks.close();
     match end {
         End::Shutdown => {
@@ -241,7 +314,6 @@ async fn run_connection<T: Transport>(
             tasks.wait().await;
         }
     }
-    drop(context);
     sink.close();
     if !writer_done
         && tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut writer)
@@ -381,11 +453,17 @@ async fn start_call(
     Ok(())
 }
 
-/// Queues a reply written by the read loop; it is flushed when the loop runs out of input.
+/// Queues a reply (or pong) written by the read loop; it is flushed when the loop runs out of
+/// input.
 async fn send_reply(sink: &FrameSink, frame: Bytes) -> Result<(), CallRejected> {
-    sink.send(frame, Delivery::Corked)
-        .await
-        .map_err(|_| CallRejected::SinkClosed)
+    match sink.try_cork(frame) {
+        Ok(()) => Ok(()),
+        Err(TryCork::Closed) => Err(CallRejected::SinkClosed),
+        // Rare, so out of line: the waiting future would otherwise enlarge every connection.
+        Err(TryCork::Full(frame)) => Box::pin(sink.send(frame, Delivery::Corked))
+            .await
+            .map_err(|_| CallRejected::SinkClosed),
+    }
 }
 
 /// What a handler's future resolved to: its encoded reply or call error, or the panic.
