@@ -2,8 +2,10 @@
 //! so a slow call never holds up a fast one, while the writer task sends replies in whatever
 //! order they finish.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
@@ -168,9 +170,8 @@ async fn run_connection<T: Transport>(
                                     "no frame for {:?} and no answer to a ping within {:?}",
                                     config.idle_timeout, config.ping_timeout
                                 );
-                                let goodbye =
-                                    send_connection_error(&sink, ErrorCode::IdleTimeout, &message);
-                                Box::pin(goodbye).await;
+                                send_connection_error(&sink, ErrorCode::IdleTimeout, &message)
+                                    .await;
                                 break End::Violation;
                             }
                         }
@@ -194,7 +195,7 @@ async fn run_connection<T: Transport>(
                     _ => ErrorCode::ProtocolViolation,
                 };
                 tracing::debug!(%err, "closing connection on a bad frame");
-                Box::pin(send_connection_error(&sink, code, &err.to_string())).await;
+                send_connection_error(&sink, code, &err.to_string()).await;
                 break End::Violation;
             }
         };
@@ -223,12 +224,7 @@ async fn run_connection<T: Transport>(
                 match Box::pin(start_call(frame, permit, &context, shared, &tasks)).await {
                     Ok(()) => {}
                     Err(CallRejected::Violation(message)) => {
-                        Box::pin(send_connection_error(
-                            &sink,
-                            ErrorCode::ProtocolViolation,
-                            &message,
-                        ))
-                        .await;
+                        send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
                         break End::Violation;
                     }
                     Err(CallRejected::SinkClosed) => break End::PeerGone,
@@ -244,12 +240,7 @@ async fn run_connection<T: Transport>(
             FrameKind::Pong => {}
             FrameKind::Response | FrameKind::Error => {
                 let message = format!("a client may not send {:?} frames", frame.kind);
-                Box::pin(send_connection_error(
-                    &sink,
-                    ErrorCode::ProtocolViolation,
-                    &message,
-                ))
-                .await;
+                send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
                 break End::Violation;
             }
         }
@@ -521,9 +512,18 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-async fn send_connection_error(sink: &FrameSink, code: ErrorCode, message: &str) {
-    let frame = Frame::error(0, MethodId::new(0), code, message);
-    let _ = sink.send(frame.to_bytes(), Delivery::Now).await;
+/// Sends a connection-level Error frame (request id 0) before a close. Boxed here rather than
+/// at every call site: it runs at most once per connection, and its state inline would
+/// enlarge the connection task for the connection's whole life.
+fn send_connection_error<'a>(
+    sink: &'a FrameSink,
+    code: ErrorCode,
+    message: &str,
+) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+    let frame = Frame::error(0, MethodId::new(0), code, message).to_bytes();
+    Box::pin(async move {
+        let _ = sink.send(frame, Delivery::Now).await;
+    })
 }
 
 /// Calls running on one connection, by request id, so a `Cancel` frame can stop one.
