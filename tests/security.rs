@@ -147,13 +147,7 @@ async fn a_wrong_token_is_refused_before_any_call() {
             .connect(server.local_addr())
             .await
             .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::Negotiation(NegotiationError::AuthenticationFailed)
-            ),
-            "{err}"
-        );
+        assert_authentication_failed(&err);
     })
     .await;
 }
@@ -163,13 +157,7 @@ async fn a_missing_token_is_refused() {
     bounded(async {
         let server = vault().token("s3cret").bind("127.0.0.1:0").await.unwrap();
         let err = client().connect(server.local_addr()).await.unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::Negotiation(NegotiationError::AuthenticationFailed)
-            ),
-            "{err}"
-        );
+        assert_authentication_failed(&err);
     })
     .await;
 }
@@ -226,13 +214,7 @@ async fn repeated_failures_from_one_address_are_rate_limited() {
             .connect(server.local_addr())
             .await
             .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::Negotiation(NegotiationError::AuthenticationFailed)
-            ),
-            "{err}"
-        );
+        assert_authentication_failed(&err);
     })
     .await;
 }
@@ -324,13 +306,7 @@ async fn a_token_travels_inside_tls() {
             .connect(server.local_addr())
             .await
             .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::Negotiation(NegotiationError::AuthenticationFailed)
-            ),
-            "{err}"
-        );
+        assert_authentication_failed(&err);
     })
     .await;
 }
@@ -525,4 +501,15 @@ async fn a_unix_socket_round_trip_and_reconnect() {
         server.shutdown_within(Duration::from_secs(1)).await;
     })
     .await;
+}
+
+/// The handshake was refused for the token, with the typed error a caller can match on.
+fn assert_authentication_failed(err: &Error) {
+    assert!(
+        matches!(
+            err,
+            Error::Negotiation(NegotiationError::AuthenticationFailed)
+        ),
+        "{err}"
+    );
 }
