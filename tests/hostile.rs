@@ -170,6 +170,18 @@ const CASES: &[Case] = &[
         "a duplicate request id in flight is a protocol violation",
         duplicate_request_id,
     ),
+    case(
+        "a duplicate id is a violation even for an unknown method",
+        duplicate_request_id_unknown_method,
+    ),
+    case(
+        "request id 0 on a request or notify is a protocol violation",
+        request_id_zero,
+    ),
+    case(
+        "ping, pong and cancel with a method, deadline or payload are violations",
+        control_frames_with_fields,
+    ),
     case("an unknown method fails only that request", unknown_method),
     case(
         "undecodable arguments are a bad request in every codec",
@@ -867,6 +879,63 @@ fn duplicate_request_id(arena: Arena) -> BoxFuture<'static, ()> {
         arena.connections_settle().await;
         let server = Arc::clone(&arena.server);
         eventually("the abandoned call stops", move || server.in_flight() <= 1).await;
+    }
+    .boxed()
+}
+
+fn duplicate_request_id_unknown_method(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
+        let slow = encode(Codec::MessagePack, &SleepArgs { ms: 2_000 });
+        peer.send_frame(request(5, SLEEP_MS, slow)).await;
+        // Same id, a method the server does not have: the duplicate is found first.
+        peer.send_frame(request(5, MethodId::new(0xdead_beef), Bytes::new()))
+            .await;
+        peer.expect_connection_error(6).await;
+        arena.connections_settle().await;
+    }
+    .boxed()
+}
+
+fn request_id_zero(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        let mut peer = RawPeer::handshaken(arena.addr, Codec::Protobuf).await;
+        peer.send_frame(request(0, MethodId::new(0xdead_beef), Bytes::new()))
+            .await;
+        peer.expect_connection_error(6).await;
+
+        let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
+        let mut notify = request(0, ADD, encode(Codec::MessagePack, &AddArgs { a: 1, b: 2 }));
+        notify.kind = FrameKind::Notify;
+        peer.send_frame(notify).await;
+        peer.expect_connection_error(6).await;
+        arena.connections_settle().await;
+    }
+    .boxed()
+}
+
+fn control_frames_with_fields(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        let with_method = |kind| Frame {
+            method: ADD,
+            ..Frame::control(kind, 3)
+        };
+        let with_deadline = |kind| Frame {
+            deadline_ms: 100,
+            ..Frame::control(kind, 3)
+        };
+        let with_payload = |kind| Frame {
+            payload: Bytes::from_static(b"x"),
+            ..Frame::control(kind, 3)
+        };
+        for kind in [FrameKind::Ping, FrameKind::Pong, FrameKind::Cancel] {
+            for frame in [with_method(kind), with_deadline(kind), with_payload(kind)] {
+                let mut peer = RawPeer::handshaken(arena.addr, Codec::Json).await;
+                peer.send_frame(frame.clone()).await;
+                peer.expect_connection_error(6).await;
+            }
+        }
+        arena.connections_settle().await;
     }
     .boxed()
 }

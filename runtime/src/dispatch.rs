@@ -10,7 +10,16 @@ use crate::frame::FrameBuf;
 use crate::method::MethodId;
 use crate::service::ReplyFuture;
 
+/// Payloads at least this large are decoded on tokio's blocking pool instead of where the call
+/// starts (the connection's read loop): decoding megabytes takes milliseconds, and inline it
+/// would hold up every Ping, Cancel and small call queued behind it on the connection.
+pub const DECODE_OFF_LOOP_FROM: usize = 128 * 1024;
+
 /// Decodes `payload` as `A`, runs `handler` on it and encodes its reply with `codec`.
+///
+/// A small payload is decoded before this returns, so a bad one fails without spawning
+/// anything; one of [`DECODE_OFF_LOOP_FROM`] bytes or more is decoded on the blocking pool
+/// when the returned future is first polled.
 pub fn dispatch<A, R, F, Fut>(codec: Codec, payload: Bytes, handler: F) -> ReplyFuture
 where
     A: WireMessage,
@@ -18,17 +27,31 @@ where
     F: FnOnce(A) -> Fut + Send + 'static,
     Fut: Future<Output = R> + Send + 'static,
 {
+    if payload.len() >= DECODE_OFF_LOOP_FROM {
+        return Box::pin(async move {
+            let decoded = tokio::task::spawn_blocking(move || codec.decode::<A>(&payload)).await;
+            let args = match decoded {
+                Ok(args) => args.map_err(CallError::BadRequest)?,
+                // A panicking decoder is reported like a panicking handler.
+                Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+                Err(_) => return Err(CallError::DecodeInterrupted),
+            };
+            reply(codec, handler(args).await)
+        });
+    }
     match codec.decode::<A>(&payload) {
         Err(err) => Box::pin(std::future::ready(Err(CallError::BadRequest(err)))),
-        Ok(args) => Box::pin(async move {
-            let reply = handler(args).await;
-            let mut frame = FrameBuf::with_capacity(64);
-            codec
-                .encode(&reply, frame.payload_writer())
-                .map_err(CallError::Encode)?;
-            Ok(frame)
-        }),
+        Ok(args) => Box::pin(async move { reply(codec, handler(args).await) }),
     }
+}
+
+/// Encodes a handler's reply into a frame buffer.
+fn reply<R: WireMessage>(codec: Codec, reply: R) -> Result<FrameBuf, CallError> {
+    let mut frame = FrameBuf::with_capacity(64);
+    codec
+        .encode(&reply, frame.payload_writer())
+        .map_err(CallError::Encode)?;
+    Ok(frame)
 }
 
 /// The reply future for a method id the service does not have.

@@ -89,6 +89,9 @@ pub enum CallError {
     /// The result did not encode.
     #[error("result did not encode: {0}")]
     Encode(#[source] CodecError),
+    /// The server's runtime stopped while the arguments were being decoded.
+    #[error("the server stopped while decoding the arguments")]
+    DecodeInterrupted,
 }
 
 impl CallError {
@@ -98,6 +101,7 @@ impl CallError {
             Self::UnknownMethod(_) => ErrorCode::UnknownMethod,
             Self::BadRequest(_) => ErrorCode::BadRequest,
             Self::Encode(_) => ErrorCode::EncodeFailed,
+            Self::DecodeInterrupted => ErrorCode::ShuttingDown,
         }
     }
 }

@@ -199,6 +199,11 @@ async fn run_connection<T: Transport>(
                 break End::Violation;
             }
         };
+        if let Err(message) = check_header(&frame) {
+            tracing::debug!(%message, "closing connection on a malformed frame header");
+            send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
+            break End::Violation;
+        }
         match frame.kind {
             FrameKind::Request | FrameKind::Notify => {
                 let permit = match Arc::clone(&permits).try_acquire_owned() {
@@ -348,6 +353,15 @@ async fn start_call(
         deadline_ms,
         payload,
     } = frame;
+    // The deadline clock starts when the frame is read (wire chapter, "Deadlines").
+    let deadline =
+        (deadline_ms != 0).then(|| Instant::now() + Duration::from_millis(deadline_ms.into()));
+    // Checked before anything else: a duplicate id is a violation whatever the method.
+    if context.calls.contains(request_id) {
+        return Err(CallRejected::Violation(format!(
+            "request id {request_id} is already in flight"
+        )));
+    }
     let one_way = kind == FrameKind::Notify;
     let Some(route) = shared.router.get(method) else {
         tracing::debug!(%method, "call to an unknown method");
@@ -395,11 +409,6 @@ async fn start_call(
         }
         return Ok(());
     };
-    if context.calls.contains(request_id) {
-        return Err(CallRejected::Violation(format!(
-            "request id {request_id} is already in flight"
-        )));
-    }
     let mut work =
         AssertUnwindSafe(route.service.call(method, context.codec, payload)).catch_unwind();
     let reply = ReplyTo {
@@ -413,14 +422,13 @@ async fn start_call(
     if let Poll::Ready(outcome) = futures::poll!(&mut work) {
         drop((permit, server_permit));
         if !one_way {
-            send_reply(&context.sink, reply.frame(Some(outcome))).await?;
+            let outcome = within(deadline, outcome);
+            send_reply(&context.sink, reply.frame(outcome)).await?;
         }
         return Ok(());
     }
     let (abort, registration) = AbortHandle::new_pair();
     context.calls.insert(request_id, abort);
-    let deadline =
-        (deadline_ms != 0).then(|| Instant::now() + Duration::from_millis(deadline_ms.into()));
     let sink = context.sink.clone();
     let calls = Arc::clone(&context.calls);
     tasks.spawn(async move {
@@ -434,7 +442,9 @@ async fn start_call(
         let outcome = match outcome {
             // Cancelled by the caller or by the end of the connection: no reply is wanted.
             Some(Err(Aborted)) => return,
-            Some(Ok(outcome)) => Some(outcome),
+            // `timeout_at` polls the call before its timer, so a call that became ready after
+            // the deadline (say, once a long decode finished) still needs the check.
+            Some(Ok(outcome)) => within(deadline, outcome),
             None => None,
         };
         if !one_way {
@@ -442,6 +452,35 @@ async fn start_call(
         }
     });
     Ok(())
+}
+
+/// A finished call's outcome, or `None` when it finished after its deadline: a caller that
+/// has given up must get a timeout, not a late success.
+fn within(deadline: Option<Instant>, outcome: HandlerOutcome) -> Option<HandlerOutcome> {
+    match deadline {
+        Some(at) if Instant::now() > at => None,
+        _ => Some(outcome),
+    }
+}
+
+/// Checks the header fields a frame's kind fixes (wire chapter, "Frame kinds"): a Request or
+/// Notify needs a request id other than 0 (0 marks connection-level errors); Ping, Pong and
+/// Cancel carry no method, deadline or payload.
+fn check_header(frame: &Frame) -> Result<(), String> {
+    match frame.kind {
+        FrameKind::Request | FrameKind::Notify if frame.request_id == 0 => {
+            Err(format!("a {:?} frame may not use request id 0", frame.kind))
+        }
+        FrameKind::Ping | FrameKind::Pong | FrameKind::Cancel
+            if frame.method.get() != 0 || frame.deadline_ms != 0 || !frame.payload.is_empty() =>
+        {
+            Err(format!(
+                "a {:?} frame must have method id 0, deadline 0 and no payload",
+                frame.kind
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Queues a reply (or pong) written by the read loop; it is flushed when the loop runs out of
