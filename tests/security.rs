@@ -220,6 +220,66 @@ async fn repeated_failures_from_one_address_are_rate_limited() {
 }
 
 #[tokio::test]
+async fn the_failure_limit_is_configurable_and_slides() {
+    bounded(async {
+        let server = vault()
+            .token("s3cret")
+            .auth_failure_limit(2, Duration::from_millis(600))
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        assert!(client().token("guess").connect(addr).await.is_err());
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(client().token("guess").connect(addr).await.is_err());
+        // Two failures within 600 ms: even the right token is refused.
+        let err = client().token("s3cret").connect(addr).await.unwrap_err();
+        assert_authentication_failed(&err);
+        // The first failure leaves the window; the second still counts. A fixed window
+        // started at the first failure would now be empty.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        client().token("s3cret").connect(addr).await.unwrap();
+        assert!(client().token("guess").connect(addr).await.is_err());
+        let err = client().token("s3cret").connect(addr).await.unwrap_err();
+        assert_authentication_failed(&err);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_token_server_reveals_no_codecs_before_authentication() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    bounded(async {
+        let guarded = vault().token("s3cret").bind("127.0.0.1:0").await.unwrap();
+        let open = vault().bind("127.0.0.1:0").await.unwrap();
+        // A bad magic, an empty codec list and an unknown version: each is refused before
+        // the token is read.
+        let hellos: [&[u8]; 3] = [b"HTTP/1.1", b"WCAL\x01\x00\x00", b"WCAL\x09\x01\x01\x00"];
+        for hello in hellos {
+            for (server, lists_codecs) in [(&guarded, false), (&open, true)] {
+                let mut socket = tokio::net::TcpStream::connect(server.local_addr())
+                    .await
+                    .unwrap();
+                socket.write_all(hello).await.unwrap();
+                // The server closes with part of the hello unread, which may reset the
+                // connection: keep what arrived before that.
+                let mut reply = Vec::new();
+                let mut chunk = [0u8; 64];
+                while let Ok(read @ 1..) = socket.read(&mut chunk).await {
+                    reply.extend_from_slice(&chunk[..read]);
+                }
+                assert_eq!(&reply[..4], b"WCAL", "{reply:02x?}");
+                assert_ne!(reply[5], 0, "refused: {reply:02x?}");
+                let listed = reply[7];
+                assert_eq!(listed > 0, lists_codecs, "{hello:02x?} -> {reply:02x?}");
+                assert_eq!(reply.len(), 8 + listed as usize);
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn an_overlong_token_is_a_configuration_error() {
     bounded(async {
         let server = vault().bind("127.0.0.1:0").await.unwrap();

@@ -1,7 +1,7 @@
 //! Token authentication: the secret a server requires in the client hello, its constant-time
 //! comparison, and the limiter that stops one address from guessing it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::Mutex;
@@ -91,66 +91,102 @@ fn padded(token: &[u8]) -> [u8; 1 + MAX_TOKEN_LEN] {
     block
 }
 
-/// Failed attempts that block an address for the rest of its window.
-pub(crate) const MAX_FAILURES: u32 = 5;
-/// How long failures count against an address.
-pub(crate) const FAILURE_WINDOW: Duration = Duration::from_secs(10);
-/// Addresses tracked at once; beyond it the oldest window is forgotten, so a flood of
-/// addresses costs bounded memory.
+/// Failed attempts within [`DEFAULT_FAILURE_WINDOW`] that block an address, by default.
+pub const DEFAULT_MAX_FAILURES: u32 = 5;
+/// How long a failure counts against its address, by default.
+pub const DEFAULT_FAILURE_WINDOW: Duration = Duration::from_secs(10);
+/// The most failures a limit may allow: each one is remembered until it leaves the window.
+pub const MAX_FAILURES_LIMIT: u32 = 100;
+/// Addresses tracked at once; beyond it the address with the oldest last failure is
+/// forgotten, so a flood of addresses costs bounded memory.
 const MAX_TRACKED: usize = 10_000;
 
-/// Counts authentication failures per peer IP in fixed windows.
-#[derive(Default)]
+/// Authentication failures per peer IP over a sliding window: an address is refused while
+/// `max_failures` of its failures lie within the last `window`. Refused attempts do not count,
+/// so an address is let in again `window` after its last counted failures age out.
 pub(crate) struct FailureLimiter {
-    windows: Mutex<HashMap<IpAddr, Window>>,
+    max_failures: u32,
+    window: Duration,
+    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
 }
 
-struct Window {
-    started: Instant,
-    failures: u32,
+impl Default for FailureLimiter {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_FAILURES, DEFAULT_FAILURE_WINDOW)
+    }
 }
 
 impl FailureLimiter {
-    /// Whether `ip` has used up its failures in the current window.
+    /// A limiter; `max_failures` 0 turns it off.
+    pub(crate) fn new(max_failures: u32, window: Duration) -> Self {
+        Self {
+            max_failures: max_failures.min(MAX_FAILURES_LIMIT),
+            window,
+            failures: Mutex::default(),
+        }
+    }
+
+    /// Whether `ip` has `max_failures` failures within the last `window`.
     pub(crate) fn is_blocked(&self, ip: IpAddr) -> bool {
+        if self.max_failures == 0 {
+            return false;
+        }
         let now = Instant::now();
-        self.lock().get(&ip).is_some_and(|window| {
-            now.duration_since(window.started) < FAILURE_WINDOW && window.failures >= MAX_FAILURES
-        })
+        let mut failures = self.lock();
+        let Some(recent) = failures.get_mut(&ip) else {
+            return false;
+        };
+        self.forget_old(recent, now);
+        let blocked = recent.len() >= self.max_failures as usize;
+        if recent.is_empty() {
+            failures.remove(&ip);
+        }
+        blocked
     }
 
     /// Records one failed attempt from `ip`.
     pub(crate) fn record_failure(&self, ip: IpAddr) {
+        if self.max_failures == 0 {
+            return;
+        }
         let now = Instant::now();
-        let mut windows = self.lock();
-        if windows.len() >= MAX_TRACKED && !windows.contains_key(&ip) {
-            windows.retain(|_, window| now.duration_since(window.started) < FAILURE_WINDOW);
-            if windows.len() >= MAX_TRACKED {
-                let oldest = windows
+        let mut failures = self.lock();
+        if failures.len() >= MAX_TRACKED && !failures.contains_key(&ip) {
+            failures.retain(|_, recent| {
+                recent
+                    .back()
+                    .is_some_and(|last| now.duration_since(*last) < self.window)
+            });
+            if failures.len() >= MAX_TRACKED {
+                let stalest = failures
                     .iter()
-                    .min_by_key(|(_, window)| window.started)
+                    .min_by_key(|(_, recent)| recent.back().copied())
                     .map(|(ip, _)| *ip);
-                if let Some(oldest) = oldest {
-                    windows.remove(&oldest);
+                if let Some(stalest) = stalest {
+                    failures.remove(&stalest);
                 }
             }
         }
-        let window = windows.entry(ip).or_insert(Window {
-            started: now,
-            failures: 0,
-        });
-        if now.duration_since(window.started) >= FAILURE_WINDOW {
-            *window = Window {
-                started: now,
-                failures: 0,
-            };
+        let recent = failures.entry(ip).or_default();
+        self.forget_old(recent, now);
+        if recent.len() >= self.max_failures as usize {
+            recent.pop_front();
         }
-        window.failures = window.failures.saturating_add(1);
+        recent.push_back(now);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Window>> {
+    fn forget_old(&self, recent: &mut VecDeque<Instant>, now: Instant) {
+        while recent
+            .front()
+            .is_some_and(|first| now.duration_since(*first) >= self.window)
+        {
+            recent.pop_front();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, VecDeque<Instant>>> {
         // Each operation leaves the map consistent, so a poisoned lock is still usable.
-        self.windows.lock().unwrap_or_else(|p| p.into_inner())
+        self.failures.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -187,12 +223,39 @@ mod tests {
     fn an_address_is_blocked_after_too_many_failures() {
         let limiter = FailureLimiter::default();
         let ip: IpAddr = [192, 0, 2, 1].into();
-        for _ in 0..MAX_FAILURES {
+        for _ in 0..DEFAULT_MAX_FAILURES {
             assert!(!limiter.is_blocked(ip));
             limiter.record_failure(ip);
         }
         assert!(limiter.is_blocked(ip));
         assert!(!limiter.is_blocked([192, 0, 2, 2].into()));
+    }
+
+    #[test]
+    fn the_window_slides_instead_of_resetting() {
+        let limiter = FailureLimiter::new(3, Duration::from_millis(300));
+        let ip: IpAddr = [192, 0, 2, 1].into();
+        limiter.record_failure(ip);
+        std::thread::sleep(Duration::from_millis(200));
+        limiter.record_failure(ip);
+        limiter.record_failure(ip);
+        assert!(limiter.is_blocked(ip), "three failures within 300 ms");
+        // The first failure ages out; the two later ones still count, so one more blocks
+        // again. A fixed window started at the first failure would have reset to zero.
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(!limiter.is_blocked(ip));
+        limiter.record_failure(ip);
+        assert!(limiter.is_blocked(ip));
+    }
+
+    #[test]
+    fn a_zero_limit_never_blocks() {
+        let limiter = FailureLimiter::new(0, Duration::from_secs(10));
+        let ip: IpAddr = [192, 0, 2, 1].into();
+        for _ in 0..100 {
+            limiter.record_failure(ip);
+        }
+        assert!(!limiter.is_blocked(ip));
     }
 
     #[test]

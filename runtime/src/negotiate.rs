@@ -376,26 +376,32 @@ where
 /// `authenticate` sees the token the client sent (empty when none) once the whole hello is
 /// read and the version matches; when it returns false the client gets
 /// [`HelloStatus::AuthenticationFailed`] and no codec is chosen.
+///
+/// `reveal_codecs` says whether refusals sent before the token is checked (a bad magic, codec
+/// count or version) may list the server's codecs; a server that requires a token passes
+/// `false`, so that an unauthenticated peer learns nothing about it.
 pub async fn server_handshake<S>(
     stream: &mut S,
     supported: &[Codec],
     preference: Preference,
+    reveal_codecs: bool,
     authenticate: impl FnOnce(&[u8]) -> bool,
 ) -> Result<Codec, NegotiationError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let before_auth: &[Codec] = if reveal_codecs { supported } else { &[] };
     let mut buf = [0u8; 7 + MAX_CODECS + MAX_TOKEN_LEN];
     // Magic first, so that a stranger is turned away after four bytes.
     stream.read_exact(&mut buf[..4]).await?;
     if let Err(err) = check_magic(&buf[..4]) {
-        refuse(stream, HelloStatus::Malformed, supported).await;
+        refuse(stream, HelloStatus::Malformed, before_auth).await;
         return Err(err);
     }
     stream.read_exact(&mut buf[4..6]).await?;
     let count = buf[5];
     if count == 0 || count as usize > MAX_CODECS {
-        refuse(stream, HelloStatus::Malformed, supported).await;
+        refuse(stream, HelloStatus::Malformed, before_auth).await;
         return Err(NegotiationError::BadCodecCount(count));
     }
     // The codec ids and the token length byte.
@@ -406,7 +412,7 @@ where
     let (hello, _) = ClientHello::parse(&buf[..end])?
         .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
     if hello.version != PROTOCOL_VERSION {
-        refuse(stream, HelloStatus::UnsupportedVersion, supported).await;
+        refuse(stream, HelloStatus::UnsupportedVersion, before_auth).await;
         return Err(NegotiationError::UnsupportedVersion {
             client: hello.version,
             server: PROTOCOL_VERSION,
@@ -539,9 +545,13 @@ mod tests {
     async fn refusal_names_both_lists() {
         let (mut client, mut server) = tokio::io::duplex(256);
         let server = tokio::spawn(async move {
-            server_handshake(&mut server, &[Codec::Protobuf], Preference::Client, |_| {
-                true
-            })
+            server_handshake(
+                &mut server,
+                &[Codec::Protobuf],
+                Preference::Client,
+                true,
+                |_| true,
+            )
             .await
         });
         let err = client_handshake(&mut client, &[Codec::Json], &[])
@@ -561,9 +571,13 @@ mod tests {
     async fn a_refused_token_gets_status_5_and_no_codec_list() {
         let (mut client, mut server) = tokio::io::duplex(1024);
         let server = tokio::spawn(async move {
-            server_handshake(&mut server, &[Codec::Json], Preference::Client, |token| {
-                token == b"right"
-            })
+            server_handshake(
+                &mut server,
+                &[Codec::Json],
+                Preference::Client,
+                true,
+                |token| token == b"right",
+            )
             .await
         });
         let err = client_handshake(&mut client, &[Codec::Json], b"guess-1234")

@@ -85,7 +85,14 @@ async fn handshake<T: Transport>(
     let config = &shared.config;
     let ip = peer.map(|addr| addr.ip());
     let authenticate = |token: &[u8]| shared.authenticate(ip, token);
-    let handshake = server_handshake(stream, &config.codecs, config.preference, authenticate);
+    let reveal_codecs = shared.token_check.is_none();
+    let handshake = server_handshake(
+        stream,
+        &config.codecs,
+        config.preference,
+        reveal_codecs,
+        authenticate,
+    );
     tokio::select! {
         outcome = tokio::time::timeout_at(deadline, handshake) => match outcome {
             Ok(Ok(codec)) => Some(codec),

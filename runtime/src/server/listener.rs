@@ -121,13 +121,13 @@ async fn secure_then_refuse<S: Transport>(mut stream: S, deadline: Instant, shar
             if let Some(mut stream) =
                 tls_accept(&acceptor, stream, &identity, deadline, &shared).await
             {
-                refuse(&mut stream, HelloStatus::Busy, &shared.config.codecs).await;
+                refuse(&mut stream, HelloStatus::Busy, shared.codecs_before_auth()).await;
             }
         })
         .await;
         return;
     }
-    refuse(&mut stream, HelloStatus::Busy, &shared.config.codecs).await;
+    refuse(&mut stream, HelloStatus::Busy, shared.codecs_before_auth()).await;
 }
 
 /// The server side of the TLS handshake, bounded by the connection's handshake deadline and

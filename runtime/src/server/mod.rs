@@ -19,7 +19,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::auth::{FailureLimiter, Token, TokenCheck};
+use crate::auth::{
+    FailureLimiter, Token, TokenCheck, DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILURES,
+};
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
@@ -58,6 +60,8 @@ pub(crate) struct ServerConfig {
     pub(crate) ping_timeout: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) listen_backlog: u32,
+    pub(crate) auth_max_failures: u32,
+    pub(crate) auth_failure_window: Duration,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +79,8 @@ impl Default for ServerConfig {
             ping_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(30),
             listen_backlog: 1024,
+            auth_max_failures: DEFAULT_MAX_FAILURES,
+            auth_failure_window: DEFAULT_FAILURE_WINDOW,
         }
     }
 }
@@ -223,10 +229,21 @@ impl ServerBuilder {
 
     /// Requires every client to present this token in its hello
     /// ([`ChannelBuilder::token`](crate::ChannelBuilder::token)); at most 255 bytes. A wrong or
-    /// missing token is refused before any call can be made, and an address that fails 5
-    /// times within 10 s is refused for the rest of those 10 s.
+    /// missing token is refused before any call can be made, and an address with 5 failures
+    /// within the last 10 s is refused until the oldest of them is 10 s old (see
+    /// [`auth_failure_limit`](Self::auth_failure_limit)). Before the token is checked the
+    /// server reveals nothing: its refusals list no codecs.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(TokenSource::Fixed(Token::new(token)));
+        self
+    }
+
+    /// How many failed token checks an IP address may have within a sliding `window` before
+    /// its hellos are refused without looking at the token (default 5 within 10 s; at most
+    /// 100; 0 turns the limit off). Refused attempts do not count as failures.
+    pub fn auth_failure_limit(mut self, max_failures: u32, window: Duration) -> Self {
+        self.config.auth_max_failures = max_failures;
+        self.config.auth_failure_window = window;
         self
     }
 
@@ -321,6 +338,10 @@ impl ServerBuilder {
             .as_ref()
             .map(ServerTlsConfig::acceptor)
             .transpose()?;
+        let failures = FailureLimiter::new(
+            self.config.auth_max_failures,
+            self.config.auth_failure_window,
+        );
         let shared = Arc::new(Shared {
             router,
             calls: Arc::new(Semaphore::new(self.config.max_in_flight)),
@@ -331,7 +352,7 @@ impl ServerBuilder {
             tracker: TaskTracker::new(),
             token_check: token.as_ref().map(TokenCheck::new),
             token,
-            failures: FailureLimiter::default(),
+            failures,
             authorize: self.authorize,
             #[cfg(feature = "tls")]
             tls,
@@ -409,6 +430,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The codecs a refusal sent before authentication may list: none when the server
+    /// requires a token, so that an unauthenticated peer learns nothing about it.
+    pub(crate) fn codecs_before_auth(&self) -> &[Codec] {
+        if self.token_check.is_some() {
+            &[]
+        } else {
+            &self.config.codecs
+        }
+    }
+
     /// Checks a hello's token (empty: none sent). An address over its failure budget is
     /// refused without looking at the token; a wrong token counts against its address.
     pub(crate) fn authenticate(&self, ip: Option<IpAddr>, token: &[u8]) -> bool {
