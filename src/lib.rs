@@ -51,11 +51,12 @@
 /// array of integers in MessagePack and JSON.
 pub use ::bytes::Bytes;
 pub use wirecall_macros::{message, service};
+pub use wirecall_runtime::shutdown_signal;
 pub use wirecall_runtime::{
     method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode,
     FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
-    RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, Token, WireMessage,
-    PROTOCOL_VERSION,
+    RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle, Token,
+    WireMessage, PROTOCOL_VERSION,
 };
 /// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id
 /// `wirecall`. See the Security chapter of the book.

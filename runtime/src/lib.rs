@@ -38,7 +38,9 @@ pub use error::{CallError, Error, ErrorCode};
 pub use frame::FrameError;
 pub use method::{method_id, MethodDescriptor, MethodId, ServiceDescriptor};
 pub use negotiate::{NegotiationError, PROTOCOL_VERSION};
-pub use server::{CallTarget, PeerIdentity, RunningServer, Server, ServerBuilder};
+pub use server::{
+    shutdown_signal, CallTarget, PeerIdentity, RunningServer, Server, ServerBuilder, ShutdownHandle,
+};
 pub use service::{ReplyFuture, Service};
 #[cfg(feature = "tls")]
 pub use tls::{ClientTlsConfig, ServerTlsConfig};

@@ -9,7 +9,7 @@ use std::fmt;
 use std::net::SocketAddr;
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
+use tokio_util::task::TaskTracker;
 
 use crate::auth::Token;
 use crate::codec::{Codec, WireMessage};
@@ -62,6 +63,8 @@ pub struct Channel {
 
 struct ChannelShared {
     current: Mutex<Arc<Connection>>,
+    /// Set by [`Channel::close`]: no new call, no reconnect.
+    closed_by_owner: AtomicBool,
     /// How to dial again; `None` for channels over a stream the caller supplied.
     redial: Option<Redial>,
 }
@@ -85,6 +88,13 @@ enum Target {
     Unix(PathBuf),
 }
 
+/// How long [`Channel::close`] waits for the server to close its side before it drops the
+/// connection.
+const CLOSE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Why calls on a channel closed with [`Channel::close`] fail.
+const CLOSED_BY_OWNER: &str = "the channel was closed with Channel::close";
+
 /// The first wait after a failed reconnect; it doubles per failure up to the configured cap.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
@@ -96,6 +106,8 @@ struct Connection {
     max_frame_len: u32,
     peer: Option<SocketAddr>,
     reader: JoinHandle<()>,
+    /// The reader and writer tasks, so that closing can wait for both to end.
+    tasks: TaskTracker,
 }
 
 impl Drop for Connection {
@@ -190,6 +202,32 @@ impl Channel {
         let connection = self.shared.connection().await?;
         connection.notify(method, args, self.timeout).await
     }
+
+    /// Closes the channel, for every clone, and waits until its connection has closed.
+    ///
+    /// New calls (on any clone) fail at once with [`Error::ConnectionClosed`] and the channel
+    /// never reconnects. Calls already in flight finish first, each within its own timeout.
+    /// Then the frames still queued (one-way calls included) are written, the connection is
+    /// shut down, and `close` returns once the server has closed its side too (or after 5 s,
+    /// when it stops waiting and drops the connection). Calling it again returns at once.
+    pub async fn close(&self) {
+        if self.shared.closed_by_owner.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let connection = self.shared.current();
+        connection.pending.drained().await;
+        connection.pending.close_all(CLOSED_BY_OWNER);
+        connection.sink.close();
+        connection.tasks.close();
+        if tokio::time::timeout(CLOSE_LIMIT, connection.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::debug!("the server did not close its side in time; dropping the connection");
+            connection.reader.abort();
+            connection.tasks.wait().await;
+        }
+    }
 }
 
 impl ChannelShared {
@@ -200,6 +238,9 @@ impl ChannelShared {
 
     /// The connection to use for a call: the current one, or a new one if it closed.
     async fn connection(&self) -> Result<Arc<Connection>, Error> {
+        if self.closed_by_owner.load(Ordering::Acquire) {
+            return Err(Error::closed(CLOSED_BY_OWNER));
+        }
         let current = self.current();
         match &self.redial {
             Some(redial) if current.pending.is_closed() => self.reconnect(redial).await,
@@ -557,6 +598,7 @@ impl ChannelBuilder {
         Ok(Channel {
             shared: Arc::new(ChannelShared {
                 current: Mutex::new(Arc::new(connection)),
+                closed_by_owner: AtomicBool::new(false),
                 redial,
             }),
             timeout,
@@ -575,6 +617,7 @@ impl ChannelBuilder {
         Ok(Channel {
             shared: Arc::new(ChannelShared {
                 current: Mutex::new(Arc::new(connection)),
+                closed_by_owner: AtomicBool::new(false),
                 redial: None,
             }),
             timeout: self.timeout,
@@ -633,14 +676,15 @@ impl ChannelBuilder {
         let codec = client_handshake(&mut stream, &self.codecs, token).await?;
         let (read_half, write_half) = stream.split_io();
         let (sink, sink_writer) = FrameSink::new(write_half);
-        tokio::spawn(async move {
+        let tasks = TaskTracker::new();
+        tasks.spawn(async move {
             if let Err(err) = sink_writer.run(None).await {
                 tracing::debug!(%err, "client writer ended");
             }
         });
         let pending = Arc::new(PendingCalls::default());
         let frames = FramedRead::new(read_half, FrameCodec::new(self.max_frame_len));
-        let reader = tokio::spawn(reader::run_reader(
+        let reader = tasks.spawn(reader::run_reader(
             frames,
             Arc::clone(&pending),
             sink.clone(),
@@ -654,6 +698,7 @@ impl ChannelBuilder {
             max_frame_len: self.max_frame_len,
             peer,
             reader,
+            tasks,
         })
     }
 }

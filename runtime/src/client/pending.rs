@@ -23,6 +23,11 @@ pub(crate) struct PendingCalls {
     closed: AtomicBool,
     /// Mirrors `state.calls.len()`, for the same reason.
     waiting: AtomicUsize,
+    /// Set while [`drained`](Self::drained) waits, so that only then does the last completed
+    /// call pay for a wake-up.
+    draining: AtomicBool,
+    /// Woken when the table becomes empty while draining.
+    empty: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -70,7 +75,26 @@ impl PendingCalls {
         let mut state = self.lock();
         let sender = state.calls.remove(&id);
         self.waiting.store(state.calls.len(), Ordering::Relaxed);
+        if state.calls.is_empty() && self.draining.load(Ordering::Acquire) {
+            self.empty.notify_waiters();
+        }
         sender
+    }
+
+    /// Waits until no call is waiting any more (each ends by its reply, its caller giving up,
+    /// or the connection closing).
+    pub(crate) async fn drained(&self) {
+        self.draining.store(true, Ordering::Release);
+        loop {
+            let empty = self.empty.notified();
+            tokio::pin!(empty);
+            // Registered before the check, so a wake-up between the two is not lost.
+            empty.as_mut().enable();
+            if self.lock().calls.is_empty() {
+                return;
+            }
+            empty.await;
+        }
     }
 
     /// Fails every waiting call and refuses new ones.
@@ -82,6 +106,7 @@ impl PendingCalls {
             self.waiting.store(0, Ordering::Relaxed);
             std::mem::take(&mut state.calls)
         };
+        self.empty.notify_waiters();
         for (_, tx) in calls {
             let _ = tx.send(Err(Error::closed(reason)));
         }

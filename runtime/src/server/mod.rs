@@ -6,16 +6,16 @@ mod identity;
 mod listener;
 mod router;
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
 use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -283,7 +283,7 @@ impl ServerBuilder {
     /// Binds `addr` and starts serving.
     pub async fn bind<A: ToSocketAddrs>(self, addr: A) -> Result<RunningServer, Error> {
         let listener = listen(addr, self.config.listen_backlog).await?;
-        self.serve_listener(listener)
+        self.serve_listener(listener).await
     }
 
     /// Binds a Unix domain socket at `path` and starts serving. The path must not exist yet;
@@ -300,8 +300,9 @@ impl ServerBuilder {
         self.start(Listener::Unix(listener), local_addr, Some(path))
     }
 
-    /// Starts serving on an already bound listener.
-    pub fn serve_listener(self, listener: TcpListener) -> Result<RunningServer, Error> {
+    /// Starts serving on an already bound listener. Async like [`bind`](Self::bind), so the
+    /// two read alike: `builder.serve_listener(listener).await?`.
+    pub async fn serve_listener(self, listener: TcpListener) -> Result<RunningServer, Error> {
         let local_addr = listener.local_addr().map_err(|source| Error::Bind {
             addr: "the listener".to_owned(),
             source,
@@ -356,8 +357,15 @@ impl ServerBuilder {
             authorize: self.authorize,
             #[cfg(feature = "tls")]
             tls,
+            stopping: AtomicBool::new(false),
+            stopped: CancellationToken::new(),
+            #[cfg(unix)]
+            unix_path: unix_path.clone(),
         });
-        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        // Tracked like the connections, so that a shutdown also waits for the accept loop.
+        shared
+            .tracker
+            .spawn(accept_loop(listener, Arc::clone(&shared)));
         #[cfg(unix)]
         match &unix_path {
             Some(path) => tracing::info!(path = %path.display(), "wirecall server listening"),
@@ -365,13 +373,7 @@ impl ServerBuilder {
         }
         #[cfg(not(unix))]
         tracing::info!(%local_addr, "wirecall server listening");
-        Ok(RunningServer {
-            local_addr,
-            #[cfg(unix)]
-            unix_path,
-            shared,
-            accept: Some(accept),
-        })
+        Ok(RunningServer { local_addr, shared })
     }
 }
 
@@ -427,9 +429,45 @@ pub(crate) struct Shared {
     pub(crate) authorize: Option<Authorize>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// A shutdown has begun (or the server was stopped at once).
+    stopping: AtomicBool,
+    /// The server has stopped: every connection is closed.
+    stopped: CancellationToken,
+    #[cfg(unix)]
+    unix_path: Option<PathBuf>,
 }
 
 impl Shared {
+    /// Graceful shutdown, run once however many callers ask: stop accepting and reading new
+    /// calls, let the calls in flight finish within `grace`, abort the rest, close everything.
+    /// A later caller waits for the first one's shutdown to end.
+    async fn shut_down(&self, grace: Duration) {
+        if self.stopping.swap(true, Ordering::AcqRel) {
+            self.stopped.cancelled().await;
+            return;
+        }
+        self.shutdown.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(?grace, "grace period over; aborting remaining calls");
+            self.force.cancel();
+            self.tracker.wait().await;
+        }
+        self.remove_socket_file();
+        tracing::info!("wirecall server stopped");
+        self.stopped.cancel();
+    }
+
+    fn remove_socket_file(&self) {
+        #[cfg(unix)]
+        if let Some(path) = &self.unix_path {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     /// The codecs a refusal sent before authentication may list: none when the server
     /// requires a token, so that an unauthenticated peer learns nothing about it.
     pub(crate) fn codecs_before_auth(&self) -> &[Codec] {
@@ -502,15 +540,82 @@ impl Drop for ConnectionSlot {
     }
 }
 
-/// A server that is accepting connections. Dropping it stops the server at once; call
-/// [`shutdown`](Self::shutdown) to let in-flight calls finish first.
+/// A server that is accepting connections.
+///
+/// Keep it for as long as the server should serve: **dropping it stops the server at once**
+/// (and logs a warning saying so). The usual ways to run one:
+///
+/// - [`run_until_shutdown_signal`](Self::run_until_shutdown_signal): serve until Ctrl-C or
+///   SIGTERM, then shut down gracefully. What a server binary's `main` ends with.
+/// - [`run`](Self::run) / [`run_until`](Self::run_until): serve until a
+///   [`ShutdownHandle`] (or a future of yours) asks it to stop.
+/// - [`shutdown`](Self::shutdown): graceful stop now; [`abort`](Self::abort): stop at once.
+#[must_use = "dropping a RunningServer stops the server at once: keep it, or end with \
+              `.run_until_shutdown_signal().await`"]
 #[derive(Debug)]
 pub struct RunningServer {
     local_addr: SocketAddr,
-    #[cfg(unix)]
-    unix_path: Option<PathBuf>,
     shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
+}
+
+/// Asks a server to shut down gracefully, from anywhere: cheap to clone, and usable after the
+/// [`RunningServer`] has moved into [`run`](RunningServer::run).
+#[derive(Clone, Debug)]
+pub struct ShutdownHandle {
+    shared: Arc<Shared>,
+}
+
+impl ShutdownHandle {
+    /// Starts a graceful shutdown with the server's grace period (if none has started) and
+    /// waits until the server has stopped. The shutdown goes on even if this future is
+    /// dropped.
+    pub async fn shutdown(&self) {
+        let shared = Arc::clone(&self.shared);
+        let grace = shared.config.grace_period;
+        tokio::spawn(async move { shared.shut_down(grace).await });
+        self.stopped().await;
+    }
+
+    /// Waits until the server has stopped, however it was stopped.
+    pub async fn stopped(&self) {
+        self.shared.stopped.cancelled().await;
+    }
+
+    /// Whether the server has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stopped.is_cancelled()
+    }
+}
+
+/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM: the signals a terminal and a service
+/// manager send to stop a process. If a signal handler cannot be installed, that signal is
+/// logged and ignored rather than stopping the server at once.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(%err, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(%err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C received; shutting down"),
+        () = terminate => tracing::info!("SIGTERM received; shutting down"),
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -533,7 +638,7 @@ impl RunningServer {
     /// The socket path of a server bound with [`ServerBuilder::bind_unix`].
     #[cfg(unix)]
     pub fn unix_path(&self) -> Option<&Path> {
-        self.unix_path.as_deref()
+        self.shared.unix_path.as_deref()
     }
 
     /// The token clients must present, if the server requires one: the fixed token, or the
@@ -553,6 +658,45 @@ impl RunningServer {
         self.shared.config.max_in_flight - self.shared.calls.available_permits()
     }
 
+    /// A handle that can shut the server down from another task.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Serves until Ctrl-C or SIGTERM ([`shutdown_signal`]) or a [`ShutdownHandle`], then
+    /// shuts down gracefully and returns once the server has stopped.
+    ///
+    /// ```no_run
+    /// # async fn run(service: impl wirecall_runtime::Service) -> Result<(), wirecall_runtime::Error> {
+    /// wirecall_runtime::Server::builder()
+    ///     .serve(service)
+    ///     .bind("0.0.0.0:7000")
+    ///     .await?
+    ///     .run_until_shutdown_signal()
+    ///     .await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run_until_shutdown_signal(self) {
+        self.run_until(shutdown_signal()).await;
+    }
+
+    /// Serves until `signal` completes or a [`ShutdownHandle`] asks the server to stop, then
+    /// shuts down gracefully and returns once the server has stopped.
+    pub async fn run_until(self, signal: impl Future<Output = ()>) {
+        tokio::select! {
+            () = signal => self.shutdown().await,
+            () = self.shared.stopped.cancelled() => {}
+        }
+    }
+
+    /// Serves until a [`ShutdownHandle`] asks the server to stop; returns once it has stopped.
+    pub async fn run(self) {
+        self.run_until(std::future::pending()).await;
+    }
+
     /// Graceful shutdown with the configured grace period: stop accepting, stop reading new
     /// calls, let in-flight calls finish and send their replies, then close every connection.
     /// Calls still running when the grace period ends are aborted.
@@ -562,36 +706,42 @@ impl RunningServer {
     }
 
     /// Graceful shutdown with an explicit grace period.
-    pub async fn shutdown_within(mut self, grace: Duration) {
-        self.shared.shutdown.cancel();
-        if let Some(accept) = self.accept.take() {
-            let _ = accept.await;
-        }
-        self.shared.tracker.close();
-        if tokio::time::timeout(grace, self.shared.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(?grace, "grace period over; aborting remaining calls");
-            self.shared.force.cancel();
-            self.shared.tracker.wait().await;
-        }
-        tracing::info!(local_addr = %self.local_addr, "wirecall server stopped");
-        self.remove_socket_file();
+    pub async fn shutdown_within(self, grace: Duration) {
+        self.shared.shut_down(grace).await;
     }
 
-    fn remove_socket_file(&mut self) {
-        #[cfg(unix)]
-        if let Some(path) = self.unix_path.take() {
-            let _ = std::fs::remove_file(path);
-        }
+    /// Stops the server at once: no new connection or call, running calls are aborted and
+    /// connections closed without a goodbye. What dropping the handle does, said out loud.
+    pub fn abort(self) {
+        self.shared.stopping.store(true, Ordering::Release);
     }
 }
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
+        if !self.shared.stopping.swap(true, Ordering::AcqRel) {
+            tracing::warn!(
+                local_addr = %self.local_addr,
+                "the RunningServer handle was dropped, so the server stopped at once; keep it \
+                 while the server should serve (e.g. end with run_until_shutdown_signal().await) \
+                 or stop it with shutdown() or abort()"
+            );
+        }
         self.shared.shutdown.cancel();
         self.shared.force.cancel();
-        self.remove_socket_file();
+        self.shared.remove_socket_file();
+        if self.shared.tracker.is_empty() {
+            self.shared.stopped.cancel();
+        } else {
+            // The tasks end on their own now; mark the server stopped when they have.
+            let shared = Arc::clone(&self.shared);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    shared.tracker.close();
+                    shared.tracker.wait().await;
+                    shared.stopped.cancel();
+                });
+            }
+        }
     }
 }

@@ -1,0 +1,177 @@
+//! The server's and the channel's life cycle: running until a signal or a shutdown handle,
+//! graceful stops, and closing a channel.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use wirecall::{Channel, Error, Server};
+
+const SOON: Duration = Duration::from_secs(10);
+
+async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < SOON, "{what}: not within {SOON:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn run_until_serves_until_its_signal_then_stops_gracefully() {
+    let (server, _lab) = start_server().await;
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run_until(async {
+        let _ = stopped.await;
+    }));
+    let lab = LabClient::connect(addr).await.unwrap();
+    let slow = tokio::spawn({
+        let lab = lab.clone();
+        async move { lab.sleep_ms(300).await }
+    });
+    assert_eq!(lab.add(40, 2).await.unwrap(), 42);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stop.send(()).unwrap();
+    tokio::time::timeout(SOON, running)
+        .await
+        .expect("run_until returns after its signal")
+        .unwrap();
+    // The call in flight when the signal came was finished, not cut off.
+    assert_eq!(slow.await.unwrap().unwrap(), 300);
+    assert!(Channel::connect(addr).await.is_err(), "no longer accepting");
+}
+
+#[tokio::test]
+async fn a_shutdown_handle_stops_a_running_server_from_another_task() {
+    let (server, _lab) = start_server().await;
+    let addr = server.local_addr();
+    let handle = server.shutdown_handle();
+    let running = tokio::spawn(server.run());
+    let lab = LabClient::connect(addr).await.unwrap();
+    assert_eq!(lab.add(1, 2).await.unwrap(), 3);
+    assert!(!handle.is_stopped());
+
+    tokio::time::timeout(SOON, handle.shutdown())
+        .await
+        .expect("the shutdown completes");
+    assert!(handle.is_stopped());
+    tokio::time::timeout(SOON, running)
+        .await
+        .expect("run returns once the server stopped")
+        .unwrap();
+    // A second request, from a clone, returns at once.
+    tokio::time::timeout(SOON, handle.clone().shutdown())
+        .await
+        .unwrap();
+    assert!(lab.add(1, 2).await.is_err());
+}
+
+#[tokio::test]
+async fn stopped_resolves_when_the_server_is_shut_down_by_its_owner() {
+    let (server, _lab) = start_server().await;
+    let handle = server.shutdown_handle();
+    let watcher = tokio::spawn(async move { handle.stopped().await });
+    server.shutdown().await;
+    tokio::time::timeout(SOON, watcher).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn abort_stops_the_server_at_once() {
+    let (server, _lab) = start_server().await;
+    let handle = server.shutdown_handle();
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    let slow = tokio::spawn({
+        let lab = lab.clone();
+        async move { lab.sleep_ms(5_000).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.abort();
+    let outcome = tokio::time::timeout(SOON, slow).await.unwrap().unwrap();
+    assert!(
+        matches!(outcome, Err(Error::ConnectionClosed { .. })),
+        "{outcome:?}"
+    );
+    tokio::time::timeout(SOON, handle.stopped()).await.unwrap();
+}
+
+#[tokio::test]
+async fn serve_listener_is_async_like_bind() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = Server::builder()
+        .serve(LabServer::new(std::sync::Arc::new(LabImpl::default())))
+        .serve_listener(listener)
+        .await
+        .unwrap();
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    assert_eq!(lab.add(2, 2).await.unwrap(), 4);
+    server.shutdown().await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn run_until_shutdown_signal_stops_on_sigterm() {
+    use tokio::signal::unix::{signal, SignalKind};
+    // This test's own SIGTERM listener keeps the process alive whatever the timing: once a
+    // tokio listener exists, SIGTERM no longer ends the process.
+    let mut own = signal(SignalKind::terminate()).unwrap();
+    let (server, _lab) = start_server().await;
+    let addr = server.local_addr();
+    let running = tokio::spawn(server.run_until_shutdown_signal());
+    let lab = LabClient::connect(addr).await.unwrap();
+    assert_eq!(lab.add(1, 1).await.unwrap(), 2);
+    let pid = std::process::id().to_string();
+    let started = std::time::Instant::now();
+    // The server installs its listener when its task first runs: signal until it has seen one.
+    while !running.is_finished() {
+        assert!(
+            started.elapsed() < SOON,
+            "the server did not stop on SIGTERM"
+        );
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        own.recv().await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.await.unwrap();
+    assert!(Channel::connect(addr).await.is_err(), "no longer accepting");
+}
+
+#[tokio::test]
+async fn closing_a_channel_finishes_its_calls_then_waits_for_the_connection_to_close() {
+    let (server, _lab) = start_server().await;
+    let channel = Channel::connect(server.local_addr()).await.unwrap();
+    let lab = LabClient::new(channel.clone());
+    assert_eq!(lab.add(1, 2).await.unwrap(), 3);
+    assert_eq!(server.connection_count(), 1);
+
+    let slow = tokio::spawn({
+        let lab = lab.clone();
+        async move { lab.sleep_ms(200).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::timeout(SOON, channel.close())
+        .await
+        .expect("close returns");
+    // The call in flight finished before the connection closed.
+    assert_eq!(slow.await.unwrap().unwrap(), 200);
+    assert!(channel.is_closed());
+    // New calls fail at once, on every clone, and the channel does not reconnect.
+    let err = lab.add(1, 2).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::ConnectionClosed { reason } if reason.contains("Channel::close")),
+        "{err}"
+    );
+    eventually("the server sees the connection closed", || {
+        server.connection_count() == 0
+    })
+    .await;
+    // Closing again returns at once.
+    tokio::time::timeout(Duration::from_secs(1), channel.close())
+        .await
+        .unwrap();
+}
