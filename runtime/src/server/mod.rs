@@ -2,6 +2,7 @@
 //! starts accepting, and the [`RunningServer`] handle reports the address and shuts down.
 
 mod connection;
+mod descriptor_budget;
 mod identity;
 mod listener;
 mod router;
@@ -53,7 +54,8 @@ pub(crate) struct ServerConfig {
     pub(crate) max_frame_len: u32,
     pub(crate) handshake_timeout: Duration,
     pub(crate) grace_period: Duration,
-    pub(crate) max_connections: usize,
+    /// `None`: derived from the process's descriptor limit when the server starts.
+    pub(crate) max_connections: Option<usize>,
     pub(crate) max_in_flight_per_connection: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) idle_timeout: Duration,
@@ -72,7 +74,7 @@ impl Default for ServerConfig {
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             handshake_timeout: Duration::from_secs(10),
             grace_period: Duration::from_secs(30),
-            max_connections: 100_000,
+            max_connections: None,
             max_in_flight_per_connection: 1024,
             max_in_flight: 65_536,
             idle_timeout: Duration::from_secs(90),
@@ -180,9 +182,13 @@ impl ServerBuilder {
         self
     }
 
-    /// Connections held at once (default 100,000); more are refused with a `Busy` hello.
+    /// Connections held at once; more are refused with a `Busy` hello. By default the limit is
+    /// derived from the process's soft open-file limit when the server starts (90 % of it,
+    /// leaving at least 32 descriptors for everything else; 100,000 where the limit cannot
+    /// be read), so that wirecall's clear `Busy` refusal applies before `accept` runs out of
+    /// descriptors.
     pub fn max_connections(mut self, max: usize) -> Self {
-        self.config.max_connections = max;
+        self.config.max_connections = Some(max);
         self
     }
 
@@ -343,7 +349,12 @@ impl ServerBuilder {
             self.config.auth_max_failures,
             self.config.auth_failure_window,
         );
+        let max_connections = self
+            .config
+            .max_connections
+            .unwrap_or_else(descriptor_budget::default_max_connections);
         let shared = Arc::new(Shared {
+            max_connections,
             router,
             calls: Arc::new(Semaphore::new(self.config.max_in_flight)),
             config: self.config,
@@ -414,6 +425,8 @@ pub(crate) struct Shared {
     pub(crate) router: Router,
     pub(crate) config: ServerConfig,
     pub(crate) connections: AtomicUsize,
+    /// The connection limit in force (configured, or derived from the descriptor limit).
+    pub(crate) max_connections: usize,
     /// One permit per call running on the server (`max_in_flight`).
     pub(crate) calls: Arc<Semaphore>,
     /// Stop accepting and stop reading new calls.
@@ -499,24 +512,32 @@ impl Shared {
 }
 
 async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
+    let mut failures = AcceptFailures::default();
     loop {
         let accepted = tokio::select! {
             _ = shared.shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
         let accepted = match accepted {
-            Ok(accepted) => accepted,
+            Ok(accepted) => {
+                failures.recovered();
+                accepted
+            }
             Err(err) => {
-                // Typically EMFILE: back off instead of spinning.
-                tracing::warn!(%err, "accept failed");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
+                // Out of descriptors (EMFILE/ENFILE) or memory: the pending connection stays in
+                // the backlog. Wait, with a growing pause, instead of spinning on the same
+                // error; the connections already open keep being served meanwhile.
+                let pause = failures.failed(&err);
+                tokio::select! {
+                    _ = shared.shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(pause) => continue,
+                }
             }
         };
         let open = shared.connections.fetch_add(1, Ordering::AcqRel);
         let guard = ConnectionSlot(Arc::clone(&shared));
         let connection_shared = Arc::clone(&shared);
-        if open >= shared.config.max_connections {
+        if open >= shared.max_connections {
             tracing::warn!(open, "connection limit reached; refusing");
             shared.tracker.spawn(async move {
                 let _guard = guard;
@@ -528,6 +549,54 @@ async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
             let _guard = guard;
             accepted.serve(connection_shared).await;
         });
+    }
+}
+
+/// The accept loop's failure streak: how long to pause before the next `accept`, and when to
+/// log (the first failure of a streak, then at most once per [`ACCEPT_LOG_EVERY`]).
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    streak: u32,
+    since_log: u32,
+    last_log: Option<std::time::Instant>,
+}
+
+/// The first pause after a failed `accept`; it doubles per failure up to [`ACCEPT_PAUSE_MAX`].
+const ACCEPT_PAUSE_MIN: Duration = Duration::from_millis(5);
+/// The longest pause between two `accept` attempts while they fail.
+const ACCEPT_PAUSE_MAX: Duration = Duration::from_millis(500);
+/// At most one log line per this interval while `accept` keeps failing.
+const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
+
+impl AcceptFailures {
+    /// Records a failure; returns how long to pause.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.streak = self.streak.saturating_add(1);
+        self.since_log = self.since_log.saturating_add(1);
+        let now = std::time::Instant::now();
+        if self
+            .last_log
+            .is_none_or(|last| now.duration_since(last) >= ACCEPT_LOG_EVERY)
+        {
+            tracing::warn!(
+                %err,
+                failures = self.since_log,
+                "accept failed (out of file descriptors?); pausing new connections, serving \
+                 open ones; raise the open-file limit or lower max_connections"
+            );
+            self.last_log = Some(now);
+            self.since_log = 0;
+        }
+        let doublings = self.streak.saturating_sub(1).min(16);
+        (ACCEPT_PAUSE_MIN * 2u32.pow(doublings)).min(ACCEPT_PAUSE_MAX)
+    }
+
+    /// An `accept` succeeded: the streak is over.
+    fn recovered(&mut self) {
+        if self.streak > 0 {
+            tracing::info!(failures = self.streak, "accept works again");
+            *self = Self::default();
+        }
     }
 }
 
