@@ -175,3 +175,31 @@ async fn closing_a_channel_finishes_its_calls_then_waits_for_the_connection_to_c
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_server_without_a_listener_serves_handed_over_streams_within_its_limits() {
+    let server = Server::builder()
+        .serve(LabServer::new(std::sync::Arc::new(LabImpl::default())))
+        .max_connections(1)
+        .start_without_listener()
+        .await
+        .unwrap();
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    server.serve_stream(server_end);
+    let lab = LabClient::new(Channel::builder().connect_with(client_end).await.unwrap());
+    assert_eq!(lab.add(20, 22).await.unwrap(), 42);
+    assert_eq!(server.connection_count(), 1);
+
+    // Over max_connections: a Busy hello, as from the listener.
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    server.serve_stream(server_end);
+    let err = Channel::builder()
+        .connect_with(client_end)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Negotiation(wirecall::NegotiationError::Busy)),
+        "{err}"
+    );
+    server.shutdown().await;
+}

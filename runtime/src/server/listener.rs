@@ -19,6 +19,8 @@ pub(crate) enum Listener {
     Tcp(TcpListener),
     #[cfg(unix)]
     Unix(tokio::net::UnixListener),
+    /// No listener: connections arrive only through `RunningServer::serve_stream`.
+    Nothing,
 }
 
 /// An accepted stream, before any byte is read from it.
@@ -40,8 +42,21 @@ impl Listener {
             }
             #[cfg(unix)]
             Self::Unix(listener) => Ok(Accepted::Unix(listener.accept().await?.0)),
+            Self::Nothing => std::future::pending().await,
         }
     }
+}
+
+/// Serves a stream the caller connected itself, like an accepted one without a peer address.
+pub(crate) async fn serve_stream<S: Transport>(stream: S, shared: Arc<Shared>) {
+    let deadline = Instant::now() + shared.config.handshake_timeout;
+    secure_then_serve(stream, PeerIdentity::default(), deadline, shared).await;
+}
+
+/// Turns away a stream the caller connected itself with a `Busy` hello.
+pub(crate) async fn refuse_stream<S: Transport>(stream: S, shared: Arc<Shared>) {
+    let deadline = Instant::now() + shared.config.handshake_timeout;
+    secure_then_refuse(stream, deadline, shared).await;
 }
 
 impl Accepted {

@@ -30,6 +30,7 @@ use crate::negotiate::Preference;
 use crate::service::Service;
 #[cfg(feature = "tls")]
 use crate::tls::ServerTlsConfig;
+use crate::transport::Transport;
 use identity::Authorize;
 pub use identity::{CallTarget, PeerIdentity};
 use listener::Listener;
@@ -303,7 +304,7 @@ impl ServerBuilder {
             source,
         })?;
         let local_addr = SocketAddr::from(([0, 0, 0, 0], 0));
-        self.start(Listener::Unix(listener), local_addr, Some(path))
+        self.launch(Listener::Unix(listener), local_addr, Some(path))
     }
 
     /// Starts serving on an already bound listener. Async like [`bind`](Self::bind), so the
@@ -314,12 +315,23 @@ impl ServerBuilder {
             source,
         })?;
         #[cfg(unix)]
-        return self.start(Listener::Tcp(listener), local_addr, None);
+        return self.launch(Listener::Tcp(listener), local_addr, None);
         #[cfg(not(unix))]
-        return self.start(Listener::Tcp(listener), local_addr);
+        return self.launch(Listener::Tcp(listener), local_addr);
     }
 
-    fn start(
+    /// Starts a server without a listener: it serves only the streams handed to
+    /// [`RunningServer::serve_stream`] (connections accepted by your own code, in-memory
+    /// streams in tests). It reports `0.0.0.0:0` as its address.
+    pub async fn start_without_listener(self) -> Result<RunningServer, Error> {
+        let no_addr = SocketAddr::from(([0, 0, 0, 0], 0));
+        #[cfg(unix)]
+        return self.launch(Listener::Nothing, no_addr, None);
+        #[cfg(not(unix))]
+        return self.launch(Listener::Nothing, no_addr);
+    }
+
+    fn launch(
         self,
         listener: Listener,
         local_addr: SocketAddr,
@@ -725,6 +737,42 @@ impl RunningServer {
     /// Calls currently running on the server, over all connections.
     pub fn in_flight(&self) -> usize {
         self.shared.config.max_in_flight - self.shared.calls.available_permits()
+    }
+
+    /// Serves a stream that your code connected (or accepted) itself as one more connection
+    /// of this server: the same handshake, limits, TLS (when configured) and shutdown as a
+    /// connection from the listener, without a peer address. Over `max_connections` it is
+    /// refused with a `Busy` hello; after shutdown has begun it is dropped. Call it from
+    /// within a tokio runtime.
+    ///
+    /// ```
+    /// # async fn run(service: impl wirecall_runtime::Service) -> Result<(), wirecall_runtime::Error> {
+    /// use wirecall_runtime::{Channel, Server};
+    ///
+    /// let server = Server::builder().serve(service).start_without_listener().await?;
+    /// let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    /// server.serve_stream(server_end);
+    /// let channel = Channel::builder().connect_with(client_end).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn serve_stream<T: Transport>(&self, stream: T) {
+        let shared = &self.shared;
+        if shared.shutdown.is_cancelled() {
+            return;
+        }
+        let open = shared.connections.fetch_add(1, Ordering::AcqRel);
+        let guard = ConnectionSlot(Arc::clone(shared));
+        let connection_shared = Arc::clone(shared);
+        let busy = open >= shared.max_connections;
+        shared.tracker.spawn(async move {
+            let _guard = guard;
+            if busy {
+                listener::refuse_stream(stream, connection_shared).await;
+            } else {
+                listener::serve_stream(stream, connection_shared).await;
+            }
+        });
     }
 
     /// A handle that can shut the server down from another task.
