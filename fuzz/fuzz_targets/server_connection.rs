@@ -1,0 +1,176 @@
+//! Drives a whole server connection, in memory: a valid client hello, then arbitrary bytes
+//! (frames or not), then the client's end of the stream closes.
+//!
+//! Input layout: byte 0 picks the codec of the hello (json, msgpack, protobuf), the rest is
+//! what the client sends after it. Invariants: the server never panics (the harness would
+//! abort), its reply is a server hello followed by well-formed frames, every frame it sends
+//! fits its maximum, it answers each request at most once, and the connection always ends
+//! with a close. The clock is tokio's paused test clock, so timeouts (idle, deadlines, the
+//! handshake) pass in virtual time and a hang is one the clock cannot end.
+
+#![no_main]
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use libfuzzer_sys::fuzz_target;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::codec::Decoder;
+use wirecall::{Codec, RunningServer, Server};
+use wirecall_runtime::frame::{ErrorBody, FrameCodec, FrameKind};
+use wirecall_runtime::negotiate::{ClientHello, ServerHello};
+
+/// The server's frame limit: small, so that every length the fuzzer can write is reachable.
+const MAX_FRAME_LEN: u32 = 4096;
+// No panicking handler: libFuzzer's panic hook aborts on every panic, caught or not (the
+// server's handling of handler panics is tested in tests/failures.rs).
+
+/// Virtual time after which a connection that has not closed counts as hung.
+const HANG: Duration = Duration::from_secs(3600);
+
+#[wirecall::service]
+trait Target {
+    async fn echo(&self, text: String) -> String;
+    async fn add(&self, a: i64, b: i64) -> i64;
+    async fn sleep(&self, ms: u32) -> u32;
+    async fn fail(&self, code: i32) -> Result<i32, String>;
+    #[oneway]
+    async fn record(&self, value: u64);
+}
+
+struct TargetImpl;
+
+impl Target for TargetImpl {
+    async fn echo(&self, text: String) -> String {
+        text
+    }
+    async fn add(&self, a: i64, b: i64) -> i64 {
+        a.wrapping_add(b)
+    }
+    async fn sleep(&self, ms: u32) -> u32 {
+        tokio::time::sleep(Duration::from_millis(u64::from(ms))).await;
+        ms
+    }
+    async fn fail(&self, code: i32) -> Result<i32, String> {
+        if code % 2 == 0 {
+            Ok(code)
+        } else {
+            Err(format!("odd {code}"))
+        }
+    }
+    async fn record(&self, _value: u64) {}
+}
+
+struct Harness {
+    runtime: tokio::runtime::Runtime,
+    server: RunningServer,
+}
+
+thread_local! {
+    static HARNESS: RefCell<Option<Harness>> = const { RefCell::new(None) };
+}
+
+fn harness() -> Harness {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    let server = runtime.block_on(async {
+        Server::builder()
+            .serve(TargetServer::new(TargetImpl))
+            .max_frame_len(MAX_FRAME_LEN)
+            .max_in_flight_per_connection(8)
+            .idle_timeout(Duration::from_secs(5))
+            .ping_timeout(Duration::from_secs(1))
+            .start_without_listener()
+            .await
+            .expect("server starts")
+    });
+    Harness { runtime, server }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [codec_byte, wire @ ..] = data else {
+        return;
+    };
+    let codec = [Codec::Json, Codec::MessagePack, Codec::Protobuf][usize::from(*codec_byte % 3)];
+    HARNESS.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let harness = cell.get_or_insert_with(harness);
+        let server = &harness.server;
+        harness.runtime.block_on(async {
+            let (mut client, server_end) = tokio::io::duplex(64 * 1024);
+            server.serve_stream(server_end);
+            let mut input = ClientHello::encode(&[codec]);
+            input.extend_from_slice(wire);
+            // Write and read at once: the server may stop reading (backpressure) until its
+            // replies are read.
+            let (mut read_half, mut write_half) = tokio::io::split(&mut client);
+            let write = async {
+                let _ = write_half.write_all(&input).await;
+                let _ = write_half.shutdown().await;
+            };
+            let read = async {
+                let mut output = Vec::new();
+                read_half.read_to_end(&mut output).await.map(|_| output)
+            };
+            let (_, output) = tokio::time::timeout(HANG, async { tokio::join!(write, read) })
+                .await
+                .expect("the server closes the connection");
+            let output = output.expect("reading the server's side never fails");
+            check_output(wire, &output);
+        });
+    });
+});
+
+/// How many Request frames the client sent with each request id (the frames before the first
+/// malformed one; the server reads no further).
+fn requests_sent(wire: &[u8]) -> HashMap<u64, usize> {
+    let mut buf = BytesMut::from(wire);
+    let mut frames = FrameCodec::new(MAX_FRAME_LEN);
+    let mut sent = HashMap::new();
+    while let Ok(Some(frame)) = frames.decode(&mut buf) {
+        if frame.kind == FrameKind::Request {
+            *sent.entry(frame.request_id).or_default() += 1;
+        }
+    }
+    sent
+}
+
+/// The server's bytes: an accepting hello, then whole frames within the limit, and no more
+/// replies to a request id than requests sent with it (an id may be reused once answered).
+fn check_output(wire: &[u8], output: &[u8]) {
+    let (hello, used) = ServerHello::parse(output)
+        .expect("a valid server hello")
+        .expect("a whole server hello");
+    assert_eq!(hello.status as u8, 0, "the hello is accepted");
+    let sent = requests_sent(wire);
+    let mut buf = BytesMut::from(&output[used..]);
+    let mut frames = FrameCodec::new(MAX_FRAME_LEN);
+    let mut answered: HashMap<u64, usize> = HashMap::new();
+    while let Some(frame) = frames.decode(&mut buf).expect("the server sends valid frames") {
+        match frame.kind {
+            FrameKind::Response | FrameKind::Error if frame.request_id != 0 => {
+                let replies = answered.entry(frame.request_id).or_default();
+                *replies += 1;
+                let requests = sent.get(&frame.request_id).copied().unwrap_or(0);
+                assert!(
+                    *replies <= requests,
+                    "request id {} answered {} times, sent {requests} times",
+                    frame.request_id,
+                    replies
+                );
+                if frame.kind == FrameKind::Error {
+                    assert!(frame.payload.len() >= 2, "an error frame has a code");
+                    let _ = ErrorBody::decode(&frame.payload);
+                }
+            }
+            FrameKind::Error | FrameKind::Ping | FrameKind::Pong => {}
+            kind => panic!("a server never sends {kind:?}"),
+        }
+    }
+    assert!(buf.is_empty(), "the server's output ends on a frame boundary");
+}
