@@ -10,7 +10,7 @@ use tokio::task::JoinSet;
 
 use crate::cell::{Scale, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
-use crate::model::{Case, Fixtures, BULK_LEN};
+use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN};
 use crate::report::CellResult;
 use crate::systems::raw::RawRpc;
 use crate::systems::tarpc::TarpcRpc;
@@ -90,7 +90,22 @@ async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> Ben
         Workload::Held => held(rpc, scale).await,
         Workload::Bulk => bulk(rpc, scale).await,
         Workload::OneWay => one_way(rpc, scale).await,
+        Workload::BesideBigRequests { big } => beside_big_requests(rpc, big, scale).await,
     }
+}
+
+/// W7: sequential 1-object calls on one connection, alone or beside a 4 MiB request every
+/// 100 ms on the same connection.
+async fn beside_big_requests<R: Rpc>(rpc: &R, big: bool, scale: &Scale) -> BenchResult<Measured> {
+    let mut conn = rpc.connect().await?;
+    for _ in 0..scale.warmup_calls {
+        rpc.call(&mut conn, Case::User).await?;
+    }
+    let calls = scale.beside_big_calls;
+    let big_every = big.then_some(BIG_REQUEST_EVERY);
+    let start = Instant::now();
+    let latencies = rpc.beside_big_requests(&mut conn, calls, big_every).await?;
+    Ok(Measured::timed(calls, start.elapsed(), latencies))
 }
 
 /// W1: one connection, one call at a time.

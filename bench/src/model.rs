@@ -29,6 +29,28 @@ pub fn fanly() -> UserModel {
 
 /// Bytes carried by one `bulk` call (W5).
 pub const BULK_LEN: usize = 64 * 1024;
+/// Bytes of the arguments of one big request (W7), in the connection's codec.
+pub const BIG_REQUEST_LEN: usize = 4 * 1024 * 1024;
+/// How often W7 sends a big request.
+pub const BIG_REQUEST_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Users enough for `get(users)` arguments of about [`BIG_REQUEST_LEN`] bytes in `codec`: a
+/// big request whose decode is real work (many small messages), not one memcpy.
+pub fn big_request_users(codec: Codec) -> Vec<UserModel> {
+    let mut one = bytes::BytesMut::new();
+    codec
+        .encode(
+            &GetArgs {
+                users: vec![fanly()],
+            },
+            &mut one,
+        )
+        .expect("the benchmark's own messages always encode");
+    // A one-user list costs its user plus a few bytes of list and message framing.
+    let per_user = one.len().saturating_sub(2).max(1);
+    vec![fanly(); BIG_REQUEST_LEN / per_user]
+}
+
 /// Bytes carried by one `record` one-way call (W6).
 pub const RECORD_LEN: usize = 10;
 

@@ -131,6 +131,14 @@ fn metrics(workload: Workload) -> Vec<Metric> {
             },
             SERVER_RSS,
         ],
+        Workload::BesideBigRequests { .. } => vec![
+            Metric {
+                label: "small calls/s",
+                value: |r| Some(r.calls_per_s),
+            },
+            P50,
+            P99,
+        ],
     }
 }
 

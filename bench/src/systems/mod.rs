@@ -8,7 +8,7 @@ pub mod wirecall;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::measure::Latencies;
 use crate::model::Case;
@@ -53,6 +53,19 @@ pub trait Rpc: Clone + Send + Sync + 'static {
 
     /// Asks the server how many one-way messages it has counted so far.
     fn server_count(&self, conn: &mut Self::Conn) -> impl Future<Output = BenchResult<u64>> + Send;
+
+    /// W7: makes `calls` sequential 1-object calls on `conn` and returns their latencies;
+    /// with `big_every`, the same connection meanwhile carries a request of about
+    /// [`BIG_REQUEST_LEN`](crate::model::BIG_REQUEST_LEN) bytes at that interval.
+    fn beside_big_requests(
+        &self,
+        conn: &mut Self::Conn,
+        calls: usize,
+        big_every: Option<Duration>,
+    ) -> impl Future<Output = BenchResult<Latencies>> + Send {
+        let _ = (conn, calls, big_every);
+        async { Err("this system does not run W7".into()) }
+    }
 }
 
 /// Pipelining for clients that multiplex by themselves: `in_flight` tasks share clones of one

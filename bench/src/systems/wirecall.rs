@@ -2,15 +2,16 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use wirecall::{Channel, Codec, RunningServer, Server};
 
 use super::{fan_out, BenchResult, Counter, Rpc};
 use crate::measure::Latencies;
-use crate::model::{fanly, Case, Fixtures, UserModel, RECORD_LEN};
+use crate::model::{big_request_users, fanly, Case, Fixtures, UserModel, RECORD_LEN};
 
 /// The benchmark's service.
 #[wirecall::service]
@@ -140,5 +141,43 @@ impl Rpc for WirecallRpc {
 
     async fn server_count(&self, conn: &mut UserServiceClient) -> BenchResult<u64> {
         Ok(conn.recorded().await?)
+    }
+
+    async fn beside_big_requests(
+        &self,
+        conn: &mut UserServiceClient,
+        calls: usize,
+        big_every: Option<Duration>,
+    ) -> BenchResult<Latencies> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let big_sender = big_every.map(|every| {
+            let users = big_request_users(self.codec);
+            let (conn, stop) = (conn.clone(), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let mut sent = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    tick.tick().await;
+                    conn.get(users.clone()).await?;
+                    sent += 1;
+                }
+                Ok::<_, crate::systems::BoxError>(sent)
+            })
+        });
+        let mut latencies = Latencies::with_capacity(calls);
+        for _ in 0..calls {
+            let start = Instant::now();
+            conn.get_user(fanly()).await?;
+            latencies.record(start.elapsed());
+        }
+        stop.store(true, Ordering::Relaxed);
+        if let Some(sender) = big_sender {
+            let sent = sender.await??;
+            if sent == 0 {
+                return Err("no big request completed during W7-big".into());
+            }
+        }
+        Ok(latencies)
     }
 }
