@@ -45,6 +45,7 @@
 //! The guide (`book/`) explains every piece; the wire protocol is specified there too.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Cheaply cloneable bytes (the `bytes` crate's), for binary payloads: `Bytes` fields and
 /// arguments travel as `bin` in MessagePack and `bytes` in Protobuf, where `Vec<u8>` would be an
@@ -60,6 +61,7 @@ pub use wirecall_runtime::{
 /// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id
 /// `wirecall`. See the Security chapter of the book.
 #[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use wirecall_runtime::{ClientTlsConfig, ServerTlsConfig};
 
 /// Items used by the code that `#[service]` and `#[message]` generate. Not a public API:
