@@ -43,6 +43,13 @@
 //! ```
 //!
 //! The guide (`book/`) explains every piece; the wire protocol is specified there too.
+//!
+//! # Cargo features
+//!
+//! All on by default: `json`, `msgpack` and `protobuf` (the codecs: serde_json, rmp-serde and
+//! prost) and `tls` (TLS and mutual TLS with rustls and the ring provider:
+//! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). docs.rs
+//! marks every item that needs a feature.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
