@@ -111,80 +111,54 @@ fn fanly() -> UserModel {
     }
 }
 
-const HELP: &str = "\
-usage: cargo run --example user -- [OPTIONS]
-
-Runs a UserService server and client in one process, calls every method, then times
-N sequential calls carrying 0, 1, 10 and 100 UserModel objects for each codec.
-
-options:
-  --calls N          sequential calls per benchmark case (default 10000)
-  --codec NAME       only this codec: json, msgpack or protobuf (default: all three)
-  --serve ADDR       run only the server on ADDR until Ctrl-C or SIGTERM
-  --connect ADDR     run only the client, against a server at ADDR
-  --token SECRET     with --serve: require this token; with --connect: present it
-  --tls              in-process only: TLS with a certificate made at start-up and a token
-                     generated at start-up, then the TLS cost (plain TCP vs TLS, same run)
-  -h, --help         print this help
-";
-
+/// Runs a UserService server and client in one process, calls every method, then times N
+/// sequential calls carrying 0, 1, 10 and 100 UserModel objects for each codec.
+#[derive(clap::Parser)]
+#[command(
+    name = "user",
+    override_usage = "cargo run --example user -- [OPTIONS]",
+    after_help = "examples:
+  cargo run --example user                              # tour + benchmark, all codecs
+  cargo run --release --example user -- --calls 50000 --codec msgpack
+  cargo run --example user -- --serve 127.0.0.1:7000    # server only, until Ctrl-C
+  cargo run --example user -- --connect 127.0.0.1:7000  # client only
+  cargo run --release --example user -- --tls           # over TLS, plus the TLS cost"
+)]
 struct Options {
+    /// Sequential calls per benchmark case
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
     calls: usize,
-    codecs: Vec<Codec>,
+    /// Only this codec: json, msgpack or protobuf [default: all three]
+    #[arg(long, value_name = "NAME")]
+    codec: Option<Codec>,
+    /// Run only the server on ADDR until Ctrl-C or SIGTERM
+    #[arg(long, value_name = "ADDR")]
     serve: Option<String>,
+    /// Run only the client, against a server at ADDR
+    #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
+    /// With --serve: require this token; with --connect: present it
+    #[arg(long, value_name = "SECRET")]
     token: Option<String>,
+    /// In-process only: TLS with a certificate made at start-up and a token generated at
+    /// start-up, then the TLS cost (plain TCP vs TLS, same run)
+    #[arg(long, conflicts_with_all = ["serve", "connect"])]
     tls: bool,
 }
 
-fn parse_options() -> Result<Options, String> {
-    let mut options = Options {
-        calls: 10_000,
-        codecs: vec![Codec::Json, Codec::MessagePack, Codec::Protobuf],
-        serve: None,
-        connect: None,
-        token: None,
-        tls: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match flag.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                std::process::exit(0);
-            }
-            "--calls" => {
-                options.calls = value("--calls")?
-                    .parse()
-                    .map_err(|e| format!("--calls: {e}"))?
-            }
-            "--codec" => {
-                let codec = value("--codec")?.parse().map_err(|e| format!("{e}"))?;
-                options.codecs = vec![codec];
-            }
-            "--serve" => options.serve = Some(value("--serve")?),
-            "--connect" => options.connect = Some(value("--connect")?),
-            "--token" => options.token = Some(value("--token")?),
-            "--tls" => options.tls = true,
-            other => return Err(format!("unknown option {other:?}; see --help")),
+impl Options {
+    /// The codecs to benchmark, the first one also used for the tour.
+    fn codecs(&self) -> Vec<Codec> {
+        match self.codec {
+            Some(codec) => vec![codec],
+            None => vec![Codec::Json, Codec::MessagePack, Codec::Protobuf],
         }
     }
-    if options.tls && (options.serve.is_some() || options.connect.is_some()) {
-        return Err("--tls runs server and client in one process; drop --serve/--connect".into());
-    }
-    Ok(options)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let options = match parse_options() {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("error: {message}\n\n{HELP}");
-            std::process::exit(2);
-        }
-    };
+    let options = <Options as clap::Parser>::parse();
 
     if options.tls {
         return run_over_tls(&options).await;
@@ -223,8 +197,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(token) => client.token(token.as_str()),
         None => client,
     };
-    tour(&client, &addr, options.codecs[0]).await?;
-    benchmark(&client, &addr, &options.codecs, options.calls).await?;
+    let codecs = options.codecs();
+    tour(&client, &addr, codecs[0]).await?;
+    benchmark(&client, &addr, &codecs, options.calls).await?;
 
     if let Some(server) = server {
         server.shutdown().await;
@@ -318,8 +293,9 @@ async fn run_over_tls(options: &Options) -> Result<(), Box<dyn std::error::Error
     );
     let tls_client = Channel::builder().tls(client_tls).token(token);
     let tls_addr = tls_server.local_addr().to_string();
-    tour(&tls_client, &tls_addr, options.codecs[0]).await?;
-    benchmark(&tls_client, &tls_addr, &options.codecs, options.calls).await?;
+    let codecs = options.codecs();
+    tour(&tls_client, &tls_addr, codecs[0]).await?;
+    benchmark(&tls_client, &tls_addr, &codecs, options.calls).await?;
 
     let plain_server = Server::builder()
         .serve(UserServiceServer::new(Users))

@@ -43,8 +43,16 @@
 //! ```
 //!
 //! The guide (`book/`) explains every piece; the wire protocol is specified there too.
+//!
+//! # Cargo features
+//!
+//! All on by default: `json`, `msgpack` and `protobuf` (the codecs: serde_json, rmp-serde and
+//! prost) and `tls` (TLS and mutual TLS with rustls and the ring provider:
+//! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). docs.rs
+//! marks every item that needs a feature.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Cheaply cloneable bytes (the `bytes` crate's), for binary payloads: `Bytes` fields and
 /// arguments travel as `bin` in MessagePack and `bytes` in Protobuf, where `Vec<u8>` would be an
@@ -61,6 +69,7 @@ pub use wirecall_runtime::{
 /// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id
 /// `wirecall`. See the Security chapter of the book.
 #[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use wirecall_runtime::{ClientTlsConfig, ServerTlsConfig};
 
 /// Items used by the code that `#[service]` and `#[message]` generate. Not a public API:

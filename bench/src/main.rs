@@ -16,13 +16,22 @@ mod systems;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use options::{Command, HELP};
+use clap::{CommandFactory as _, Parser as _};
+use options::{Cli, Command};
 
 fn main() -> ExitCode {
-    let command = match options::parse(std::env::args().skip(1)) {
+    // Usage errors and --help are clap's: exit code 2 and 0.
+    let Some(sub) = Cli::parse().command else {
+        // No subcommand: print the help, as `help` does.
+        return match Cli::command().print_help() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => fail("cannot print the help", &err),
+        };
+    };
+    let command = match sub.into_command() {
         Ok(command) => command,
         Err(message) => {
-            eprintln!("error: {message}\n\n{HELP}");
+            eprintln!("error: {message}\n\nFor more information, try '--help'.");
             return ExitCode::from(2);
         }
     };
@@ -31,10 +40,6 @@ fn main() -> ExitCode {
         eprintln!("warning: could not raise the open-file limit: {err}");
     }
     match command {
-        Command::Help => {
-            print!("{HELP}");
-            ExitCode::SUCCESS
-        }
         Command::Run(plan) => {
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()

@@ -1,36 +1,115 @@
-//! Command-line parsing for the four subcommands.
+//! Command-line parsing for the four subcommands (clap derive).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand};
+
 use crate::cell::{Scale, Target, Workload};
 use crate::orchestrate::Plan;
 
-/// Usage, printed by `help` and after a usage error.
-pub const HELP: &str = "\
-usage: wirecall-bench <COMMAND> [OPTIONS]
+const WORKLOADS: &str =
+    "workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6";
 
-commands:
-  all      run every selected cell in separate server and client processes, print one JSON
-           line per run and a markdown table of medians and ratios
-  smoke    the same with tiny counts and one run per cell; exits non-zero if any cell failed
-  server   (internal) serve one target, print its address, stop when stdin closes
-  client   (internal) run one cell against --addr and print one JSON line
-  help     print this text
+const TOP_LEVEL_NOTES: &str = "\
+`wirecall-bench help all` lists the options of all and smoke (--repeat, --only, --system,
+--codec, --out, --cell-timeout).
 
-options of all and smoke:
-  --repeat N           runs per cell, medians reported (default 3; smoke: 1)
-  --only LIST          comma-separated workloads or variants: W1, W2-1x256, W3, ... (default all)
-  --system NAME        wirecall, tarpc or raw-tcp (default all)
-  --codec NAME         json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc)
-  --out PATH           JSON-lines file to append to (default target/bench-results.jsonl)
-  --cell-timeout SECS  hard limit for one run of one cell (default 180; smoke: 60)
+workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6";
 
-workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6
-";
+/// wirecall against tarpc and raw TCP, server and client in separate processes.
+///
+/// `all` and `smoke` re-execute this binary as a `server` and a `client` process for every run
+/// of every cell (see bench/README.md).
+#[derive(Debug, Parser)]
+#[command(name = "wirecall-bench", after_help = TOP_LEVEL_NOTES)]
+pub struct Cli {
+    /// What to do; without one, this help is printed.
+    #[command(subcommand)]
+    pub command: Option<Sub>,
+}
 
-/// A parsed command line.
+/// The subcommands, as typed.
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Run every selected cell in separate server and client processes, print one JSON line
+    /// per run and a markdown table of medians and ratios
+    #[command(after_help = WORKLOADS)]
+    All(RunArgs),
+    /// The same with tiny counts and one run per cell; exits non-zero if any cell failed
+    #[command(after_help = WORKLOADS)]
+    Smoke(RunArgs),
+    /// (internal) Serve one target, print its address, stop when stdin closes
+    Server(ServerArgs),
+    /// (internal) Run one cell against --addr and print one JSON line
+    Client(ClientArgs),
+}
+
+/// Options of `all` and `smoke`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Runs per cell, medians reported [default: 3; smoke: 1]
+    #[arg(long, value_name = "N")]
+    repeat: Option<u32>,
+    /// Comma-separated workloads or variants: W1, W2-1x256, W3, ... [default: all]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    only: Vec<String>,
+    /// wirecall, tarpc or raw-tcp [default: all]
+    #[arg(long, value_name = "NAME")]
+    system: Option<String>,
+    /// json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc) [default: all]
+    #[arg(long, value_name = "NAME")]
+    codec: Option<String>,
+    /// JSON-lines file to append to [default: target/bench-results.jsonl]
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    /// Hard limit for one run of one cell [default: 180; smoke: 60]
+    #[arg(long, value_name = "SECS")]
+    cell_timeout: Option<u64>,
+}
+
+/// What the `server` and `client` children are told to serve or call.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// wirecall, tarpc or raw-tcp
+    #[arg(long, value_name = "NAME")]
+    system: String,
+    /// The system's codec (none for raw-tcp)
+    #[arg(long, value_name = "NAME", default_value = "none")]
+    codec: String,
+    /// The workload variant, e.g. W1-1obj
+    #[arg(long, value_name = "ID")]
+    workload: Workload,
+}
+
+/// Options of `server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The longest the server stays up
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    lifetime_secs: u64,
+}
+
+/// Options of `client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The server's address
+    #[arg(long, value_name = "ADDR")]
+    addr: SocketAddr,
+    /// The longest the client runs before giving up
+    #[arg(long, value_name = "SECS", default_value_t = 180)]
+    deadline_secs: u64,
+    /// Tiny counts (the smoke run)
+    #[arg(long)]
+    smoke: bool,
+}
+
+/// A parsed and checked command line.
 #[derive(Debug)]
 pub enum Command {
     /// `all` or `smoke`.
@@ -57,80 +136,42 @@ pub enum Command {
         /// The longest the client runs before giving up.
         deadline: Duration,
     },
-    /// `help`.
-    Help,
 }
 
-/// Parses `args` (without the program name).
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
-    let mut args = args.into_iter();
-    let command = args.next().unwrap_or_else(|| "help".to_owned());
-    let mut flags = Flags::default();
-    while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--repeat" => flags.repeat = Some(number(&flag, &value()?)?),
-            "--only" => flags
-                .only
-                .extend(value()?.split(',').map(|s| s.trim().to_owned())),
-            "--system" => flags.system = Some(value()?),
-            "--codec" => flags.codec = Some(value()?),
-            "--workload" => flags.workload = Some(value()?.parse()?),
-            "--out" => flags.out = Some(PathBuf::from(value()?)),
-            "--cell-timeout" => flags.cell_timeout = Some(secs(&flag, &value()?)?),
-            "--lifetime-secs" => flags.lifetime = Some(secs(&flag, &value()?)?),
-            "--deadline-secs" => flags.deadline = Some(secs(&flag, &value()?)?),
-            "--addr" => flags.addr = Some(value()?.parse().map_err(|e| format!("--addr: {e}"))?),
-            "--smoke" => flags.smoke = true,
-            "-h" | "--help" => return Ok(Command::Help),
-            other => return Err(format!("unknown option {other:?}")),
+impl Sub {
+    /// Checks what clap cannot: that the system and codec name a target, and that a run
+    /// selects at least one cell.
+    pub fn into_command(self) -> Result<Command, String> {
+        match self {
+            Sub::All(args) => args.plan(false).map(Command::Run),
+            Sub::Smoke(args) => args.plan(true).map(Command::Run),
+            Sub::Server(args) => Ok(Command::Server {
+                target: args.target.target()?,
+                workload: args.target.workload,
+                lifetime: Duration::from_secs(args.lifetime_secs),
+            }),
+            Sub::Client(args) => Ok(Command::Client {
+                target: args.target.target()?,
+                workload: args.target.workload,
+                addr: args.addr,
+                scale: if args.smoke {
+                    Scale::SMOKE
+                } else {
+                    Scale::FULL
+                },
+                deadline: Duration::from_secs(args.deadline_secs),
+            }),
         }
     }
-    match command.as_str() {
-        "all" => flags.plan(false).map(Command::Run),
-        "smoke" => flags.plan(true).map(Command::Run),
-        "server" => Ok(Command::Server {
-            target: flags.target()?,
-            workload: flags.workload.ok_or("server needs --workload")?,
-            lifetime: flags.lifetime.unwrap_or(Duration::from_secs(600)),
-        }),
-        "client" => Ok(Command::Client {
-            target: flags.target()?,
-            workload: flags.workload.ok_or("client needs --workload")?,
-            addr: flags.addr.ok_or("client needs --addr")?,
-            scale: if flags.smoke {
-                Scale::SMOKE
-            } else {
-                Scale::FULL
-            },
-            deadline: flags.deadline.unwrap_or(Duration::from_secs(180)),
-        }),
-        "help" | "-h" | "--help" => Ok(Command::Help),
-        other => Err(format!("unknown command {other:?}")),
-    }
 }
 
-#[derive(Default)]
-struct Flags {
-    repeat: Option<u32>,
-    only: Vec<String>,
-    system: Option<String>,
-    codec: Option<String>,
-    workload: Option<Workload>,
-    out: Option<PathBuf>,
-    cell_timeout: Option<Duration>,
-    lifetime: Option<Duration>,
-    deadline: Option<Duration>,
-    addr: Option<SocketAddr>,
-    smoke: bool,
-}
-
-impl Flags {
+impl TargetArgs {
     fn target(&self) -> Result<Target, String> {
-        let system = self.system.as_deref().ok_or("--system is required")?;
-        Target::parse(system, self.codec.as_deref().unwrap_or("none"))
+        Target::parse(&self.system, &self.codec)
     }
+}
 
+impl RunArgs {
     fn plan(self, smoke: bool) -> Result<Plan, String> {
         let system = self.system.as_deref().map(|s| match s {
             "raw" => "raw-tcp",
@@ -148,12 +189,13 @@ impl Flags {
         if targets.is_empty() {
             return Err("no target matches --system and --codec".to_owned());
         }
+        let only: Vec<String> = self.only.iter().map(|s| s.trim().to_owned()).collect();
         let workloads: Vec<Workload> = Workload::ALL
             .into_iter()
-            .filter(|w| w.selected_by(&self.only))
+            .filter(|w| w.selected_by(&only))
             .collect();
         if workloads.is_empty() {
-            return Err(format!("--only {:?} selects no workload", self.only));
+            return Err(format!("--only {only:?} selects no workload"));
         }
         // The workspace's target/, wherever cargo was started from.
         let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -167,7 +209,7 @@ impl Flags {
             workloads,
             repeat: self.repeat.unwrap_or(if smoke { 1 } else { 3 }).max(1),
             smoke,
-            cell_timeout: self.cell_timeout.unwrap_or(Duration::from_secs(if smoke {
+            cell_timeout: Duration::from_secs(self.cell_timeout.unwrap_or(if smoke {
                 60
             } else {
                 180
@@ -177,23 +219,22 @@ impl Flags {
     }
 }
 
-fn number(flag: &str, value: &str) -> Result<u32, String> {
-    value.parse().map_err(|e| format!("{flag}: {e}"))
-}
-
-fn secs(flag: &str, value: &str) -> Result<Duration, String> {
-    value
-        .parse()
-        .map(Duration::from_secs)
-        .map_err(|e| format!("{flag}: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory as _;
+
     use super::*;
 
     fn parse_str(line: &str) -> Result<Command, String> {
-        parse(line.split_whitespace().map(str::to_owned))
+        let cli =
+            Cli::try_parse_from(std::iter::once("wirecall-bench").chain(line.split_whitespace()))
+                .map_err(|e| e.to_string())?;
+        cli.command.ok_or("no command")?.into_command()
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
@@ -218,10 +259,53 @@ mod tests {
         let names: Vec<String> = plan.targets.iter().map(ToString::to_string).collect();
         assert_eq!(names, ["raw-tcp none", "wirecall msgpack", "tarpc msgpack"]);
         assert_eq!(plan.repeat, 1);
+        assert_eq!(plan.cell_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn only_takes_a_comma_separated_list() {
+        let Ok(Command::Run(plan)) = parse_str("all --only W3,W2-4x64 --cell-timeout 9") else {
+            panic!("expected a run");
+        };
+        let ids: Vec<String> = plan.workloads.iter().map(|w| w.id()).collect();
+        assert_eq!(ids, ["W2-4x64", "W3"]);
+        assert_eq!(plan.cell_timeout, Duration::from_secs(9));
     }
 
     #[test]
     fn client_needs_an_address() {
         assert!(parse_str("client --system raw-tcp --workload W3").is_err());
+    }
+
+    /// The exact argument lists `orchestrate` gives its children.
+    #[test]
+    fn children_parse_what_the_orchestrator_passes() {
+        let Ok(Command::Server {
+            target, lifetime, ..
+        }) = parse_str(
+            "server --system wirecall --codec json --workload W1-1obj --lifetime-secs 75",
+        )
+        else {
+            panic!("expected a server");
+        };
+        assert_eq!(target, Target::Wirecall(wirecall::Codec::Json));
+        assert_eq!(lifetime, Duration::from_secs(75));
+        let Ok(Command::Client {
+            target,
+            workload,
+            deadline,
+            scale,
+            ..
+        }) = parse_str(
+            "client --system raw-tcp --codec none --workload W3 --addr 127.0.0.1:7000 \
+             --deadline-secs 60 --smoke",
+        )
+        else {
+            panic!("expected a client");
+        };
+        assert_eq!(target, Target::RawTcp);
+        assert_eq!(workload, Workload::Churn);
+        assert_eq!(deadline, Duration::from_secs(60));
+        assert_eq!(scale.sequential_calls, Scale::SMOKE.sequential_calls);
     }
 }

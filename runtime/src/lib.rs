@@ -12,6 +12,7 @@
 //! - [`client`] and [`server`]: multiplexed calls on top.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
 pub mod client;
@@ -27,6 +28,7 @@ pub mod negotiate;
 pub mod server;
 mod service;
 #[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub mod tls;
 pub mod transport;
 mod writer;
@@ -43,4 +45,5 @@ pub use server::{
 };
 pub use service::{ReplyFuture, Service};
 #[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use tls::{ClientTlsConfig, ServerTlsConfig};

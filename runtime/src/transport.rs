@@ -52,6 +52,7 @@ pub(crate) fn configure_tcp(stream: &TcpStream) -> std::io::Result<()> {
 }
 
 #[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 impl<S> Transport for tokio_rustls::client::TlsStream<S>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -66,6 +67,7 @@ where
 }
 
 #[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 impl<S> Transport for tokio_rustls::server::TlsStream<S>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,

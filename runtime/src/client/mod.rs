@@ -555,6 +555,7 @@ impl ChannelBuilder {
     /// Runs every connection inside TLS (ALPN `wirecall`), verifying the server's certificate
     /// against the configured CA and server name.
     #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, tls: ClientTlsConfig) -> Self {
         self.tls = Some(tls);
         self

@@ -282,6 +282,7 @@ impl ServerBuilder {
     /// Serves TLS only: every connection starts with a TLS handshake (ALPN `wirecall`,
     /// bounded by the handshake timeout) before the wirecall hello.
     #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, tls: ServerTlsConfig) -> Self {
         self.tls = Some(tls);
         self
