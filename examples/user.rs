@@ -165,7 +165,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     if let Some(addr) = &options.serve {
-        let mut builder = Server::builder().serve(UserServiceServer::new(Users));
+        let mut builder = Server::builder()
+            .serve(UserServiceServer::new(Users))
+            .shutdown_grace_period(Duration::from_secs(5));
         if let Some(token) = &options.token {
             builder = builder.token(token.as_str());
         }
@@ -174,8 +176,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "serving UserService on {} (Ctrl-C to stop)",
             server.local_addr()
         );
-        wait_for_termination().await;
-        server.shutdown_within(Duration::from_secs(5)).await;
+        server.run_until_shutdown_signal().await;
         return Ok(());
     }
 
@@ -426,24 +427,3 @@ where
     Ok(start.elapsed())
 }
 
-async fn wait_for_termination() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
