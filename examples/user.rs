@@ -426,4 +426,3 @@ where
     }
     Ok(start.elapsed())
 }
-

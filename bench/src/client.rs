@@ -67,6 +67,8 @@ pub async fn run(
         calls_per_s: measured.calls as f64 / secs.max(f64::MIN_POSITIVE),
         p50_us: measured.latencies.quantile_us(0.50),
         p99_us: measured.latencies.quantile_us(0.99),
+        p999_us: measured.latencies.quantile_us(0.999),
+        max_us: measured.latencies.quantile_us(1.0),
         rss_server_kb: None,
         rss_client_kb: peak_rss_kb(),
         payload_gb_per_s: measured

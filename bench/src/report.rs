@@ -27,6 +27,12 @@ pub struct CellResult {
     pub p50_us: Option<f64>,
     /// 99th-percentile call latency.
     pub p99_us: Option<f64>,
+    /// 99.9th-percentile call latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_us: Option<f64>,
+    /// The slowest call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_us: Option<f64>,
     /// The server process's peak RSS.
     pub rss_server_kb: Option<u64>,
     /// The client process's peak RSS.
@@ -138,6 +144,14 @@ fn metrics(workload: Workload) -> Vec<Metric> {
             },
             P50,
             P99,
+            Metric {
+                label: "p99.9 us",
+                value: |r| r.p999_us,
+            },
+            Metric {
+                label: "max us",
+                value: |r| r.max_us,
+            },
         ],
     }
 }
