@@ -259,6 +259,8 @@ mod tests {
             calls_per_s: 10_000.0 / secs,
             p50_us: Some(secs * 100.0),
             p99_us: Some(secs * 200.0),
+            p999_us: None,
+            max_us: None,
             rss_server_kb: Some(1024),
             rss_client_kb: Some(2048),
             payload_gb_per_s: None,
