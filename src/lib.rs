@@ -66,6 +66,15 @@ pub use wirecall_runtime::{
     RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle, Token,
     WireMessage, PROTOCOL_VERSION,
 };
+pub use wirecall_runtime::{
+    CallContext, Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
+};
+/// The client side beyond [`Channel`]: reading reply metadata.
+pub mod client {
+    pub use wirecall_runtime::client::reply_metadata;
+}
+/// W3C trace context propagation (`traceparent` in call metadata).
+pub use wirecall_runtime::trace;
 /// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id
 /// `wirecall`. See the Security chapter of the book.
 #[cfg(feature = "tls")]

@@ -121,6 +121,7 @@ fn request(request_id: u64, method: MethodId, deadline_ms: u32, payload: Bytes) 
         request_id,
         method,
         deadline_ms,
+        flags: 0,
         payload,
     }
 }

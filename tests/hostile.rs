@@ -182,6 +182,10 @@ const CASES: &[Case] = &[
         "ping, pong and cancel with a method, deadline or payload are violations",
         control_frames_with_fields,
     ),
+    case(
+        "a malformed metadata block is a protocol violation",
+        malformed_metadata,
+    ),
     case("an unknown method fails only that request", unknown_method),
     case(
         "undecodable arguments are a bad request in every codec",
@@ -602,14 +606,14 @@ impl RawPeer {
 }
 
 fn accepted_hello(codec: Codec) -> Vec<u8> {
-    let mut hello = b"WCAL\x01\x00".to_vec();
+    let mut hello = b"WCAL\x02\x00".to_vec();
     hello.push(codec.id());
     hello.extend_from_slice(&SUPPORTED);
     hello
 }
 
 fn refusal(status: u8) -> Vec<u8> {
-    let mut hello = b"WCAL\x01".to_vec();
+    let mut hello = b"WCAL\x02".to_vec();
     hello.push(status);
     hello.push(0);
     hello.extend_from_slice(&SUPPORTED);
@@ -628,6 +632,7 @@ fn request(request_id: u64, method: MethodId, payload: Bytes) -> Frame {
         request_id,
         method,
         deadline_ms: 0,
+        flags: 0,
         payload,
     }
 }
@@ -669,7 +674,7 @@ fn wrong_magic(arena: Arena) -> BoxFuture<'static, ()> {
 }
 
 fn unknown_version(arena: Arena) -> BoxFuture<'static, ()> {
-    async move { expect_refusal(&arena, b"WCAL\x09\x01\x02\x00", 2).await }.boxed()
+    async move { expect_refusal(&arena, b"WCAL\x00\x01\x02\x00", 2).await }.boxed()
 }
 
 fn empty_codec_list(arena: Arena) -> BoxFuture<'static, ()> {
@@ -686,7 +691,7 @@ fn too_many_codecs(arena: Arena) -> BoxFuture<'static, ()> {
 }
 
 fn unknown_codecs_only(arena: Arena) -> BoxFuture<'static, ()> {
-    async move { expect_refusal(&arena, &[b'W', b'C', b'A', b'L', 1, 2, 9, 200, 0], 1).await }
+    async move { expect_refusal(&arena, &[b'W', b'C', b'A', b'L', 2, 2, 9, 200, 0], 1).await }
         .boxed()
 }
 
@@ -934,6 +939,21 @@ fn control_frames_with_fields(arena: Arena) -> BoxFuture<'static, ()> {
                 peer.send_frame(frame.clone()).await;
                 peer.expect_connection_error(6).await;
             }
+        }
+        arena.connections_settle().await;
+    }
+    .boxed()
+}
+
+fn malformed_metadata(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        // 65 entries announced (the limit is 64), then nothing.
+        for block in [&[0u8, 65][..], &[0, 1, 1, b'a', 0, 200][..], &[0][..]] {
+            let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
+            let mut call = request(3, ADD, Bytes::copy_from_slice(block));
+            call.flags = wirecall_runtime::frame::FLAG_METADATA;
+            peer.send_frame(call).await;
+            peer.expect_connection_error(6).await;
         }
         arena.connections_settle().await;
     }

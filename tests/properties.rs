@@ -60,6 +60,7 @@ fn frame() -> impl Strategy<Value = Frame> {
             request_id,
             method: MethodId::new(method),
             deadline_ms,
+            flags: 0,
             payload: Bytes::from(payload),
         })
 }
@@ -186,6 +187,7 @@ proptest! {
             request_id: 1,
             method: MethodId::new(1),
             deadline_ms: 0,
+            flags: 0,
             payload: Bytes::from(payload),
         };
         let mut buf = BytesMut::new();

@@ -254,7 +254,7 @@ async fn a_token_server_reveals_no_codecs_before_authentication() {
         let open = vault().bind("127.0.0.1:0").await.unwrap();
         // A bad magic, an empty codec list and an unknown version: each is refused before
         // the token is read.
-        let hellos: [&[u8]; 3] = [b"HTTP/1.1", b"WCAL\x01\x00\x00", b"WCAL\x09\x01\x01\x00"];
+        let hellos: [&[u8]; 3] = [b"HTTP/1.1", b"WCAL\x01\x00\x00", b"WCAL\x00\x01\x01\x00"];
         for hello in hellos {
             for (server, lists_codecs) in [(&guarded, false), (&open, true)] {
                 let mut socket = tokio::net::TcpStream::connect(server.local_addr())

@@ -223,7 +223,12 @@ fn codec_names(ids: &[u8]) -> String {
 fn annotate_client_hello(hello: &[u8]) -> String {
     let mut out = String::new();
     field(&mut out, "magic", &hello[..4], "\"WCAL\"");
-    field(&mut out, "version", &hello[4..5], "protocol version 1");
+    field(
+        &mut out,
+        "version",
+        &hello[4..5],
+        &format!("protocol version {}", hello[4]),
+    );
     field(
         &mut out,
         "count",
@@ -259,7 +264,12 @@ fn annotate_client_hello(hello: &[u8]) -> String {
 fn annotate_server_hello(hello: &[u8]) -> String {
     let mut out = String::new();
     field(&mut out, "magic", &hello[..4], "\"WCAL\"");
-    field(&mut out, "version", &hello[4..5], "protocol version 1");
+    field(
+        &mut out,
+        "version",
+        &hello[4..5],
+        &format!("protocol version {}", hello[4]),
+    );
     let status = match hello[5] {
         0 => "Accepted",
         1 => "NoCommonCodec",
@@ -318,7 +328,12 @@ fn annotate_frame(frame: &[u8]) -> String {
         &frame[4..5],
         &format!("{} = {kind:?}", frame[4]),
     );
-    field(&mut out, "flags", &frame[5..6], "reserved, 0");
+    let flags = match frame[5] {
+        0 => "none",
+        1 => "metadata: the payload starts with a metadata block",
+        _ => "unknown",
+    };
+    field(&mut out, "flags", &frame[5..6], flags);
     field(
         &mut out,
         "request id",

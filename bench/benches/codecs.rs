@@ -111,6 +111,7 @@ fn frames(c: &mut Criterion) {
             request_id: 42,
             method: MethodId::new(0x0123_4567_89ab_cdef),
             deadline_ms: 30_000,
+            flags: 0,
             payload: Bytes::from(payload),
         };
         let wire = frame.to_bytes();

@@ -45,9 +45,13 @@ where
     }
 }
 
-/// Encodes a handler's reply into a frame buffer.
+/// Encodes a handler's reply into a frame buffer, after the reply metadata the handler set
+/// through its [`CallContext`](crate::CallContext), if any.
 fn reply<R: WireMessage>(codec: Codec, reply: R) -> Result<FrameBuf, CallError> {
-    let mut frame = FrameBuf::with_capacity(64);
+    let mut frame = match crate::context::CallContext::take_reply_metadata() {
+        Some(metadata) => FrameBuf::with_metadata(64, &metadata),
+        None => FrameBuf::with_capacity(64),
+    };
     codec
         .encode(&reply, frame.payload_writer())
         .map_err(CallError::Encode)?;

@@ -216,6 +216,12 @@ impl Error {
     }
 }
 
+impl From<crate::metadata::MetadataError> for Error {
+    fn from(err: crate::metadata::MetadataError) -> Self {
+        Self::Config(format!("call metadata: {err}"))
+    }
+}
+
 impl From<FrameError> for Error {
     fn from(err: FrameError) -> Self {
         match err {

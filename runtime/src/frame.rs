@@ -4,7 +4,7 @@
 //! offset  size  field
 //!      0     4  length      u32 BE, bytes after this field (header + payload), <= max frame length
 //!      4     1  kind        FrameKind
-//!      5     1  flags       reserved, 0
+//!      5     1  flags       0, or FLAG_METADATA on a protocol-version-2 connection
 //!      6     8  request id  u64 BE
 //!     14     8  method id   u64 BE (0 where the kind has no method)
 //!     22     4  deadline    u32 BE, milliseconds the caller will wait; 0 = no deadline
@@ -29,6 +29,11 @@ pub const HEADER_LEN: usize = 22;
 pub const FRAME_OVERHEAD: usize = LENGTH_PREFIX_LEN + HEADER_LEN;
 /// The default maximum of the length prefix: 16 MiB.
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
+
+/// Frame flag (protocol version 2): the payload starts with a metadata block
+/// ([`Metadata`](crate::Metadata)), then the codec's payload. Allowed on Request, Notify,
+/// Response and Error frames.
+pub const FLAG_METADATA: u8 = 0x01;
 
 /// Read buffers larger than this are released once they are empty.
 const SHRINK_ABOVE: usize = 64 * 1024;
@@ -83,7 +88,10 @@ pub struct Frame {
     pub method: MethodId,
     /// Milliseconds the caller will wait for this request; 0 means no deadline.
     pub deadline_ms: u32,
-    /// The codec-encoded body (or an error body, see [`ErrorBody`]).
+    /// The flags byte: 0, or [`FLAG_METADATA`].
+    pub flags: u8,
+    /// The codec-encoded body (or an error body, see [`ErrorBody`]), after the metadata
+    /// block when [`FLAG_METADATA`] is set.
     pub payload: Bytes,
 }
 
@@ -95,6 +103,7 @@ impl Frame {
             request_id,
             method: MethodId::new(0),
             deadline_ms: 0,
+            flags: 0,
             payload: Bytes::new(),
         }
     }
@@ -106,6 +115,7 @@ impl Frame {
             request_id,
             method,
             deadline_ms: 0,
+            flags: 0,
             payload: ErrorBody::encode(code, message),
         }
     }
@@ -117,6 +127,7 @@ impl Frame {
             &mut buf,
             HEADER_LEN + self.payload.len(),
             self.kind,
+            self.flags,
             self.request_id,
             self.method,
             self.deadline_ms,
@@ -147,8 +158,9 @@ pub enum FrameError {
     /// The kind byte is not one of [`FrameKind`].
     #[error("unknown frame kind {0}")]
     UnknownKind(u8),
-    /// The reserved flags byte is not zero.
-    #[error("reserved frame flags {0:#04x} are not zero")]
+    /// The flags byte has a bit this connection does not allow (version 1 allows none,
+    /// version 2 only [`FLAG_METADATA`]).
+    #[error("frame flags {0:#04x} have a bit this connection does not allow")]
     ReservedFlags(u8),
     /// Reading or writing the underlying stream failed.
     #[error("transport i/o failed: {0}")]
@@ -159,12 +171,26 @@ pub enum FrameError {
 #[derive(Clone, Copy, Debug)]
 pub struct FrameCodec {
     max_frame_len: u32,
+    allowed_flags: u8,
 }
 
 impl FrameCodec {
-    /// A codec that rejects frames whose length prefix exceeds `max_frame_len`.
+    /// A codec that rejects frames whose length prefix exceeds `max_frame_len`, and any
+    /// non-zero flags (protocol version 1).
     pub fn new(max_frame_len: u32) -> Self {
-        Self { max_frame_len }
+        Self {
+            max_frame_len,
+            allowed_flags: 0,
+        }
+    }
+
+    /// The codec of a connection that negotiated protocol `version`: version 2 and later
+    /// allow [`FLAG_METADATA`].
+    pub fn for_version(max_frame_len: u32, version: u8) -> Self {
+        Self {
+            max_frame_len,
+            allowed_flags: if version >= 2 { FLAG_METADATA } else { 0 },
+        }
     }
 
     /// The configured maximum.
@@ -209,7 +235,7 @@ impl Decoder for FrameCodec {
         let kind_byte = src.get_u8();
         let kind = FrameKind::from_u8(kind_byte).ok_or(FrameError::UnknownKind(kind_byte))?;
         let flags = src.get_u8();
-        if flags != 0 {
+        if flags & !self.allowed_flags != 0 {
             return Err(FrameError::ReservedFlags(flags));
         }
         let request_id = src.get_u64();
@@ -226,6 +252,7 @@ impl Decoder for FrameCodec {
             request_id,
             method,
             deadline_ms,
+            flags,
             payload,
         }))
     }
@@ -255,6 +282,7 @@ impl Encoder<Frame> for FrameCodec {
             dst,
             len,
             frame.kind,
+            frame.flags,
             frame.request_id,
             frame.method,
             frame.deadline_ms,
@@ -268,13 +296,14 @@ fn put_header(
     dst: &mut BytesMut,
     len: usize,
     kind: FrameKind,
+    flags: u8,
     request_id: u64,
     method: MethodId,
     deadline_ms: u32,
 ) {
     dst.put_u32(len as u32);
     dst.put_u8(kind as u8);
-    dst.put_u8(0);
+    dst.put_u8(flags);
     dst.put_u64(request_id);
     dst.put_u64(method.get());
     dst.put_u32(deadline_ms);
@@ -285,6 +314,7 @@ fn put_header(
 #[derive(Debug)]
 pub struct FrameBuf {
     buf: BytesMut,
+    flags: u8,
 }
 
 impl FrameBuf {
@@ -292,7 +322,32 @@ impl FrameBuf {
     pub fn with_capacity(payload_hint: usize) -> Self {
         let mut buf = BytesMut::with_capacity(FRAME_OVERHEAD + payload_hint);
         buf.put_bytes(0, FRAME_OVERHEAD);
-        Self { buf }
+        Self { buf, flags: 0 }
+    }
+
+    /// An empty frame that starts with `metadata` (and sets [`FLAG_METADATA`]); the payload
+    /// is appended after it. Empty metadata writes nothing, so the frame is readable by a
+    /// version 1 peer.
+    pub fn with_metadata(payload_hint: usize, metadata: &crate::Metadata) -> Self {
+        if metadata.is_empty() {
+            return Self::with_capacity(payload_hint);
+        }
+        let mut frame = Self::with_capacity(metadata.encoded_len() + payload_hint);
+        metadata.encode(&mut frame.buf);
+        frame.flags = FLAG_METADATA;
+        frame
+    }
+
+    /// Puts `metadata` in front of a payload already written, for replies whose metadata
+    /// is known only once the handler has finished. Empty metadata changes nothing.
+    pub fn prepend_metadata(&mut self, metadata: &crate::Metadata) {
+        if metadata.is_empty() || self.flags & FLAG_METADATA != 0 {
+            return;
+        }
+        let payload = self.buf.split_off(FRAME_OVERHEAD);
+        metadata.encode(&mut self.buf);
+        self.buf.unsplit(payload);
+        self.flags |= FLAG_METADATA;
     }
 
     /// The buffer the payload is appended to (its first bytes are the reserved header).
@@ -323,7 +378,15 @@ impl FrameBuf {
             });
         }
         let mut header = BytesMut::with_capacity(FRAME_OVERHEAD);
-        put_header(&mut header, len, kind, request_id, method, deadline_ms);
+        put_header(
+            &mut header,
+            len,
+            kind,
+            self.flags,
+            request_id,
+            method,
+            deadline_ms,
+        );
         self.buf[..FRAME_OVERHEAD].copy_from_slice(&header);
         Ok(self.buf.freeze())
     }
@@ -373,6 +436,7 @@ mod tests {
             request_id: 7,
             method: MethodId::new(0x0102_0304_0506_0708),
             deadline_ms: 250,
+            flags: 0,
             payload: Bytes::from_static(b"hello"),
         }
     }

@@ -17,12 +17,14 @@
 mod auth;
 pub mod client;
 pub mod codec;
+mod context;
 #[doc(hidden)]
 pub mod dispatch;
 mod error;
 pub mod frame;
 mod id_hash;
 mod liveness;
+mod metadata;
 mod method;
 pub mod negotiate;
 pub mod server;
@@ -30,14 +32,17 @@ mod service;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub mod tls;
+pub mod trace;
 pub mod transport;
 mod writer;
 
 pub use auth::Token;
 pub use client::{Channel, ChannelBuilder};
 pub use codec::{Codec, CodecError, WireMessage};
+pub use context::CallContext;
 pub use error::{CallError, Error, ErrorCode};
 pub use frame::FrameError;
+pub use metadata::{Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES};
 pub use method::{method_id, MethodDescriptor, MethodId, ServiceDescriptor};
 pub use negotiate::{NegotiationError, PROTOCOL_VERSION};
 pub use server::{

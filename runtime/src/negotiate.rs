@@ -19,8 +19,11 @@ use crate::codec::Codec;
 
 /// First four bytes of both hellos.
 pub const MAGIC: [u8; 4] = *b"WCAL";
-/// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u8 = 1;
+/// The newest protocol version this build speaks. Version 2 adds call metadata (frame flag
+/// [`FLAG_METADATA`](crate::frame::FLAG_METADATA)); everything else is as in version 1.
+pub const PROTOCOL_VERSION: u8 = 2;
+/// The oldest protocol version this build still speaks.
+pub const MIN_PROTOCOL_VERSION: u8 = 1;
 /// The most codec ids a hello may list.
 pub const MAX_CODECS: usize = 16;
 /// The longest token a client hello can carry (its length travels in one byte).
@@ -172,10 +175,15 @@ impl ClientHello {
     /// Encodes a hello offering `codecs` and presenting `token` (at most [`MAX_TOKEN_LEN`]
     /// bytes; longer tokens are refused by the builders before this is called).
     pub fn encode_with_token(codecs: &[Codec], token: &[u8]) -> Vec<u8> {
+        Self::encode_for_version(PROTOCOL_VERSION, codecs, token)
+    }
+
+    /// Encodes a hello of protocol `version` (every version has this layout).
+    pub fn encode_for_version(version: u8, codecs: &[Codec], token: &[u8]) -> Vec<u8> {
         let token = &token[..token.len().min(MAX_TOKEN_LEN)];
         let mut out = Vec::with_capacity(7 + codecs.len() + token.len());
         out.extend_from_slice(&MAGIC);
-        out.push(PROTOCOL_VERSION);
+        out.push(version);
         out.push(codecs.len() as u8);
         out.extend(codecs.iter().map(|c| c.id()));
         out.push(token.len() as u8);
@@ -316,13 +324,23 @@ pub fn negotiate_codec(
     }
 }
 
-/// Runs the client side: sends the offer (and the token, empty for none) and reads the
-/// verdict.
+/// What a handshake settled for a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    /// The connection's codec.
+    pub codec: Codec,
+    /// The connection's protocol version: the lower of the two sides' versions.
+    pub version: u8,
+}
+
+/// Runs the client side: sends the offer (and the token, empty for none) in a hello of
+/// protocol `version` and reads the verdict.
 pub async fn client_handshake<S>(
     stream: &mut S,
+    version: u8,
     offer: &[Codec],
     token: &[u8],
-) -> Result<Codec, NegotiationError>
+) -> Result<Negotiated, NegotiationError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -330,7 +348,7 @@ where
         return Err(NegotiationError::NothingToOffer);
     }
     stream
-        .write_all(&ClientHello::encode_with_token(offer, token))
+        .write_all(&ClientHello::encode_for_version(version, offer, token))
         .await?;
     stream.flush().await?;
 
@@ -350,7 +368,16 @@ where
         .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
     match hello.status {
         HelloStatus::Accepted => match Codec::from_id(hello.codec) {
-            Some(codec) if offer.contains(&codec) => Ok(codec),
+            Some(_) if !(MIN_PROTOCOL_VERSION..=version).contains(&hello.version) => {
+                Err(NegotiationError::BadServerHello(format!(
+                    "the server accepted with protocol version {}; this client offered {version}",
+                    hello.version
+                )))
+            }
+            Some(codec) if offer.contains(&codec) => Ok(Negotiated {
+                codec,
+                version: hello.version,
+            }),
             _ => Err(NegotiationError::BadServerHello(format!(
                 "the server chose codec id {}, which was not offered",
                 hello.codec
@@ -361,7 +388,7 @@ where
             supported: CodecList(hello.supported),
         }),
         HelloStatus::UnsupportedVersion => Err(NegotiationError::UnsupportedVersion {
-            client: PROTOCOL_VERSION,
+            client: version,
             server: hello.version,
         }),
         HelloStatus::Malformed => Err(NegotiationError::RejectedAsMalformed),
@@ -380,13 +407,18 @@ where
 /// `reveal_codecs` says whether refusals sent before the token is checked (a bad magic, codec
 /// count or version) may list the server's codecs; a server that requires a token passes
 /// `false`, so that an unauthenticated peer learns nothing about it.
+///
+/// `max_version` is the newest protocol version the server speaks: a hello of that version or
+/// newer gets `max_version`, an older one its own. A server with `max_version` 1 behaves as a
+/// version 1 server does and refuses every other version.
 pub async fn server_handshake<S>(
     stream: &mut S,
     supported: &[Codec],
     preference: Preference,
+    max_version: u8,
     reveal_codecs: bool,
     authenticate: impl FnOnce(&[u8]) -> bool,
-) -> Result<Codec, NegotiationError>
+) -> Result<Negotiated, NegotiationError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -395,13 +427,13 @@ where
     // Magic first, so that a stranger is turned away after four bytes.
     stream.read_exact(&mut buf[..4]).await?;
     if let Err(err) = check_magic(&buf[..4]) {
-        refuse(stream, HelloStatus::Malformed, before_auth).await;
+        refuse_as(stream, max_version, HelloStatus::Malformed, before_auth).await;
         return Err(err);
     }
     stream.read_exact(&mut buf[4..6]).await?;
     let count = buf[5];
     if count == 0 || count as usize > MAX_CODECS {
-        refuse(stream, HelloStatus::Malformed, before_auth).await;
+        refuse_as(stream, max_version, HelloStatus::Malformed, before_auth).await;
         return Err(NegotiationError::BadCodecCount(count));
     }
     // The codec ids and the token length byte.
@@ -411,42 +443,63 @@ where
     stream.read_exact(&mut buf[token_at..end]).await?;
     let (hello, _) = ClientHello::parse(&buf[..end])?
         .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
-    if hello.version != PROTOCOL_VERSION {
-        refuse(stream, HelloStatus::UnsupportedVersion, before_auth).await;
+    let speaks = if max_version <= 1 {
+        hello.version == 1
+    } else {
+        hello.version >= MIN_PROTOCOL_VERSION
+    };
+    if !speaks {
+        refuse_as(
+            stream,
+            max_version,
+            HelloStatus::UnsupportedVersion,
+            before_auth,
+        )
+        .await;
         return Err(NegotiationError::UnsupportedVersion {
             client: hello.version,
-            server: PROTOCOL_VERSION,
+            server: max_version,
         });
     }
+    let version = hello.version.min(max_version);
     if !authenticate(&hello.token) {
-        refuse(stream, HelloStatus::AuthenticationFailed, &[]).await;
+        refuse_as(stream, version, HelloStatus::AuthenticationFailed, &[]).await;
         return Err(NegotiationError::AuthenticationFailed);
     }
     let Some(codec) = negotiate_codec(&hello.codecs, supported, preference) else {
-        refuse(stream, HelloStatus::NoCommonCodec, supported).await;
+        refuse_as(stream, version, HelloStatus::NoCommonCodec, supported).await;
         return Err(NegotiationError::NoCommonCodec {
             offered: CodecList(hello.codecs),
             supported: CodecList::of(supported),
         });
     };
     let reply = ServerHello {
-        version: PROTOCOL_VERSION,
+        version,
         status: HelloStatus::Accepted,
         codec: codec.id(),
         supported: CodecList::of(supported).0,
     };
     stream.write_all(&reply.encode()).await?;
     stream.flush().await?;
-    Ok(codec)
+    Ok(Negotiated { codec, version })
 }
 
-/// Sends a refusal; failures are ignored because the connection is closed right after.
+/// Sends a refusal carrying this build's protocol version; failures are ignored because the
+/// connection is closed right after.
 pub async fn refuse<S>(stream: &mut S, status: HelloStatus, supported: &[Codec])
 where
     S: AsyncWrite + Unpin,
 {
+    refuse_as(stream, PROTOCOL_VERSION, status, supported).await;
+}
+
+/// Sends a refusal carrying protocol `version`.
+pub async fn refuse_as<S>(stream: &mut S, version: u8, status: HelloStatus, supported: &[Codec])
+where
+    S: AsyncWrite + Unpin,
+{
     let reply = ServerHello {
-        version: PROTOCOL_VERSION,
+        version,
         status,
         codec: 0,
         supported: CodecList::of(supported).0,
@@ -462,7 +515,7 @@ mod tests {
     #[test]
     fn client_hello_round_trips() {
         let bytes = ClientHello::encode(&[Codec::MessagePack, Codec::Json]);
-        assert_eq!(bytes, b"WCAL\x01\x02\x02\x01\x00");
+        assert_eq!(bytes, b"WCAL\x02\x02\x02\x01\x00");
         let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!(hello.codecs, vec![2, 1]);
@@ -472,7 +525,7 @@ mod tests {
     #[test]
     fn client_hello_carries_a_token() {
         let bytes = ClientHello::encode_with_token(&[Codec::Json], b"s3cret");
-        assert_eq!(bytes, b"WCAL\x01\x01\x01\x06s3cret");
+        assert_eq!(bytes, b"WCAL\x02\x01\x01\x06s3cret");
         let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!(hello.token, b"s3cret");
@@ -549,12 +602,13 @@ mod tests {
                 &mut server,
                 &[Codec::Protobuf],
                 Preference::Client,
+                PROTOCOL_VERSION,
                 true,
                 |_| true,
             )
             .await
         });
-        let err = client_handshake(&mut client, &[Codec::Json], &[])
+        let err = client_handshake(&mut client, PROTOCOL_VERSION, &[Codec::Json], &[])
             .await
             .unwrap_err();
         assert_eq!(
@@ -575,12 +629,13 @@ mod tests {
                 &mut server,
                 &[Codec::Json],
                 Preference::Client,
+                PROTOCOL_VERSION,
                 true,
                 |token| token == b"right",
             )
             .await
         });
-        let err = client_handshake(&mut client, &[Codec::Json], b"guess-1234")
+        let err = client_handshake(&mut client, PROTOCOL_VERSION, &[Codec::Json], b"guess-1234")
             .await
             .unwrap_err();
         assert!(matches!(err, NegotiationError::AuthenticationFailed));
@@ -589,6 +644,46 @@ mod tests {
             server.await.unwrap(),
             Err(NegotiationError::AuthenticationFailed)
         ));
+    }
+
+    async fn handshake_versions(client_version: u8, server_max: u8) -> Result<u8, String> {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        let server = tokio::spawn(async move {
+            server_handshake(
+                &mut server,
+                &[Codec::Json],
+                Preference::Client,
+                server_max,
+                true,
+                |_| true,
+            )
+            .await
+        });
+        let client = client_handshake(&mut client, client_version, &[Codec::Json], &[]).await;
+        let server = server.await.unwrap();
+        match (client, server) {
+            (Ok(c), Ok(s)) => {
+                assert_eq!(c, s, "both sides agree");
+                Ok(c.version)
+            }
+            (Err(c), _) => Err(c.to_string()),
+            (Ok(c), Err(s)) => panic!("client {c:?}, server {s}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_lower_version_wins_and_a_version_1_server_refuses_newer_hellos() {
+        assert_eq!(handshake_versions(2, 2).await, Ok(2));
+        assert_eq!(handshake_versions(1, 2).await, Ok(1));
+        assert_eq!(handshake_versions(1, 1).await, Ok(1));
+        // A future client hello: same layout, the server answers with its own version.
+        assert_eq!(handshake_versions(3, 2).await, Ok(2));
+        let refused = handshake_versions(2, 1).await.unwrap_err();
+        assert!(
+            refused.contains("the client speaks 2, the server 1"),
+            "{refused}"
+        );
+        assert!(handshake_versions(0, 2).await.is_err());
     }
 
     #[tokio::test]
@@ -603,7 +698,7 @@ mod tests {
                 .await
                 .unwrap();
         });
-        let err = client_handshake(&mut client, &[Codec::Json], &[])
+        let err = client_handshake(&mut client, PROTOCOL_VERSION, &[Codec::Json], &[])
             .await
             .unwrap_err();
         assert!(matches!(err, NegotiationError::PeerSpeaksTls(_)), "{err}");

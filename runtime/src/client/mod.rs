@@ -4,6 +4,7 @@
 
 mod pending;
 mod reader;
+pub mod reply_metadata;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -19,15 +20,23 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::auth::Token;
 use crate::codec::{Codec, WireMessage};
+use crate::context::CallContext;
 use crate::error::{Error, ErrorCode};
-use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MAX_FRAME_LEN};
+use crate::frame::{
+    ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA,
+};
+use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
-use crate::negotiate::{client_handshake, NegotiationError};
+use crate::negotiate::{
+    client_handshake, Negotiated, NegotiationError, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
+use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::{configure_tcp, Transport};
 use crate::writer::{Delivery, FrameSink};
 use pending::PendingCalls;
@@ -59,10 +68,14 @@ pub const DEFAULT_MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(5);
 pub struct Channel {
     shared: Arc<ChannelShared>,
     timeout: Option<Duration>,
+    /// Sent with every call through this handle (`None`: nothing).
+    metadata: Option<Arc<Metadata>>,
 }
 
 struct ChannelShared {
     current: Mutex<Arc<Connection>>,
+    /// Start a trace for calls made outside one (see [`ChannelBuilder::trace`]).
+    trace: bool,
     /// Set by [`Channel::close`]: no new call, no reconnect.
     closed_by_owner: AtomicBool,
     /// How to dial again; `None` for channels over a stream the caller supplied.
@@ -100,6 +113,8 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
 struct Connection {
     codec: Codec,
+    /// The negotiated protocol version: metadata travels from version 2 on.
+    version: u8,
     sink: FrameSink,
     pending: Arc<PendingCalls>,
     next_request_id: AtomicU64,
@@ -158,17 +173,52 @@ impl Channel {
     /// A handle on the same connection whose calls use `timeout` as their deadline.
     pub fn with_timeout(&self, timeout: Duration) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
             timeout: Some(timeout),
+            ..self.clone()
         }
     }
 
     /// A handle on the same connection whose calls have no deadline.
     pub fn without_timeout(&self) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
             timeout: None,
+            ..self.clone()
         }
+    }
+
+    /// A handle on the same connection whose calls also carry `key: value` in their metadata
+    /// (replacing a value this handle already sends for `key`). A server on protocol version 1
+    /// receives no metadata.
+    ///
+    /// ```no_run
+    /// # async fn f(channel: wirecall_runtime::Channel) -> Result<(), wirecall_runtime::MetadataError> {
+    /// let tenant = channel.with_metadata("tenant", "acme")?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_metadata(
+        &self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Self, MetadataError> {
+        let mut metadata = self.metadata.as_deref().cloned().unwrap_or_default();
+        metadata.insert(key, value)?;
+        Ok(Self {
+            metadata: Some(Arc::new(metadata)),
+            ..self.clone()
+        })
+    }
+
+    /// The metadata every call through this handle carries.
+    pub fn metadata(&self) -> &Metadata {
+        static EMPTY: Metadata = Metadata::new();
+        self.metadata.as_deref().unwrap_or(&EMPTY)
+    }
+
+    /// The protocol version of the current connection (2: metadata travels; 1: an older
+    /// server, no metadata).
+    pub fn protocol_version(&self) -> u8 {
+        self.shared.current().version
     }
 
     /// Whether the current connection has closed. Calls on a closed channel reconnect (when
@@ -193,14 +243,24 @@ impl Channel {
         args: A,
     ) -> Result<R, Error> {
         let connection = self.shared.connection().await?;
-        connection.call(method, args, self.timeout).await
+        let outgoing = Outgoing {
+            metadata: self.metadata.as_deref(),
+            trace: self.shared.trace,
+        };
+        connection.call(method, args, self.timeout, outgoing).await
     }
 
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
     /// waiting for (or ever receiving) a reply.
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
         let connection = self.shared.connection().await?;
-        connection.notify(method, args, self.timeout).await
+        let outgoing = Outgoing {
+            metadata: self.metadata.as_deref(),
+            trace: self.shared.trace,
+        };
+        connection
+            .notify(method, args, self.timeout, outgoing)
+            .await
     }
 
     /// Closes the channel, for every clone, and waits until its connection has closed.
@@ -287,14 +347,27 @@ impl Connection {
         method: MethodId,
         args: A,
         timeout: Option<Duration>,
+        outgoing: Outgoing<'_>,
     ) -> Result<R, Error> {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let trace = outgoing.trace_context();
+        let span = tracing::debug_span!(
+            "wirecall.call",
+            side = "client",
+            %method,
+            request_id,
+            codec = %self.codec,
+            trace_id = trace.map(|t| t.trace_id_hex()),
+            span_id = trace.map(|t| t.span_id_hex()),
+        );
         let frame = self.encode(
             FrameKind::Request,
             request_id,
             method,
             deadline_ms(timeout),
             &args,
+            &outgoing,
+            trace,
         )?;
         let reply = self.pending.register(request_id)?;
         let mut cancel = CancelOnDrop {
@@ -317,6 +390,7 @@ impl Connection {
                 .await
                 .map_err(|_| Error::closed(self.closed_reason()))?
         };
+        let exchange = exchange.instrument(span);
         let frame = match timeout {
             Some(after) => tokio::time::timeout(after, exchange)
                 .await
@@ -342,9 +416,19 @@ impl Connection {
         method: MethodId,
         args: A,
         timeout: Option<Duration>,
+        outgoing: Outgoing<'_>,
     ) -> Result<(), Error> {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let frame = self.encode(FrameKind::Notify, request_id, method, 0, &args)?;
+        let trace = outgoing.trace_context();
+        let frame = self.encode(
+            FrameKind::Notify,
+            request_id,
+            method,
+            0,
+            &args,
+            &outgoing,
+            trace,
+        )?;
         if self.pending.is_closed() {
             return Err(Error::closed(self.closed_reason()));
         }
@@ -358,6 +442,7 @@ impl Connection {
         .map_err(|_| Error::closed(self.closed_reason()))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn encode<A: WireMessage>(
         &self,
         kind: FrameKind,
@@ -365,17 +450,35 @@ impl Connection {
         method: MethodId,
         deadline_ms: u32,
         args: &A,
+        outgoing: &Outgoing<'_>,
+        trace: Option<TraceContext>,
     ) -> Result<Bytes, Error> {
-        let mut frame = FrameBuf::with_capacity(64);
+        let mut frame = match (self.version >= 2, outgoing.metadata, trace) {
+            // Nothing to send, or a version 1 server that cannot receive it.
+            (false, ..) | (true, None, None) => FrameBuf::with_capacity(64),
+            (true, Some(metadata), None) => FrameBuf::with_metadata(64, metadata),
+            (true, metadata, Some(trace)) => {
+                let mut metadata = metadata.cloned().unwrap_or_default();
+                metadata.insert(TRACEPARENT, trace.to_traceparent())?;
+                FrameBuf::with_metadata(64, &metadata)
+            }
+        };
         self.codec.encode(args, frame.payload_writer())?;
         Ok(frame.finish(kind, request_id, method, deadline_ms, self.max_frame_len)?)
     }
 
     fn decode_reply<R: WireMessage>(&self, method: MethodId, frame: Frame) -> Result<R, Error> {
+        let payload = if frame.flags & FLAG_METADATA != 0 {
+            let (metadata, payload) = Metadata::decode(frame.payload)?;
+            reply_metadata::deliver(metadata);
+            payload
+        } else {
+            frame.payload
+        };
         match frame.kind {
-            FrameKind::Response => Ok(self.codec.decode(&frame.payload)?),
+            FrameKind::Response => Ok(self.codec.decode(&payload)?),
             _ => {
-                let body = ErrorBody::decode(&frame.payload);
+                let body = ErrorBody::decode(&payload);
                 Err(Error::from_remote(method, body.code, body.message))
             }
         }
@@ -385,6 +488,30 @@ impl Connection {
         self.pending
             .closed_reason()
             .unwrap_or_else(|| "the connection's tasks ended".to_owned())
+    }
+}
+
+/// What a call sends besides its arguments.
+struct Outgoing<'a> {
+    metadata: Option<&'a Metadata>,
+    /// Start a new trace when the call is not made inside a traced call.
+    trace: bool,
+}
+
+impl Outgoing<'_> {
+    /// The trace context of a new call: a child of the server call it is made from (so a
+    /// handler's calls join the trace of the call it serves), of a `traceparent` the caller
+    /// set by hand, or, with tracing on for the channel, a new trace.
+    fn trace_context(&self) -> Option<TraceContext> {
+        CallContext::with_current(|call| call.trace())
+            .flatten()
+            .or_else(|| {
+                self.metadata
+                    .and_then(|metadata| metadata.get(TRACEPARENT))
+                    .and_then(TraceContext::parse)
+            })
+            .map(|parent| parent.child())
+            .or_else(|| self.trace.then(TraceContext::new_root))
     }
 }
 
@@ -436,6 +563,11 @@ pub struct ChannelBuilder {
     reconnect: bool,
     max_reconnect_backoff: Duration,
     token: Option<Token>,
+    metadata: Metadata,
+    /// The first invalid `metadata(..)` entry, reported by `connect`.
+    metadata_error: Option<MetadataError>,
+    trace: bool,
+    max_protocol_version: u8,
     #[cfg(feature = "tls")]
     tls: Option<ClientTlsConfig>,
 }
@@ -461,6 +593,10 @@ impl Default for ChannelBuilder {
             reconnect: true,
             max_reconnect_backoff: DEFAULT_MAX_RECONNECT_BACKOFF,
             token: None,
+            metadata: Metadata::new(),
+            metadata_error: None,
+            trace: false,
+            max_protocol_version: PROTOCOL_VERSION,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -478,6 +614,31 @@ impl ChannelBuilder {
     /// Offers exactly one codec.
     pub fn codec(self, codec: Codec) -> Self {
         self.codecs([codec])
+    }
+
+    /// Metadata every call of the channel carries (each handle can add more with
+    /// [`Channel::with_metadata`]). An invalid key, or more than the limits allow, makes
+    /// `connect` fail with [`Error::Config`].
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Err(err) = self.metadata.insert(key, value) {
+            self.metadata_error.get_or_insert(err);
+        }
+        self
+    }
+
+    /// Start a W3C trace (a `traceparent` in the metadata, ids on the `wirecall.call` spans)
+    /// for every call made outside a traced call (default false). Calls made inside a server
+    /// handler whose caller sent a trace always join that trace.
+    pub fn trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The newest protocol version to offer (default: this build's). A server that speaks only
+    /// an older version is reached anyway: the client dials again with the server's version.
+    pub fn max_protocol_version(mut self, version: u8) -> Self {
+        self.max_protocol_version = version.clamp(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
+        self
     }
 
     /// The default deadline of each call (default 30 s). It travels to the server, which
@@ -583,11 +744,11 @@ impl ChannelBuilder {
     }
 
     async fn connect_to(self, target: Target) -> Result<Channel, Error> {
-        if let Some(token) = &self.token {
-            token.validate()?;
-        }
+        self.validate()?;
         let connection = self.dial(&target).await?;
         let timeout = self.timeout;
+        let metadata = self.default_metadata();
+        let trace = self.trace;
         let redial = self.reconnect.then(|| Redial {
             target,
             options: self,
@@ -599,40 +760,75 @@ impl ChannelBuilder {
         Ok(Channel {
             shared: Arc::new(ChannelShared {
                 current: Mutex::new(Arc::new(connection)),
+                trace,
                 closed_by_owner: AtomicBool::new(false),
                 redial,
             }),
             timeout,
+            metadata,
         })
     }
 
     /// Negotiates over an already open stream (a Unix socket, an in-memory duplex, ...).
     /// Such a channel cannot reconnect by itself.
     pub async fn connect_with<T: Transport>(self, stream: T) -> Result<Channel, Error> {
-        if let Some(token) = &self.token {
-            token.validate()?;
-        }
-        let connection = tokio::time::timeout(self.connect_timeout, self.secure(stream, None))
-            .await
-            .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))??;
+        self.validate()?;
+        let version = self.max_protocol_version;
+        let connection =
+            tokio::time::timeout(self.connect_timeout, self.secure(stream, None, version))
+                .await
+                .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))??;
         Ok(Channel {
             shared: Arc::new(ChannelShared {
                 current: Mutex::new(Arc::new(connection)),
+                trace: self.trace,
                 closed_by_owner: AtomicBool::new(false),
                 redial: None,
             }),
             timeout: self.timeout,
+            metadata: self.default_metadata(),
         })
     }
 
-    /// Connects (over TCP or a Unix socket) and negotiates, within the connect timeout.
+    fn validate(&self) -> Result<(), Error> {
+        if let Some(token) = &self.token {
+            token.validate()?;
+        }
+        if let Some(err) = &self.metadata_error {
+            return Err(Error::Config(format!("channel metadata: {err}")));
+        }
+        Ok(())
+    }
+
+    fn default_metadata(&self) -> Option<Arc<Metadata>> {
+        (!self.metadata.is_empty()).then(|| Arc::new(self.metadata.clone()))
+    }
+
+    /// Connects (over TCP or a Unix socket) and negotiates, within the connect timeout. A
+    /// server that refuses the hello's version because it speaks only an older one is dialled
+    /// again with its version.
     async fn dial(&self, target: &Target) -> Result<Connection, Error> {
+        match self.dial_version(target, self.max_protocol_version).await {
+            Err(Error::Negotiation(NegotiationError::UnsupportedVersion { client, server }))
+                if (MIN_PROTOCOL_VERSION..client).contains(&server) =>
+            {
+                tracing::debug!(
+                    server,
+                    "the server speaks an older protocol; dialling again"
+                );
+                self.dial_version(target, server).await
+            }
+            other => other,
+        }
+    }
+
+    async fn dial_version(&self, target: &Target, version: u8) -> Result<Connection, Error> {
         tokio::time::timeout(self.connect_timeout, async {
             match target {
                 Target::Tcp(addrs) => {
                     let stream = connect_tcp(addrs).await?;
                     let peer = stream.peer_addr().ok();
-                    self.secure(stream, peer).await
+                    self.secure(stream, peer, version).await
                 }
                 #[cfg(unix)]
                 Target::Unix(path) => {
@@ -642,7 +838,7 @@ impl ChannelBuilder {
                             addr: path.display().to_string(),
                             source,
                         })?;
-                    self.secure(stream, None).await
+                    self.secure(stream, None, version).await
                 }
             }
         })
@@ -655,6 +851,7 @@ impl ChannelBuilder {
         &self,
         stream: T,
         peer: Option<SocketAddr>,
+        version: u8,
     ) -> Result<Connection, Error> {
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
@@ -663,18 +860,20 @@ impl ChannelBuilder {
                 .connect(tls.server_name(), stream)
                 .await
                 .map_err(Error::Tls)?;
-            return self.open(stream, peer).await.map_err(tls_failure);
+            return self.open(stream, peer, version).await.map_err(tls_failure);
         }
-        self.open(stream, peer).await
+        self.open(stream, peer, version).await
     }
 
     async fn open<T: Transport>(
         &self,
         mut stream: T,
         peer: Option<SocketAddr>,
+        version: u8,
     ) -> Result<Connection, Error> {
         let token = self.token.as_ref().map_or(&[][..], Token::as_bytes);
-        let codec = client_handshake(&mut stream, &self.codecs, token).await?;
+        let Negotiated { codec, version } =
+            client_handshake(&mut stream, version, &self.codecs, token).await?;
         let (read_half, write_half) = stream.split_io();
         let (sink, sink_writer) = FrameSink::new(write_half);
         let tasks = TaskTracker::new();
@@ -684,7 +883,10 @@ impl ChannelBuilder {
             }
         });
         let pending = Arc::new(PendingCalls::default());
-        let frames = FramedRead::new(read_half, FrameCodec::new(self.max_frame_len));
+        let frames = FramedRead::new(
+            read_half,
+            FrameCodec::for_version(self.max_frame_len, version),
+        );
         let reader = tasks.spawn(reader::run_reader(
             frames,
             Arc::clone(&pending),
@@ -693,6 +895,7 @@ impl ChannelBuilder {
         ));
         Ok(Connection {
             codec,
+            version,
             sink,
             pending,
             next_request_id: AtomicU64::new(1),

@@ -2,6 +2,7 @@
 //! so a slow call never holds up a fast one, while the writer task sends replies in whatever
 //! order they finish.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
@@ -17,16 +18,20 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::identity::{CallTarget, PeerIdentity};
 use super::Shared;
 use crate::codec::Codec;
+use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
-use crate::frame::{Frame, FrameBuf, FrameCodec, FrameError, FrameKind};
+use crate::frame::{Frame, FrameBuf, FrameCodec, FrameError, FrameKind, FLAG_METADATA};
 use crate::id_hash::IdMap;
 use crate::liveness::{Liveness, Silence};
+use crate::metadata::Metadata;
 use crate::method::MethodId;
-use crate::negotiate::{server_handshake, NegotiationError};
+use crate::negotiate::{server_handshake, Negotiated, NegotiationError};
+use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::Transport;
 use crate::writer::{Delivery, FrameSink, TryCork};
 
@@ -57,7 +62,7 @@ pub(crate) async fn serve_connection<T: Transport>(
 ) {
     // Boxed: the handshake's state (its buffers and timer) is dead once it is done, and inline
     // it would enlarge the connection task for the connection's whole life.
-    let Some(codec) = Box::pin(handshake(
+    let Some(negotiated) = Box::pin(handshake(
         &mut stream,
         identity.peer_addr,
         deadline,
@@ -69,8 +74,8 @@ pub(crate) async fn serve_connection<T: Transport>(
     };
     let peer = identity.peer_addr;
     identity.token_authenticated = shared.token.is_some();
-    tracing::debug!(?peer, %codec, "connection accepted");
-    run_connection(stream, codec, identity, &shared).await;
+    tracing::debug!(?peer, codec = %negotiated.codec, version = negotiated.version, "connection accepted");
+    run_connection(stream, negotiated, identity, &shared).await;
     tracing::debug!(?peer, "connection closed");
 }
 
@@ -81,7 +86,7 @@ async fn handshake<T: Transport>(
     peer: Option<SocketAddr>,
     deadline: Instant,
     shared: &Shared,
-) -> Option<Codec> {
+) -> Option<Negotiated> {
     let config = &shared.config;
     let ip = peer.map(|addr| addr.ip());
     let authenticate = |token: &[u8]| shared.authenticate(ip, token);
@@ -90,12 +95,13 @@ async fn handshake<T: Transport>(
         stream,
         &config.codecs,
         config.preference,
+        config.max_protocol_version,
         reveal_codecs,
         authenticate,
     );
     tokio::select! {
         outcome = tokio::time::timeout_at(deadline, handshake) => match outcome {
-            Ok(Ok(codec)) => Some(codec),
+            Ok(Ok(negotiated)) => Some(negotiated),
             Ok(Err(NegotiationError::AuthenticationFailed)) => {
                 tracing::warn!(?peer, "authentication failed");
                 None
@@ -115,7 +121,7 @@ async fn handshake<T: Transport>(
 
 async fn run_connection<T: Transport>(
     stream: T,
-    codec: Codec,
+    negotiated: Negotiated,
     identity: PeerIdentity,
     shared: &Arc<Shared>,
 ) {
@@ -126,18 +132,19 @@ async fn run_connection<T: Transport>(
     let mut writer_done = false;
     let mut frames = FramedRead::with_capacity(
         read_half,
-        FrameCodec::new(config.max_frame_len),
+        FrameCodec::for_version(config.max_frame_len, negotiated.version),
         READ_BUFFER_START,
     );
     let calls = Arc::new(InFlight::default());
     let tasks = TaskTracker::new();
     let permits = Arc::new(Semaphore::new(config.max_in_flight_per_connection));
-    let context = CallContext {
-        codec,
+    let context = ConnectionState {
+        codec: negotiated.codec,
+        version: negotiated.version,
         sink: sink.clone(),
         calls: Arc::clone(&calls),
         max_frame_len: config.max_frame_len,
-        identity,
+        identity: Arc::new(identity),
     };
     let mut liveness = Liveness::new(config.idle_timeout, config.ping_timeout);
     let idle = tokio::time::sleep_until(liveness.first_deadline());
@@ -336,20 +343,22 @@ enum CallRejected {
 }
 
 /// What every call task of one connection needs.
-struct CallContext {
+struct ConnectionState {
     codec: Codec,
+    /// The negotiated protocol version (2: metadata may travel).
+    version: u8,
     sink: FrameSink,
     calls: Arc<InFlight>,
     max_frame_len: u32,
-    /// Who is calling, for the authorisation hook.
-    identity: PeerIdentity,
+    /// Who is calling, for the authorisation hook and the handlers' call context.
+    identity: Arc<PeerIdentity>,
 }
 
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
 async fn start_call(
     frame: Frame,
     permit: OwnedSemaphorePermit,
-    context: &CallContext,
+    context: &ConnectionState,
     shared: &Shared,
     tasks: &TaskTracker,
 ) -> Result<(), CallRejected> {
@@ -358,6 +367,7 @@ async fn start_call(
         request_id,
         method,
         deadline_ms,
+        flags,
         payload,
     } = frame;
     // The deadline clock starts when the frame is read (wire chapter, "Deadlines").
@@ -369,6 +379,13 @@ async fn start_call(
             "request id {request_id} is already in flight"
         )));
     }
+    // A malformed block is a violation whatever the method, like a duplicate id.
+    let (metadata, payload) = if flags & FLAG_METADATA != 0 {
+        Metadata::decode(payload)
+            .map_err(|err| CallRejected::Violation(format!("request {request_id}: {err}")))?
+    } else {
+        (Metadata::new(), payload)
+    };
     let one_way = kind == FrameKind::Notify;
     let Some(route) = shared.router.get(method) else {
         tracing::debug!(%method, "call to an unknown method");
@@ -416,8 +433,36 @@ async fn start_call(
         }
         return Ok(());
     };
-    let mut work =
-        AssertUnwindSafe(route.service.call(method, context.codec, payload)).catch_unwind();
+    let trace = metadata
+        .get(TRACEPARENT)
+        .and_then(TraceContext::parse)
+        .map(|parent| parent.child());
+    let span = tracing::debug_span!(
+        "wirecall.call",
+        side = "server",
+        service = route.service.descriptor().name,
+        method = route.method.name,
+        request_id,
+        codec = %context.codec,
+        peer = ?context.identity.peer_addr,
+        trace_id = trace.map(|t| t.trace_id_hex()),
+        span_id = trace.map(|t| t.span_id_hex()),
+        outcome = tracing::field::Empty,
+    );
+    let call = CallContext {
+        request_id,
+        method,
+        method_name: route.method.name,
+        service: route.service.descriptor().name,
+        peer: Arc::clone(&context.identity),
+        deadline,
+        metadata,
+        trace,
+        replies_carry_metadata: context.version >= 2,
+        reply_metadata: RefCell::new(Metadata::new()),
+    };
+    let work = call.around(route.service.call(method, context.codec, payload));
+    let mut work = AssertUnwindSafe(work.instrument(span.clone())).catch_unwind();
     let reply = ReplyTo {
         request_id,
         method,
@@ -428,8 +473,9 @@ async fn start_call(
     // timer. Only a handler that is still pending after its first poll gets its own task.
     if let Poll::Ready(outcome) = futures::poll!(&mut work) {
         drop((permit, server_permit));
+        let outcome = within(deadline, outcome);
+        span.record("outcome", outcome_label(&outcome));
         if !one_way {
-            let outcome = within(deadline, outcome);
             send_reply(&context.sink, reply.frame(outcome)).await?;
         }
         return Ok(());
@@ -454,11 +500,22 @@ async fn start_call(
             Some(Ok(outcome)) => within(deadline, outcome),
             None => None,
         };
+        span.record("outcome", outcome_label(&outcome));
         if !one_way {
             let _ = sink.send(reply.frame(outcome), Delivery::Now).await;
         }
     });
     Ok(())
+}
+
+/// A short word for a call's outcome, for its span.
+fn outcome_label(outcome: &Option<HandlerOutcome>) -> &'static str {
+    match outcome {
+        None => "deadline exceeded",
+        Some(Err(_)) => "panicked",
+        Some(Ok(Err(_))) => "failed",
+        Some(Ok(Ok(_))) => "ok",
+    }
 }
 
 /// A finished call's outcome, or `None` when it finished after its deadline: a caller that
@@ -479,10 +536,13 @@ fn check_header(frame: &Frame) -> Result<(), String> {
             Err(format!("a {:?} frame may not use request id 0", frame.kind))
         }
         FrameKind::Ping | FrameKind::Pong | FrameKind::Cancel
-            if frame.method.get() != 0 || frame.deadline_ms != 0 || !frame.payload.is_empty() =>
+            if frame.method.get() != 0
+                || frame.deadline_ms != 0
+                || frame.flags != 0
+                || !frame.payload.is_empty() =>
         {
             Err(format!(
-                "a {:?} frame must have method id 0, deadline 0 and no payload",
+                "a {:?} frame must have method id 0, deadline 0, no flags and no payload",
                 frame.kind
             ))
         }

@@ -26,7 +26,7 @@ use crate::auth::{
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
-use crate::negotiate::Preference;
+use crate::negotiate::{Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use crate::service::Service;
 #[cfg(feature = "tls")]
 use crate::tls::ServerTlsConfig;
@@ -64,6 +64,7 @@ pub(crate) struct ServerConfig {
     pub(crate) write_timeout: Duration,
     pub(crate) listen_backlog: u32,
     pub(crate) auth_max_failures: u32,
+    pub(crate) max_protocol_version: u8,
     pub(crate) auth_failure_window: Duration,
 }
 
@@ -84,6 +85,7 @@ impl Default for ServerConfig {
             listen_backlog: 1024,
             auth_max_failures: DEFAULT_MAX_FAILURES,
             auth_failure_window: DEFAULT_FAILURE_WINDOW,
+            max_protocol_version: PROTOCOL_VERSION,
         }
     }
 }
@@ -242,6 +244,15 @@ impl ServerBuilder {
     /// server reveals nothing: its refusals list no codecs.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(TokenSource::Fixed(Token::new(token)));
+        self
+    }
+
+    /// The newest protocol version the server speaks (default: this build's,
+    /// [`PROTOCOL_VERSION`]). With 1 the server behaves exactly as a version 1 server: it
+    /// refuses newer hellos and carries no metadata, which lets a fleet roll back, and tests
+    /// check that new clients still reach old servers.
+    pub fn max_protocol_version(mut self, version: u8) -> Self {
+        self.config.max_protocol_version = version.clamp(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
         self
     }
 

@@ -1,0 +1,209 @@
+//! The context of the call a server handler is serving: who calls, which request, how long
+//! the caller waits, the metadata it sent, and the metadata to send back.
+//!
+//! Handlers keep their plain signatures; the context is set around every poll of the call's
+//! future, and read with [`CallContext::with_current`] (or cloned with
+//! [`CallContext::current`]) from anywhere inside the handler, including the functions it
+//! calls. Like a task-local, it does not follow the handler into tasks it spawns.
+//!
+//! The context lives inline in the call's future and moves into a thread-local only while
+//! that future is polled: no allocation per call, and nothing to pay for a handler that never
+//! looks.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::metadata::{Metadata, MetadataError};
+use crate::method::MethodId;
+use crate::server::PeerIdentity;
+use crate::trace::TraceContext;
+
+thread_local! {
+    /// The context of the call whose future this thread is polling, if any.
+    static CURRENT: RefCell<Option<CallContext>> = const { RefCell::new(None) };
+}
+
+/// What a handler can learn about the call it serves. See the module docs.
+///
+/// ```
+/// use wirecall_runtime::CallContext;
+///
+/// // Called from inside a handler (elsewhere it returns `None`).
+/// fn tenant_of_this_call() -> Option<String> {
+///     CallContext::with_current(|call| {
+///         call.set_reply_metadata("served-by", "echo-1").ok();
+///         call.metadata().get("tenant").unwrap_or("none").to_owned()
+///     })
+/// }
+/// assert_eq!(tenant_of_this_call(), None);
+/// ```
+#[derive(Debug)]
+pub struct CallContext {
+    pub(crate) request_id: u64,
+    pub(crate) method: MethodId,
+    pub(crate) method_name: &'static str,
+    pub(crate) service: &'static str,
+    pub(crate) peer: Arc<PeerIdentity>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) metadata: Metadata,
+    pub(crate) trace: Option<TraceContext>,
+    /// Whether the connection can carry reply metadata (protocol version 2).
+    pub(crate) replies_carry_metadata: bool,
+    pub(crate) reply_metadata: RefCell<Metadata>,
+}
+
+impl CallContext {
+    /// Runs `f` with the context of the call this task is serving; `None` outside a handler.
+    pub fn with_current<R>(f: impl FnOnce(&CallContext) -> R) -> Option<R> {
+        CURRENT
+            .try_with(|current| current.borrow().as_ref().map(f))
+            .ok()
+            .flatten()
+    }
+
+    /// A copy of the current call's context (its metadata included); `None` outside a
+    /// handler. Prefer [`with_current`](Self::with_current) when a look is enough.
+    pub fn current() -> Option<CallContext> {
+        Self::with_current(CallContext::snapshot)
+    }
+
+    fn snapshot(&self) -> CallContext {
+        CallContext {
+            request_id: self.request_id,
+            method: self.method,
+            method_name: self.method_name,
+            service: self.service,
+            peer: Arc::clone(&self.peer),
+            deadline: self.deadline,
+            metadata: self.metadata.clone(),
+            trace: self.trace,
+            replies_carry_metadata: self.replies_carry_metadata,
+            reply_metadata: RefCell::new(Metadata::new()),
+        }
+    }
+
+    /// The caller's request id on its connection.
+    pub fn request_id(&self) -> u64 {
+        self.request_id
+    }
+
+    /// The method called.
+    pub fn method_id(&self) -> MethodId {
+        self.method
+    }
+
+    /// The method's name as written in the trait.
+    pub fn method_name(&self) -> &'static str {
+        self.method_name
+    }
+
+    /// The service's wire name.
+    pub fn service(&self) -> &'static str {
+        self.service
+    }
+
+    /// Who is calling: address, token, TLS client certificate.
+    pub fn peer(&self) -> &PeerIdentity {
+        &self.peer
+    }
+
+    /// When the caller stops waiting (counted from when the server read the request), if it
+    /// sent a deadline.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Time left before the deadline (zero once it passed); `None` without a deadline.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// The metadata the caller sent with this call (empty from a protocol version 1 peer).
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// The W3C trace context of the call (from the caller's `traceparent`, with a fresh span
+    /// id for this server-side call), if the caller sent one.
+    pub fn trace(&self) -> Option<TraceContext> {
+        self.trace
+    }
+
+    /// Adds an entry to the metadata sent back with the reply. On a protocol version 1
+    /// connection it is dropped (such a peer cannot receive metadata). Fails on an invalid key
+    /// or when the limits would be exceeded.
+    pub fn set_reply_metadata(
+        &self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), MetadataError> {
+        self.reply_metadata.borrow_mut().insert(key, value)
+    }
+
+    /// `future`, with this context current while it is polled.
+    pub(crate) fn around<F: Future + Unpin>(self, future: F) -> InCall<F> {
+        InCall {
+            context: Some(self),
+            future,
+        }
+    }
+
+    /// The reply metadata of the current call, taken, if the connection can carry it.
+    pub(crate) fn take_reply_metadata() -> Option<Metadata> {
+        Self::with_current(|call| {
+            if call.replies_carry_metadata {
+                Some(std::mem::take(&mut *call.reply_metadata.borrow_mut()))
+            } else {
+                None
+            }
+        })
+        .flatten()
+        .filter(|metadata| !metadata.is_empty())
+    }
+}
+
+/// A call's future with its context (see [`CallContext::around`]).
+#[derive(Debug)]
+pub(crate) struct InCall<F> {
+    context: Option<CallContext>,
+    future: F,
+}
+
+impl<F: Future + Unpin> Future for InCall<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.get_mut();
+        // Swapped in for the poll and back out after it (also when the poll panics), so a
+        // call polled inside another one sees its own context and then the outer one again.
+        let previous = CURRENT.with(|current| current.replace(this.context.take()));
+        let restore = Restore {
+            slot: &mut this.context,
+            previous: Some(previous),
+        };
+        let output = Pin::new(&mut this.future).poll(cx);
+        drop(restore);
+        output
+    }
+}
+
+/// Puts the polled call's context back into its future, and the outer one back into the
+/// thread-local.
+struct Restore<'a> {
+    slot: &'a mut Option<CallContext>,
+    previous: Option<Option<CallContext>>,
+}
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        let previous = self.previous.take().unwrap_or_default();
+        *self.slot = CURRENT.with(|current| current.replace(previous));
+    }
+}
