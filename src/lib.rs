@@ -110,6 +110,8 @@ mod book {
     mod server {}
     #[doc = include_str!("../book/src/client.md")]
     mod client {}
+    #[doc = include_str!("../book/src/metadata.md")]
+    mod metadata {}
     #[doc = include_str!("../book/src/wire-protocol.md")]
     mod wire_protocol {}
     #[doc = include_str!("../book/src/performance.md")]

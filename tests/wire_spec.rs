@@ -526,7 +526,23 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     expected.add("authentication failed hello", annotate_server_hello(&down));
     guarded.shutdown().await;
 
+    // A call with metadata (protocol version 2): the block, then the JSON arguments.
+    let tap = Tap::start(server.local_addr()).await;
+    let users = UserServiceClient::new(
+        Channel::builder()
+            .codec(Codec::Json)
+            .no_timeout()
+            .metadata("tenant", "acme")
+            .connect(tap.addr)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(users.find(1).await.unwrap(), Ok(fanly()));
+    let (up, _) = tap.recorded();
+    let (_, requests) = split(&up, true);
+    expected.add("request with metadata", annotate_frame(requests[0]));
     server.shutdown().await;
+
     expected.check();
 }
 
