@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::Either;
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -390,7 +391,11 @@ impl Connection {
                 .await
                 .map_err(|_| Error::closed(self.closed_reason()))?
         };
-        let exchange = exchange.instrument(span);
+        let exchange = if span.is_disabled() {
+            Either::Left(exchange)
+        } else {
+            Either::Right(exchange.instrument(span))
+        };
         let frame = match timeout {
             Some(after) => tokio::time::timeout(after, exchange)
                 .await

@@ -12,7 +12,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::future::{AbortHandle, Abortable, Aborted};
+use futures::future::{AbortHandle, Abortable, Aborted, Either};
 use futures::{FutureExt, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -462,7 +462,13 @@ async fn start_call(
         reply_metadata: RefCell::new(Metadata::new()),
     };
     let work = call.around(route.service.call(method, context.codec, payload));
-    let mut work = AssertUnwindSafe(work.instrument(span.clone())).catch_unwind();
+    // A disabled span (no subscriber wants it) costs nothing if the future is not wrapped.
+    let work = if span.is_disabled() {
+        Either::Left(work)
+    } else {
+        Either::Right(work.instrument(span.clone()))
+    };
+    let mut work = AssertUnwindSafe(work).catch_unwind();
     let reply = ReplyTo {
         request_id,
         method,
