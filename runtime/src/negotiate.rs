@@ -594,74 +594,91 @@ mod tests {
         );
     }
 
+    /// Both sides of one handshake over an in-memory stream.
+    struct Sides {
+        client_version: u8,
+        offer: &'static [Codec],
+        token: &'static [u8],
+        server_codecs: &'static [Codec],
+        server_max: u8,
+        server_token: Option<&'static [u8]>,
+    }
+
+    impl Sides {
+        const fn new(offer: &'static [Codec], server_codecs: &'static [Codec]) -> Self {
+            Self {
+                client_version: PROTOCOL_VERSION,
+                offer,
+                token: &[],
+                server_codecs,
+                server_max: PROTOCOL_VERSION,
+                server_token: None,
+            }
+        }
+
+        async fn run(
+            self,
+        ) -> (
+            Result<Negotiated, NegotiationError>,
+            Result<Negotiated, NegotiationError>,
+        ) {
+            let (mut client, mut server) = tokio::io::duplex(1024);
+            let (codecs, max, expected) = (self.server_codecs, self.server_max, self.server_token);
+            let server = tokio::spawn(async move {
+                let authenticate = |token: &[u8]| expected.is_none_or(|expected| token == expected);
+                server_handshake(
+                    &mut server,
+                    codecs,
+                    Preference::Client,
+                    max,
+                    true,
+                    authenticate,
+                )
+                .await
+            });
+            let client =
+                client_handshake(&mut client, self.client_version, self.offer, self.token).await;
+            (client, server.await.unwrap())
+        }
+    }
+
     #[tokio::test]
     async fn refusal_names_both_lists() {
-        let (mut client, mut server) = tokio::io::duplex(256);
-        let server = tokio::spawn(async move {
-            server_handshake(
-                &mut server,
-                &[Codec::Protobuf],
-                Preference::Client,
-                PROTOCOL_VERSION,
-                true,
-                |_| true,
-            )
-            .await
-        });
-        let err = client_handshake(&mut client, PROTOCOL_VERSION, &[Codec::Json], &[])
-            .await
-            .unwrap_err();
+        let (client, server) = Sides::new(&[Codec::Json], &[Codec::Protobuf]).run().await;
         assert_eq!(
-            err.to_string(),
+            client.unwrap_err().to_string(),
             "no common codec: the client offered [json], the server supports [protobuf]"
         );
         assert!(matches!(
-            server.await.unwrap(),
+            server,
             Err(NegotiationError::NoCommonCodec { .. })
         ));
     }
 
     #[tokio::test]
     async fn a_refused_token_gets_status_5_and_no_codec_list() {
-        let (mut client, mut server) = tokio::io::duplex(1024);
-        let server = tokio::spawn(async move {
-            server_handshake(
-                &mut server,
-                &[Codec::Json],
-                Preference::Client,
-                PROTOCOL_VERSION,
-                true,
-                |token| token == b"right",
-            )
-            .await
-        });
-        let err = client_handshake(&mut client, PROTOCOL_VERSION, &[Codec::Json], b"guess-1234")
-            .await
-            .unwrap_err();
+        let sides = Sides {
+            token: b"guess-1234",
+            server_token: Some(b"right"),
+            ..Sides::new(&[Codec::Json], &[Codec::Json])
+        };
+        let (client, server) = sides.run().await;
+        let err = client.unwrap_err();
         assert!(matches!(err, NegotiationError::AuthenticationFailed));
         assert!(!err.to_string().contains("guess-1234"));
         assert!(matches!(
-            server.await.unwrap(),
+            server,
             Err(NegotiationError::AuthenticationFailed)
         ));
     }
 
     async fn handshake_versions(client_version: u8, server_max: u8) -> Result<u8, String> {
-        let (mut client, mut server) = tokio::io::duplex(1024);
-        let server = tokio::spawn(async move {
-            server_handshake(
-                &mut server,
-                &[Codec::Json],
-                Preference::Client,
-                server_max,
-                true,
-                |_| true,
-            )
-            .await
-        });
-        let client = client_handshake(&mut client, client_version, &[Codec::Json], &[]).await;
-        let server = server.await.unwrap();
-        match (client, server) {
+        let sides = Sides {
+            client_version,
+            server_max,
+            ..Sides::new(&[Codec::Json], &[Codec::Json])
+        };
+        match sides.run().await {
             (Ok(c), Ok(s)) => {
                 assert_eq!(c, s, "both sides agree");
                 Ok(c.version)
