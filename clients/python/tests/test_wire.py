@@ -47,3 +47,11 @@ def test_msgpack_result_reply_of_the_chapter():
 def test_a_tiny_timeout_is_a_deadline_of_one_millisecond_never_zero():
     assert deadline_ms(0.0001) == 1
     assert deadline_ms(30) == 30_000
+
+
+def test_addresses_split_into_host_and_port():
+    from wirecall.aio import split_address
+
+    assert split_address("127.0.0.1:7000") == ("127.0.0.1", 7000)
+    assert split_address("[::1]:7000") == ("::1", 7000)
+    assert split_address("localhost:1") == ("localhost", 1)

@@ -69,8 +69,7 @@ async def connect(
     `timeout` is the default per-call timeout in seconds (`None`: no deadline).
     """
     if port is None:
-        host, _, port_text = host.rpartition(":")
-        port = int(port_text)
+        host, port = split_address(host)
     offered = [codec_named(name) for name in codecs]
     if isinstance(token, str):
         token = token.encode("utf-8")
@@ -92,6 +91,14 @@ async def connect(
         raise errors.Timeout(
             f"connecting to {host}:{port} took over {connect_timeout} s", code=4
         ) from None
+
+
+def split_address(address: str) -> Tuple[str, int]:
+    """``"host:port"`` or ``"[v6 address]:port"`` as host and port."""
+    host, separator, port_text = address.rpartition(":")
+    if not separator or not port_text.isdigit():
+        raise ValueError(f"{address!r} is not host:port")
+    return host.strip("[]"), int(port_text)
 
 
 class AsyncClient:
