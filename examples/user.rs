@@ -6,6 +6,7 @@
 //! cargo run --example user                         # tour + benchmark, all codecs
 //! cargo run --release --example user -- --calls 50000 --codec msgpack
 //! cargo run --example user -- --serve 127.0.0.1:7000     # server only, until Ctrl-C
+//! cargo run --example user -- --serve 127.0.0.1:7000 --tls-cert cert.pem --tls-key key.pem
 //! cargo run --example user -- --connect 127.0.0.1:7000   # client only
 //! cargo run --release --example user -- --tls           # the same over TLS, plus the TLS cost
 //! ```
@@ -121,6 +122,7 @@ fn fanly() -> UserModel {
   cargo run --example user                              # tour + benchmark, all codecs
   cargo run --release --example user -- --calls 50000 --codec msgpack
   cargo run --example user -- --serve 127.0.0.1:7000    # server only, until Ctrl-C
+  cargo run --example user -- --serve 127.0.0.1:7000 --tls-cert cert.pem --tls-key key.pem
   cargo run --example user -- --connect 127.0.0.1:7000  # client only
   cargo run --release --example user -- --tls           # over TLS, plus the TLS cost"
 )]
@@ -140,6 +142,12 @@ struct Options {
     /// With --serve: require this token; with --connect: present it
     #[arg(long, value_name = "SECRET")]
     token: Option<String>,
+    /// With --serve: serve TLS with this certificate chain (PEM, leaf first); needs --tls-key
+    #[arg(long, value_name = "FILE", requires_all = ["serve", "tls_key"])]
+    tls_cert: Option<std::path::PathBuf>,
+    /// With --serve: the private key (PEM) of --tls-cert
+    #[arg(long, value_name = "FILE", requires_all = ["serve", "tls_cert"])]
+    tls_key: Option<std::path::PathBuf>,
     /// In-process only: TLS with a certificate made at start-up and a token generated at
     /// start-up, then the TLS cost (plain TCP vs TLS, same run)
     #[arg(long, conflicts_with_all = ["serve", "connect"])]
@@ -170,6 +178,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .shutdown_grace_period(Duration::from_secs(5));
         if let Some(token) = &options.token {
             builder = builder.token(token.as_str());
+        }
+        if let (Some(cert), Some(key)) = (&options.tls_cert, &options.tls_key) {
+            let tls = ServerTlsConfig::new(std::fs::read(cert)?, std::fs::read(key)?)?;
+            builder = builder.tls(tls);
         }
         let server = builder.bind(addr.as_str()).await?;
         println!(

@@ -114,6 +114,8 @@ mod book {
     mod metadata {}
     #[doc = include_str!("../book/src/wire-protocol.md")]
     mod wire_protocol {}
+    #[doc = include_str!("../book/src/outside-rust.md")]
+    mod outside_rust {}
     #[doc = include_str!("../book/src/performance.md")]
     mod performance {}
     #[doc = include_str!("../book/src/limits.md")]

@@ -1,0 +1,90 @@
+"""wirecall: a Python client for wirecall RPC servers (wire protocol version 1).
+
+Blocking::
+
+    import wirecall
+    with wirecall.connect("127.0.0.1:7000") as client:
+        client.UserService.get_user(user={"user_id": 1, "name": "fanly", "age": 18})
+
+asyncio::
+
+    from wirecall import aio
+    client = await aio.connect("127.0.0.1:7000")
+    await client.call("UserService", "find", user_id=1)
+"""
+
+from . import aio
+from .aio import AsyncClient
+from .codecs import DEFAULT_CODECS
+from .errors import (
+    ApplicationError,
+    AuthenticationFailed,
+    BadRequest,
+    Busy,
+    CallError,
+    ConnectionClosed,
+    DeadlineExceeded,
+    DecodeError,
+    EncodeFailed,
+    FrameTooLarge,
+    HandlerPanicked,
+    IdleTimeout,
+    MalformedHello,
+    NegotiationError,
+    NegotiationRefused,
+    NoCommonCodec,
+    NotWirecall,
+    Overloaded,
+    PermissionDenied,
+    ProtocolError,
+    ProtocolViolation,
+    ShuttingDown,
+    Timeout,
+    TlsError,
+    UnknownMethod,
+    UnsupportedVersion,
+    WirecallError,
+)
+from .replies import Reply
+from .sync import Client, connect
+from .wire import PROTOCOL_VERSION, method_id
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "aio",
+    "AsyncClient",
+    "Client",
+    "connect",
+    "method_id",
+    "Reply",
+    "DEFAULT_CODECS",
+    "PROTOCOL_VERSION",
+    "WirecallError",
+    "CallError",
+    "UnknownMethod",
+    "BadRequest",
+    "HandlerPanicked",
+    "DeadlineExceeded",
+    "FrameTooLarge",
+    "ProtocolViolation",
+    "Overloaded",
+    "ShuttingDown",
+    "EncodeFailed",
+    "IdleTimeout",
+    "PermissionDenied",
+    "Timeout",
+    "ApplicationError",
+    "DecodeError",
+    "ConnectionClosed",
+    "ProtocolError",
+    "TlsError",
+    "NegotiationError",
+    "NotWirecall",
+    "NegotiationRefused",
+    "NoCommonCodec",
+    "UnsupportedVersion",
+    "MalformedHello",
+    "Busy",
+    "AuthenticationFailed",
+]

@@ -1,0 +1,127 @@
+"""The blocking client: the asyncio client on an event loop of its own, in a background thread.
+
+Every method blocks until the asyncio client's coroutine finishes on that loop, so calls made
+from several threads at once share the one connection and are in flight together.
+"""
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import Any, Awaitable, Mapping, Optional, TypeVar
+
+from . import aio
+from .proxy import ServiceProxy, is_service_name
+from .replies import Reply
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An event loop running forever in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="wirecall", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Awaitable[T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            # Interrupted (KeyboardInterrupt): cancel the coroutine, so that a call sends its
+            # Cancel instead of running on unseen.
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+def connect(host: str, port: Optional[int] = None, **options: Any) -> "Client":
+    """Connects like `wirecall.aio.connect` (same options) and returns a blocking `Client`."""
+    loop_thread = _LoopThread()
+    try:
+        client = loop_thread.run(aio.connect(host, port, **options))
+    except BaseException:
+        loop_thread.stop()
+        raise
+    return Client(client, loop_thread)
+
+
+class Client:
+    """The blocking twin of `wirecall.aio.AsyncClient`: the same methods, without ``await``."""
+
+    def __init__(self, client: aio.AsyncClient, loop_thread: _LoopThread):
+        self._client = client
+        self._loop_thread = loop_thread
+
+    @property
+    def codec(self) -> str:
+        """The codec negotiated for this connection: ``"json"`` or ``"msgpack"``."""
+        return self._client.codec
+
+    @property
+    def is_closed(self) -> bool:
+        return self._client.is_closed
+
+    def call(self, service: str, method: str, /, **arguments: Any) -> Any:
+        """Calls ``service.method`` with the default timeout and returns its reply."""
+        return self.call_with(service, method, arguments)
+
+    def call_with(
+        self,
+        service: str,
+        method: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = aio.USE_DEFAULT,
+        reply: Reply = Reply.AUTO,
+    ) -> Any:
+        """See `wirecall.aio.AsyncClient.call_with`."""
+        return self._loop_thread.run(
+            self._client.call_with(service, method, arguments, timeout=timeout, reply=reply)
+        )
+
+    def notify(self, service: str, method: str, /, **arguments: Any) -> None:
+        """A one-way call: returns once the Notify is written; no reply comes."""
+        self.notify_with(service, method, arguments)
+
+    def notify_with(
+        self,
+        service: str,
+        method: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        deadline: Optional[float] = None,
+    ) -> None:
+        """See `wirecall.aio.AsyncClient.notify_with`."""
+        self._loop_thread.run(
+            self._client.notify_with(service, method, arguments, deadline=deadline)
+        )
+
+    def service(self, name: str, **options: Any) -> ServiceProxy:
+        """A proxy for the service `name`; `options` (``timeout``, ``reply``) apply to its calls."""
+        return ServiceProxy(self, name, **options)
+
+    def __getattr__(self, name: str) -> ServiceProxy:
+        if is_service_name(name):
+            return ServiceProxy(self, name)
+        raise AttributeError(name)
+
+    def close(self) -> None:
+        """Closes the connection and stops the background loop. Safe to call twice."""
+        if self._loop_thread.loop.is_closed():
+            return
+        try:
+            self._loop_thread.run(self._client.close())
+        finally:
+            self._loop_thread.stop()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
