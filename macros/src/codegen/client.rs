@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{doc_attrs, MethodGen, ServiceGen};
+use super::{client_attrs, doc_attrs, MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
 
 /// `pub struct {Trait}Client { channel: Channel }`.
@@ -75,6 +75,7 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
 fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Result<TokenStream> {
     let ident = &method.def.sig.ident;
     let docs = doc_attrs(method.def);
+    let attrs = client_attrs(method.def);
     let docs = if docs.is_empty() {
         let doc = format!(
             " Calls `{}` on the remote [`{}`].",
@@ -84,6 +85,7 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     } else {
         quote!(#(#docs)*)
     };
+    let docs = quote!(#docs #(#attrs)*);
     let params = method
         .def
         .args

@@ -11,6 +11,8 @@ use bytes::BytesMut;
 mod json;
 #[cfg(feature = "msgpack")]
 mod msgpack;
+#[doc(hidden)]
+pub mod proto;
 #[cfg(feature = "protobuf")]
 mod protobuf;
 
