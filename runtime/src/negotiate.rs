@@ -136,7 +136,7 @@ pub enum NegotiationError {
     TimedOut,
     /// The connection failed during the handshake.
     #[error("i/o during the handshake: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
 }
 
 /// A parsed client hello.
@@ -593,5 +593,11 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, NegotiationError::PeerSpeaksTls(_)), "{err}");
+    }
+}
+
+impl From<std::io::Error> for NegotiationError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(error)
     }
 }

@@ -142,22 +142,20 @@ impl FromStr for Codec {
 #[non_exhaustive]
 pub enum CodecError {
     /// A value could not be encoded.
-    #[error("{codec} encoding failed: {source}")]
+    #[error("{codec} encoding failed: {cause}")]
     Encode {
         /// The codec in use.
         codec: Codec,
-        /// The codec library's error.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        /// The codec library's error (shown in the message, not returned by `source()`).
+        cause: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Bytes did not decode as the expected type.
-    #[error("{codec} decoding failed: {source}")]
+    #[error("{codec} decoding failed: {cause}")]
     Decode {
         /// The codec in use.
         codec: Codec,
-        /// The codec library's error.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        /// The codec library's error (shown in the message, not returned by `source()`).
+        cause: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The codec's cargo feature is off in this build.
     #[error("the {0} codec is not compiled in; enable the `{0}` feature of wirecall")]

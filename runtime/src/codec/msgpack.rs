@@ -9,13 +9,13 @@ pub(super) fn encode<T: WireMessage>(value: &T, dst: &mut BytesMut) -> Result<()
     let mut writer = dst.writer();
     rmp_serde::encode::write(&mut writer, value).map_err(|e| CodecError::Encode {
         codec: Codec::MessagePack,
-        source: e.into(),
+        cause: e.into(),
     })
 }
 
 pub(super) fn decode<T: WireMessage>(src: &[u8]) -> Result<T, CodecError> {
     rmp_serde::from_slice(src).map_err(|e| CodecError::Decode {
         codec: Codec::MessagePack,
-        source: e.into(),
+        cause: e.into(),
     })
 }

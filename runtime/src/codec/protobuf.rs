@@ -10,13 +10,13 @@ pub(super) fn encode<T: WireMessage>(value: &T, dst: &mut BytesMut) -> Result<()
     dst.reserve(value.encoded_len());
     value.encode(dst).map_err(|e| CodecError::Encode {
         codec: Codec::Protobuf,
-        source: e.into(),
+        cause: e.into(),
     })
 }
 
 pub(super) fn decode<T: WireMessage>(src: &[u8]) -> Result<T, CodecError> {
     T::decode(src).map_err(|e| CodecError::Decode {
         codec: Codec::Protobuf,
-        source: e.into(),
+        cause: e.into(),
     })
 }

@@ -275,9 +275,9 @@ impl ServerBuilder {
     #[cfg(unix)]
     pub async fn bind_unix(self, path: impl AsRef<Path>) -> Result<RunningServer, Error> {
         let path = path.as_ref().to_path_buf();
-        let listener = tokio::net::UnixListener::bind(&path).map_err(|source| Error::Bind {
+        let listener = tokio::net::UnixListener::bind(&path).map_err(|cause| Error::Bind {
             addr: path.display().to_string(),
-            source,
+            cause,
         })?;
         let local_addr = SocketAddr::from(([0, 0, 0, 0], 0));
         self.start(Listener::Unix(listener), local_addr, Some(path))
@@ -285,9 +285,9 @@ impl ServerBuilder {
 
     /// Starts serving on an already bound listener.
     pub fn serve_listener(self, listener: TcpListener) -> Result<RunningServer, Error> {
-        let local_addr = listener.local_addr().map_err(|source| Error::Bind {
+        let local_addr = listener.local_addr().map_err(|cause| Error::Bind {
             addr: "the listener".to_owned(),
-            source,
+            cause,
         })?;
         #[cfg(unix)]
         return self.start(Listener::Tcp(listener), local_addr, None);
@@ -358,9 +358,9 @@ impl ServerBuilder {
 async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, Error> {
     let candidates = tokio::net::lookup_host(addr)
         .await
-        .map_err(|source| Error::Bind {
+        .map_err(|cause| Error::Bind {
             addr: "(address lookup)".to_owned(),
-            source,
+            cause,
         })?;
     let mut last_error = None;
     for candidate in candidates {
@@ -379,11 +379,11 @@ async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, 
             Err(err) => last_error = Some((candidate.to_string(), err)),
         }
     }
-    let (addr, source) = last_error.unwrap_or_else(|| {
+    let (addr, cause) = last_error.unwrap_or_else(|| {
         let none = std::io::Error::new(std::io::ErrorKind::NotFound, "resolved to nothing");
         ("(address lookup)".to_owned(), none)
     });
-    Err(Error::Bind { addr, source })
+    Err(Error::Bind { addr, cause })
 }
 
 /// State every connection task of one server shares.
