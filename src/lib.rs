@@ -73,9 +73,10 @@ pub mod __private {
     pub use ::std::sync::Arc;
     pub use ::std::time::Duration;
     pub use ::tokio::net::ToSocketAddrs;
+    pub use wirecall_runtime::codec::evolve::SerdeFields;
     pub use wirecall_runtime::codec::proto;
     pub use wirecall_runtime::dispatch::{dispatch, result_from_parts, unknown_method};
-    pub use wirecall_runtime::{proto_message_field, proto_unit_enum};
+    pub use wirecall_runtime::{proto_message_field, proto_unit_enum, serde_message};
 }
 
 /// The chapters of the book (`book/src`), compiled and run as doctests so that their code

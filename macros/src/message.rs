@@ -1,8 +1,8 @@
 //! `#[wirecall::message]`: makes a struct with named fields, or an enum, encodable by every
 //! codec. Parse and check the item here; `codegen::proto_impls` writes the Protobuf impls.
 //!
-//! - A struct gets the serde derives (with `#[serde(default)]`, so a field added by a newer
-//!   peer is simply missing on an older one), `Default`, prost's `Message` and `ProtoField`.
+//! - A struct gets serde's `Serialize` derive, a `Deserialize` through the runtime that lets
+//!   messages gain and lose trailing fields, `Default`, prost's `Message` and `ProtoField`.
 //! - A unit-only enum is a protobuf `enum`; serde goes through the runtime (name in JSON,
 //!   number in MessagePack).
 //! - An enum with data is a wrapper message with one oneof field per variant; serde derives
@@ -16,7 +16,7 @@ use syn::{
     Path, Token, UnOp, Variant,
 };
 
-use crate::codegen::messages::message_header;
+use crate::codegen::messages::{message_header, struct_header};
 use crate::codegen::proto_impls::{self, FieldGen, VariantGen, VariantShape};
 use crate::proto_type;
 
@@ -112,13 +112,12 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
         .collect();
     let impls = proto_impls::struct_impls(&item.ident, &fields);
     let checks = proto_impls::travel_checks(fields.iter().map(|field| field.ty));
-    let header = message_header();
+    let header = struct_header();
     let debug = debug_derive(skip_debug);
     Ok(quote! {
         #checks
         #header
         #debug
-        #[serde(default)]
         #item
         #[allow(clippy::all, clippy::pedantic, clippy::nursery, deprecated, unused_qualifications)]
         const _: () = {
@@ -371,6 +370,17 @@ fn check_field(field: &syn::Field, errors: &mut Errors) {
             attr,
             "remove `#[prost(...)]`: #[wirecall::message] numbers fields by position and picks \
              their protobuf types itself",
+        );
+    }
+    if let Some(attr) = field
+        .attrs
+        .iter()
+        .find(|attr| attr.path().is_ident("serde"))
+    {
+        errors.spanned(
+            attr,
+            "remove `#[serde(...)]`: a message's field names and order are its wire format in \
+             every codec",
         );
     }
     if let Err(error) = proto_type::check(&field.ty) {

@@ -139,6 +139,13 @@ pub enum NegotiationError {
     Io(std::io::Error),
 }
 
+// The message shows the i/o error, so it is not also a `source()` (see `error.rs`).
+impl From<std::io::Error> for NegotiationError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(error)
+    }
+}
+
 /// A parsed client hello.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientHello {
@@ -593,11 +600,5 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, NegotiationError::PeerSpeaksTls(_)), "{err}");
-    }
-}
-
-impl From<std::io::Error> for NegotiationError {
-    fn from(error: std::io::Error) -> Self {
-        Self::Io(error)
     }
 }

@@ -12,14 +12,22 @@ use super::{MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
 use crate::proto_type;
 
-/// The serde derives and container attributes every wire struct carries, generated or written
-/// by a user with `#[wirecall::message]`; the Protobuf side is in `proto_impls`.
+/// The serde derives of a `#[wirecall::message]` enum with data.
 pub(crate) fn message_header() -> TokenStream {
     quote! {
         #[derive(
             ::wirecall::__private::serde::Serialize,
             ::wirecall::__private::serde::Deserialize,
         )]
+        #[serde(crate = "::wirecall::__private::serde")]
+    }
+}
+
+/// The serde derive every wire struct carries, generated or written by a user with
+/// `#[wirecall::message]`; `Deserialize` and the Protobuf side are in `proto_impls`.
+pub(crate) fn struct_header() -> TokenStream {
+    quote! {
+        #[derive(::wirecall::__private::serde::Serialize)]
         #[serde(crate = "::wirecall::__private::serde")]
     }
 }
@@ -50,7 +58,7 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
 
 /// `struct __XArgs { name: T, ... }`; arguments are fields 1..n.
 fn args_struct(method: &MethodGen<'_>) -> TokenStream {
-    let header = message_header();
+    let header = struct_header();
     let name = &method.args_struct;
     let attrs = &method.cfg_attrs;
     let idents = &method.arg_idents;
@@ -74,7 +82,6 @@ fn args_struct(method: &MethodGen<'_>) -> TokenStream {
     quote! {
         #(#attrs)*
         #header
-        #[serde(default)]
         struct #name {
             #(#serde_with #idents: #types),*
         }
@@ -86,7 +93,7 @@ fn args_struct(method: &MethodGen<'_>) -> TokenStream {
 /// The reply: no fields for `()`, `value` (field 1) for `T`, `ok`/`err` (fields 1/2, each
 /// optional) for results.
 fn reply_struct(method: &MethodGen<'_>) -> TokenStream {
-    let header = message_header();
+    let header = struct_header();
     let name = &method.reply_struct;
     let attrs = &method.cfg_attrs;
     let span = name.span();
@@ -120,7 +127,6 @@ fn reply_struct(method: &MethodGen<'_>) -> TokenStream {
     quote! {
         #(#attrs)*
         #header
-        #[serde(default)]
         struct #name {
             #(#serde_with #fields: #types),*
         }

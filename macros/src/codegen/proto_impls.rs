@@ -7,6 +7,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, Member, Type};
 
@@ -69,6 +70,7 @@ pub fn struct_impls(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
     let tags: Vec<TokenStream> = (1u32..).take(fields.len()).map(tag_lit).collect();
     let buf_mut = buf_mut();
     let merge_signature = merge_signature("merge_field");
+    let serde_fields = serde_fields(ident, fields);
     quote! {
         impl ::core::default::Default for #ident {
             fn default() -> Self {
@@ -96,6 +98,57 @@ pub fn struct_impls(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
         }
 
         ::wirecall::__private::proto_message_field!(#ident, <#ident as ::core::default::Default>::default());
+
+        #serde_fields
+    }
+}
+
+/// `SerdeFields` and `Deserialize` for a struct: serde formats read it through the runtime,
+/// which tolerates missing and extra trailing fields (see `codec/evolve.rs`).
+fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
+    let name = ident.to_string();
+    let names: Vec<String> = fields
+        .iter()
+        .map(|field| match &field.member {
+            Member::Named(ident) => ident.unraw().to_string(),
+            Member::Unnamed(index) => index.index.to_string(),
+        })
+        .collect();
+    let arms = fields.iter().enumerate().map(|(index, field)| {
+        let member = &field.member;
+        let ty = field.ty;
+        let read = if crate::proto_type::nested_option_attr(ty).is_some() {
+            quote!(::wirecall::__private::proto::nested_option::deserialize(deserializer)?)
+        } else {
+            quote_spanned!(ty.span()=> <#ty as ::wirecall::__private::serde::Deserialize<'de>>::deserialize(deserializer)?)
+        };
+        quote! {
+            #index => {
+                self.#member = #read;
+                ::core::result::Result::Ok(())
+            }
+        }
+    });
+    quote! {
+        impl ::wirecall::__private::SerdeFields for #ident {
+            const NAME: &'static str = #name;
+            const FIELDS: &'static [&'static str] = &[#(#names),*];
+            fn deserialize_field<'de, D: ::wirecall::__private::serde::Deserializer<'de>>(
+                &mut self,
+                index: usize,
+                deserializer: D,
+            ) -> ::core::result::Result<(), D::Error> {
+                match index {
+                    #(#arms)*
+                    _ => ::core::result::Result::map(
+                        <::wirecall::__private::serde::de::IgnoredAny as ::wirecall::__private::serde::Deserialize<'de>>::deserialize(deserializer),
+                        |_| (),
+                    ),
+                }
+            }
+        }
+
+        ::wirecall::__private::serde_message!(#ident);
     }
 }
 
@@ -168,6 +221,9 @@ fn bindings(fields: &[FieldGen<'_>]) -> Vec<Ident> {
         .collect()
 }
 
+/// The field number of an enum's `#[wirecall(other)]` variant: protobuf's largest.
+const CATCH_ALL_FIELD: u32 = (1 << 29) - 1;
+
 /// `Message` (the oneof wrapper: variant `i` is field `i + 1`), `VariantFields` and
 /// `ProtoField` for an enum with data. `other` is the catch-all variant, if any.
 pub fn data_enum_impls(
@@ -182,7 +238,16 @@ pub fn data_enum_impls(
     let mut len_arms = Vec::new();
     let mut merge_arms = Vec::new();
     let mut field_arms = Vec::new();
-    for (variant, tag) in variants.iter().zip(1u32..) {
+    let mut position = 0u32;
+    for variant in variants {
+        // The catch-all is last in the source (serde's rule), so variants added later go
+        // before it; it takes the largest field number to keep every other number stable.
+        let tag = if other == Some(variant.ident) {
+            CATCH_ALL_FIELD
+        } else {
+            position += 1;
+            position
+        };
         let tag = tag_lit(tag);
         let pattern = variant.pattern();
         let name = variant.ident;

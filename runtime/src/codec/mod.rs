@@ -7,6 +7,8 @@ use std::str::FromStr;
 
 use bytes::BytesMut;
 
+#[doc(hidden)]
+pub mod evolve;
 #[cfg(feature = "json")]
 mod json;
 #[cfg(feature = "msgpack")]
