@@ -179,7 +179,7 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
                  destructure it inside your impl",
             );
         }
-        validate_arg_type(&arg.ty, errors);
+        validate_arg_type(&arg.ty, def.protobuf(), errors);
     }
 
     if let Some(body) = &method.default_body {
@@ -193,7 +193,7 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
     match &method.reply {
         ReplyShape::Unit => {}
         ReplyShape::Value(ty) => {
-            validate_return_type(ty, errors);
+            validate_return_type(ty, def.protobuf(), errors);
             if method.oneway.is_some() {
                 errors.spanned(
                     ty,
@@ -204,9 +204,9 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
         }
         ReplyShape::Result { whole, ok, err } => {
             if let Some(ok) = ok {
-                validate_return_type(ok, errors);
+                validate_return_type(ok, def.protobuf(), errors);
             }
-            validate_return_type(err, errors);
+            validate_return_type(err, def.protobuf(), errors);
             if method.oneway.is_some() {
                 errors.spanned(
                     whole,
@@ -265,7 +265,9 @@ fn validate_receiver(method: &MethodDef, errors: &mut Errors) {
     }
 }
 
-fn validate_arg_type(ty: &Type, errors: &mut Errors) {
+/// `protobuf`: whether the service's types must map to Protobuf; without it (a service with
+/// `codecs(json, msgpack)`) any serde type is fine.
+fn validate_arg_type(ty: &Type, protobuf: bool, errors: &mut Errors) {
     match ty {
         Type::Reference(reference) => {
             errors.spanned(ty, proto_type::reference_message(&reference.elem));
@@ -274,15 +276,16 @@ fn validate_arg_type(ty: &Type, errors: &mut Errors) {
             ty,
             "`impl Trait` arguments cannot cross the wire; take a concrete type",
         ),
-        _ => {
+        _ if protobuf => {
             if let Err(error) = proto_type::check(ty) {
                 errors.push(error);
             }
         }
+        _ => {}
     }
 }
 
-fn validate_return_type(ty: &Type, errors: &mut Errors) {
+fn validate_return_type(ty: &Type, protobuf: bool, errors: &mut Errors) {
     match ty {
         Type::Reference(_) => errors.spanned(
             ty,
@@ -292,11 +295,12 @@ fn validate_return_type(ty: &Type, errors: &mut Errors) {
             ty,
             "write the reply type itself; the macro makes the method return a future",
         ),
-        _ => {
+        _ if protobuf => {
             if let Err(error) = proto_type::check(ty) {
                 errors.push(error);
             }
         }
+        _ => {}
     }
 }
 

@@ -28,6 +28,30 @@ pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
 pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
     let client = &service.client;
     let wire_name = &service.def.wire_name;
+    let connect = if service.def.protobuf() {
+        quote! {
+            /// Connects to `addr` with default options (all codecs offered).
+            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
+                addr: __A,
+            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+                ::core::result::Result::map(::wirecall::Channel::connect(addr).await, Self::new)
+            }
+        }
+    } else {
+        let codecs = super::codec_paths(service);
+        quote! {
+            /// Connects to `addr`, offering the codecs the service lists in
+            /// `#[service(codecs(...))]`.
+            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
+                addr: __A,
+            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+                ::core::result::Result::map(
+                    ::wirecall::Channel::builder().codecs([#(#codecs),*]).connect(addr).await,
+                    Self::new,
+                )
+            }
+        }
+    };
     let methods = service
         .methods
         .iter()
@@ -38,12 +62,7 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
             /// The service's wire name.
             pub const SERVICE_NAME: &'static str = #wire_name;
 
-            /// Connects to `addr` with default options (all codecs offered).
-            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
-                addr: __A,
-            ) -> ::core::result::Result<Self, ::wirecall::Error> {
-                ::core::result::Result::map(::wirecall::Channel::connect(addr).await, Self::new)
-            }
+            #connect
 
             /// Wraps an existing channel (one connection can carry several services).
             pub fn new(channel: ::wirecall::Channel) -> Self {

@@ -35,6 +35,17 @@ pub(crate) fn struct_header() -> TokenStream {
 /// All `Args` and `Reply` structs of the service.
 pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
     let mut out = TokenStream::new();
+    if !service.def.protobuf() {
+        for method in &service.methods {
+            out.extend(serde_only(args_fields(method), &method.args_struct, method));
+            out.extend(serde_only(
+                reply_fields(method),
+                &method.reply_struct,
+                method,
+            ));
+        }
+        return out;
+    }
     for method in &service.methods {
         let mut types: Vec<&Type> = method.def.args.iter().map(|arg| &arg.ty).collect();
         match &method.def.reply {
@@ -50,54 +61,35 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
         out.extend(quote!(#(#cfg)* #checks));
     }
     for method in &service.methods {
-        out.extend(args_struct(method));
-        out.extend(reply_struct(method));
+        out.extend(proto_struct(
+            args_fields(method),
+            &method.args_struct,
+            method,
+        ));
+        out.extend(proto_struct(
+            reply_fields(method),
+            &method.reply_struct,
+            method,
+        ));
     }
     out
 }
 
-/// `struct __XArgs { name: T, ... }`; arguments are fields 1..n.
-fn args_struct(method: &MethodGen<'_>) -> TokenStream {
-    let header = struct_header();
-    let name = &method.args_struct;
-    let attrs = &method.cfg_attrs;
-    let idents = &method.arg_idents;
-    let types: Vec<&Type> = method.def.args.iter().map(|arg| &arg.ty).collect();
-    let serde_with: Vec<TokenStream> = types
+/// The fields of a method's `Args` struct: the arguments, in order.
+fn args_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
+    method
+        .arg_idents
         .iter()
-        .map(|ty| {
-            let attr = proto_type::nested_option_attr(ty);
-            quote!(#attr)
-        })
-        .collect();
-    let fields: Vec<FieldGen<'_>> = idents
-        .iter()
-        .zip(&types)
-        .map(|(ident, ty)| FieldGen {
-            member: Member::Named((*ident).clone()),
-            ty,
-        })
-        .collect();
-    let impls = struct_impls(name, &fields);
-    quote! {
-        #(#attrs)*
-        #header
-        struct #name {
-            #(#serde_with #idents: #types),*
-        }
-        #(#attrs)*
-        const _: () = { #impls };
-    }
+        .map(|ident| (*ident).clone())
+        .zip(method.def.args.iter().map(|arg| arg.ty.clone()))
+        .unzip()
 }
 
-/// The reply: no fields for `()`, `value` (field 1) for `T`, `ok`/`err` (fields 1/2, each
-/// optional) for results.
-fn reply_struct(method: &MethodGen<'_>) -> TokenStream {
-    let header = struct_header();
-    let name = &method.reply_struct;
-    let attrs = &method.cfg_attrs;
-    let span = name.span();
-    let (fields, types): (Vec<Ident>, Vec<Type>) = match &method.def.reply {
+/// The fields of a method's `Reply` struct: none for `()`, `value` for `T`, optional `ok` and
+/// `err` for results.
+fn reply_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
+    let span = method.reply_struct.span();
+    match &method.def.reply {
         ReplyShape::Unit => (Vec::new(), Vec::new()),
         ReplyShape::Value(ty) => (vec![Ident::new("value", span)], vec![ty.clone()]),
         ReplyShape::Result { ok, err, .. } => {
@@ -112,7 +104,45 @@ fn reply_struct(method: &MethodGen<'_>) -> TokenStream {
                 None => (vec![err_field], vec![err_ty]),
             }
         }
-    };
+    }
+}
+
+/// A wire struct of a service without Protobuf: serde's derives and nothing else.
+fn serde_only(
+    (fields, types): (Vec<Ident>, Vec<Type>),
+    name: &Ident,
+    method: &MethodGen<'_>,
+) -> TokenStream {
+    let header = message_header();
+    let attrs = &method.cfg_attrs;
+    let serde_with = types.iter().map(|ty| {
+        let attr = proto_type::nested_option_attr(ty);
+        quote!(#attr)
+    });
+    quote! {
+        #(#attrs)*
+        #header
+        struct #name {
+            #(#serde_with #fields: #types),*
+        }
+        #(#attrs)*
+        impl ::wirecall::WireMessage for #name {}
+    }
+}
+
+/// A wire struct with Protobuf: serde's `Serialize`, and the impls of `proto_impls`; fields
+/// are numbered 1..n in order.
+fn proto_struct(
+    (fields, types): (Vec<Ident>, Vec<Type>),
+    name: &Ident,
+    method: &MethodGen<'_>,
+) -> TokenStream {
+    let header = struct_header();
+    let attrs = &method.cfg_attrs;
+    let serde_with = types.iter().map(|ty| {
+        let attr = proto_type::nested_option_attr(ty);
+        quote!(#attr)
+    });
     let gens: Vec<FieldGen<'_>> = fields
         .iter()
         .zip(&types)
@@ -122,8 +152,6 @@ fn reply_struct(method: &MethodGen<'_>) -> TokenStream {
         })
         .collect();
     let impls = struct_impls(name, &gens);
-    let serde_with = types.iter().map(proto_type::nested_option_attr);
-    let serde_with = serde_with.map(|attr| quote!(#attr));
     quote! {
         #(#attrs)*
         #header

@@ -16,7 +16,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, LitInt, TraitItem};
 
 use crate::method_id::method_id;
-use crate::parse::{MethodDef, ServiceDef};
+use crate::parse::{CodecName, MethodDef, ServiceDef};
 
 /// Per-method names and facts shared by the generators.
 pub struct MethodGen<'a> {
@@ -206,6 +206,20 @@ fn upper_camel(name: &str) -> String {
         }
     }
     out
+}
+
+/// `::wirecall::Codec::Json`, ... for each codec the service supports, in its order.
+pub fn codec_paths(service: &ServiceGen<'_>) -> Vec<TokenStream> {
+    service
+        .def
+        .codecs
+        .iter()
+        .map(|codec| match codec {
+            CodecName::Json => quote!(::wirecall::Codec::Json),
+            CodecName::MessagePack => quote!(::wirecall::Codec::MessagePack),
+            CodecName::Protobuf => quote!(::wirecall::Codec::Protobuf),
+        })
+        .collect()
 }
 
 /// Doc attributes of a method, carried over to the matching client method.

@@ -58,10 +58,12 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
             }
         }
     });
+    let codecs = super::codec_paths(service);
     quote! {
         static __DESCRIPTOR: ::wirecall::ServiceDescriptor = ::wirecall::ServiceDescriptor {
             name: #wire_name,
             methods: &[#(#methods),*],
+            codecs: &[#(#codecs),*],
         };
     }
 }

@@ -296,7 +296,7 @@ impl ServerBuilder {
     }
 
     fn start(
-        self,
+        mut self,
         listener: Listener,
         local_addr: SocketAddr,
         #[cfg(unix)] unix_path: Option<PathBuf>,
@@ -305,6 +305,21 @@ impl ServerBuilder {
         if self.config.codecs.is_empty() {
             return Err(Error::Config(
                 "no codec is enabled; list at least one compiled-in codec".to_owned(),
+            ));
+        }
+        // The codec is negotiated per connection, before any call names a service, so a
+        // connection may only use a codec that every service supports.
+        let services = &self.services;
+        self.config.codecs.retain(|codec| {
+            services
+                .iter()
+                .all(|service| service.descriptor().codecs.contains(codec))
+        });
+        if self.config.codecs.is_empty() {
+            return Err(Error::Config(
+                "no codec is supported by every service (see their #[service(codecs(...))]); \
+                 serve them from separate servers"
+                    .to_owned(),
             ));
         }
         let token = match self.token {
