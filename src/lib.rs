@@ -73,7 +73,7 @@ pub mod __private {
     pub use ::std::sync::Arc;
     pub use ::std::time::Duration;
     pub use ::tokio::net::ToSocketAddrs;
-    pub use wirecall_runtime::codec::evolve::SerdeFields;
+    pub use wirecall_runtime::codec::evolve::{self, SerdeFields};
     pub use wirecall_runtime::codec::proto;
     pub use wirecall_runtime::dispatch::{dispatch, result_from_parts, unknown_method};
     pub use wirecall_runtime::{proto_message_field, proto_unit_enum, serde_message};

@@ -160,3 +160,93 @@ pub fn message(args: TokenStream, item: TokenStream) -> TokenStream {
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    /// Every absolute path in `expansion` starts at `::core`, `::std` or `::wirecall`, and
+    /// prost is only reached through `::wirecall::__private`: a user needs no dependency but
+    /// wirecall, and their own imports cannot change what generated code names.
+    fn assert_paths_go_through_wirecall(expansion: &TokenStream) {
+        let mut text = expansion.to_string();
+        for delimiter in ["(", ")", "[", "]", "{", "}", ",", ";", "<", ">", "&", "#"] {
+            text = text.replace(delimiter, &format!(" {delimiter} "));
+        }
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        for (index, token) in tokens.iter().enumerate() {
+            if *token != "::" {
+                continue;
+            }
+            let previous = index.checked_sub(1).map(|i| tokens[i]);
+            let continues_a_path = previous.is_some_and(|prev| {
+                prev == ">" || prev.chars().all(|c| c.is_alphanumeric() || c == '_')
+            });
+            if !continues_a_path {
+                let root = tokens.get(index + 1).copied().unwrap_or_default();
+                assert!(
+                    ["core", "std", "wirecall"].contains(&root),
+                    "absolute path from `::{root}` in {text}"
+                );
+            }
+            if tokens.get(index + 1) == Some(&"prost") {
+                assert_eq!(
+                    previous,
+                    Some("__private"),
+                    "prost named directly in {text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_service_expansion_names_only_wirecall_core_and_std() {
+        let expansion = crate::service::expand(
+            TokenStream::new(),
+            quote! {
+                pub trait Catalog {
+                    async fn index(&self, by: BTreeMap<String, Vec<u8>>) -> Result<Option<Item>, Missing>;
+                    #[oneway]
+                    async fn touch(&self, at: SystemTime);
+                }
+            },
+        )
+        .expect("expands");
+        assert_paths_go_through_wirecall(&expansion);
+    }
+
+    #[test]
+    fn message_expansions_name_only_wirecall_core_and_std() {
+        for item in [
+            quote!(
+                pub struct Item {
+                    pub parent: Option<Item>,
+                    pub tags: BTreeMap<u32, Tag>,
+                }
+            ),
+            quote!(
+                pub enum Tag {
+                    Red,
+                    Blue = 3,
+                    #[wirecall(other)]
+                    Other = 9,
+                }
+            ),
+            quote!(
+                pub enum Event {
+                    Start(u64),
+                    Move {
+                        to: String,
+                    },
+                    Stop,
+                    #[wirecall(other)]
+                    Unknown,
+                }
+            ),
+        ] {
+            let expansion = crate::message::expand(TokenStream::new(), item).expect("expands");
+            assert_paths_go_through_wirecall(&expansion);
+        }
+    }
+}

@@ -89,7 +89,7 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
             "a message needs named fields; write `struct Name {}` for an empty message",
         ),
     }
-    let skip_debug = check_container_attrs(&mut item.attrs, &mut errors);
+    let skip_debug = check_container_attrs(&mut item.attrs, true, &mut errors);
     for field in &item.fields {
         check_field(field, &mut errors);
     }
@@ -128,7 +128,7 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
 
 fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStream> {
     check_generics(&item.generics, &mut errors);
-    let skip_debug = check_container_attrs(&mut item.attrs, &mut errors);
+    let skip_debug = check_container_attrs(&mut item.attrs, false, &mut errors);
     if item.variants.is_empty() {
         errors.spanned(
             &item.ident,
@@ -388,9 +388,14 @@ fn check_field(field: &syn::Field, errors: &mut Errors) {
     }
 }
 
-/// Refuses a derived `Default` and removes `#[wirecall(skip_debug)]`; returns whether `Debug`
-/// must not be derived (the user derives it, or implements it and said `skip_debug`).
-fn check_container_attrs(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> bool {
+/// Refuses a derived `Default` on a struct (which gets one from us; an enum does not) and
+/// removes `#[wirecall(skip_debug)]`; returns whether `Debug` must not be derived (the user
+/// derives it, or implements it and said `skip_debug`).
+fn check_container_attrs(
+    attrs: &mut Vec<Attribute>,
+    provides_default: bool,
+    errors: &mut Errors,
+) -> bool {
     let mut skip_debug = attrs.iter().any(is_skip_debug);
     attrs.retain(|attr| !is_skip_debug(attr));
     for attr in attrs.iter() {
@@ -398,7 +403,7 @@ fn check_container_attrs(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> boo
             let Some(last) = path.segments.last() else {
                 continue;
             };
-            if last.ident == "Default" {
+            if last.ident == "Default" && provides_default {
                 errors.spanned(
                     &path,
                     "remove `Default`: #[wirecall::message] provides it \

@@ -129,6 +129,41 @@ fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
             }
         }
     });
+    // Each field is read into a local, as serde's derive does; once the array runs out, the
+    // remaining fields take their defaults without reading.
+    let locals: Vec<Ident> = (0..fields.len())
+        .map(|index| format_ident!("__field{}", index, span = Span::call_site()))
+        .collect();
+    let seq_reads = fields.iter().zip(&locals).map(|(field, local)| {
+        let ty = field.ty;
+        let nested = crate::proto_type::nested_option_attr(ty).is_some();
+        let element = if nested {
+            quote!(::wirecall::__private::evolve::NestedOption<_>)
+        } else {
+            quote_spanned!(ty.span()=> #ty)
+        };
+        let unwrap = if nested { quote!(.0) } else { quote!() };
+        let default = field_trait(ty);
+        quote! {
+            let #local: #ty = if __ended {
+                #default::proto_default()
+            } else {
+                match ::wirecall::__private::serde::de::SeqAccess::next_element::<#element>(seq)? {
+                    ::core::option::Option::Some(__value) => __value #unwrap,
+                    ::core::option::Option::None => {
+                        __ended = true;
+                        #default::proto_default()
+                    }
+                }
+            };
+        }
+    });
+    let members: Vec<&Member> = fields.iter().map(|field| &field.member).collect();
+    let ended = if fields.is_empty() {
+        quote!(let __ended = false;)
+    } else {
+        quote!(let mut __ended = false;)
+    };
     quote! {
         impl ::wirecall::__private::SerdeFields for #ident {
             const NAME: &'static str = #name;
@@ -145,6 +180,16 @@ fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
                         |_| (),
                     ),
                 }
+            }
+            fn deserialize_seq<'de, A: ::wirecall::__private::serde::de::SeqAccess<'de>>(
+                seq: &mut A,
+            ) -> ::core::result::Result<Self, A::Error> {
+                #ended
+                #(#seq_reads)*
+                if !__ended {
+                    ::wirecall::__private::evolve::skip_rest(seq)?;
+                }
+                ::core::result::Result::Ok(Self { #(#members: #locals),* })
             }
         }
 

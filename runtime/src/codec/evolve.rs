@@ -28,6 +28,28 @@ pub trait SerdeFields: Default {
         index: usize,
         deserializer: D,
     ) -> Result<(), D::Error>;
+
+    /// Reads the fields from an array, in order, stopping early if the array is shorter and
+    /// skipping what is left if it is longer. Generated as straight-line code: a loop over
+    /// [`deserialize_field`](Self::deserialize_field) made MessagePack decoding up to 80%
+    /// slower.
+    fn deserialize_seq<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<Self, A::Error>;
+}
+
+/// Skips the elements of an array that a newer peer added.
+pub fn skip_rest<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// An `Option<Option<T>>` field read with [`nested_option`](super::proto::nested_option), as
+/// one array element.
+pub struct NestedOption<T>(pub Option<Option<T>>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for NestedOption<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        super::proto::nested_option::deserialize(deserializer).map(NestedOption)
+    }
 }
 
 /// `Deserialize::deserialize` for a [`SerdeFields`] struct.
@@ -47,18 +69,7 @@ impl<'de, T: SerdeFields> Visitor<'de> for MessageVisitor<T> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
-        let mut value = T::default();
-        let mut index = 0;
-        while seq
-            .next_element_seed(FieldSeed {
-                target: &mut value,
-                index,
-            })?
-            .is_some()
-        {
-            index += 1;
-        }
-        Ok(value)
+        T::deserialize_seq(&mut seq)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
@@ -78,7 +89,7 @@ impl<'de, T: SerdeFields> Visitor<'de> for MessageVisitor<T> {
     }
 }
 
-/// Reads one field; an index past the struct's fields (added by a newer peer) is skipped.
+/// Reads one map value into its field; an index past the struct's fields is skipped.
 struct FieldSeed<'a, T> {
     target: &'a mut T,
     index: usize,
