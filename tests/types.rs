@@ -747,3 +747,65 @@ fn json_floats_come_back_to_the_last_bit() {
         }
     }
 }
+
+/// `depth` nested `Shape::Named` variants in the serde form of `codec`.
+fn nested_named(codec: Codec, depth: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    match codec {
+        Codec::Json => {
+            bytes.extend_from_slice(br#"{"shape":"#);
+            for _ in 0..depth {
+                bytes.extend_from_slice(br#"{"Named":["#);
+            }
+            bytes.extend_from_slice(br#""Empty""#);
+            for _ in 0..depth {
+                bytes.extend_from_slice(br#","x"]}"#);
+            }
+            bytes.push(b'}');
+            bytes
+        }
+        _ => {
+            // [ {"Named": [ <shape>, "x" ]} ] ... innermost "Empty".
+            bytes.push(0x91);
+            for _ in 0..depth {
+                bytes.extend_from_slice(&[0x81, 0xa5]);
+                bytes.extend_from_slice(b"Named");
+                bytes.push(0x92);
+            }
+            bytes.push(0xa5);
+            bytes.extend_from_slice(b"Empty");
+            for _ in 0..depth {
+                bytes.extend_from_slice(&[0xa1, b'x']);
+            }
+            bytes
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_in_json_and_msgpack_is_a_decode_error_not_a_stack_overflow() {
+    #[wirecall::message]
+    struct Holder {
+        shape: Shape,
+    }
+    // A thread with the smallest stack a tokio worker gets by default (2 MiB).
+    let outcome = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            for codec in [Codec::Json, Codec::MessagePack] {
+                let shallow = nested_named(codec, 3);
+                codec
+                    .decode::<Holder>(&shallow)
+                    .unwrap_or_else(|e| panic!("{codec}: {e}"));
+                let deep = nested_named(codec, 5_000);
+                let err = codec.decode::<Holder>(&deep).expect_err("too deep");
+                assert!(
+                    err.to_string().contains("depth") || err.to_string().contains("recursion"),
+                    "{codec}: {err}"
+                );
+            }
+        })
+        .unwrap()
+        .join();
+    assert!(outcome.is_ok());
+}
