@@ -4,8 +4,10 @@
 //! the generated code refers to `::wirecall`, so this crate is not meant to be used alone.
 //!
 //! Layout: `parse.rs` reads the trait into a model, `validate.rs` checks it, `codegen/` writes
-//! the trait, client, server and wire messages, `proto_type.rs` maps Rust types to protobuf
-//! fields (shared with `message.rs`), and `method_id.rs` computes method ids.
+//! the trait, client, server and wire messages (`codegen/proto_impls.rs`: the Protobuf and
+//! serde impls of every wire struct and enum, shared with `message.rs`), `proto_type.rs`
+//! holds the rules for which types can travel, and `method_id.rs` computes method ids. How
+//! each type looks on the wire is decided by trait impls in the runtime (`codec/proto`).
 
 #![warn(missing_docs)]
 
