@@ -38,7 +38,9 @@ pub use unit_enum::{deserialize_unit_enum, serialize_unit_enum, UnitEnum};
     label = "add `#[wirecall::message]` to `{Self}`, or use a type from the book's type table",
     note = "wirecall carries numbers, `bool`, `char`, `String`, `Bytes`, `Duration`, \
             `SystemTime`, tuples, arrays, `Option`, `Box`, `Vec`, sets, maps and \
-            `#[wirecall::message]` structs and enums"
+            `#[wirecall::message]` structs and enums",
+    note = "a service that needs no Protobuf can take any serde type: \
+            `#[wirecall::service(codecs(json, msgpack))]`"
 )]
 pub trait ProtoField: Sized + Send + Sync {
     /// Whether the field form is several occurrences of the tag (a list, a set or a map).
