@@ -4,8 +4,10 @@
 //! the generated code refers to `::wirecall`, so this crate is not meant to be used alone.
 //!
 //! Layout: `parse.rs` reads the trait into a model, `validate.rs` checks it, `codegen/` writes
-//! the trait, client, server and wire messages, `proto_type.rs` maps Rust types to protobuf
-//! fields (shared with `message.rs`), and `method_id.rs` computes method ids.
+//! the trait, client, server and wire messages (`codegen/proto_impls.rs`: the Protobuf and
+//! serde impls of every wire struct and enum, shared with `message.rs`), `proto_type.rs`
+//! holds the rules for which types can travel, and `method_id.rs` computes method ids. How
+//! each type looks on the wire is decided by trait impls in the runtime (`codec/proto`).
 
 #![warn(missing_docs)]
 
@@ -73,8 +75,10 @@ use proc_macro::TokenStream;
 /// Every method is `async fn name(&self, arg: Type, ...)`, with owned, concretely typed
 /// arguments bound to plain names. Not allowed: generics, lifetimes, `&mut self` or `self`,
 /// references (take `String`, not `&str`), `impl Trait`, default bodies, associated types or
-/// consts, and the names `connect`, `new`, `channel`, `codec` and `with_timeout` (the client
-/// has methods with those names). Each mistake is a compile error on the offending tokens that
+/// consts, the names `connect`, `new`, `channel`, `codec` and `with_timeout` (the client
+/// has methods with those names) and the names of its trait methods (`clone`, `fmt`, ...).
+/// `#[cfg]` on a method reaches everything generated for it; `#[deprecated]` warns callers of
+/// the client method, not the generated code. Each mistake is a compile error on the offending tokens that
 /// says what to write instead.
 ///
 /// # `#[oneway]`
@@ -91,13 +95,20 @@ use proc_macro::TokenStream;
 ///
 /// # Types
 ///
-/// Arguments and return values must map to protobuf, the most restrictive of the codecs:
-/// `bool`, `u32`, `u64`, `i32`, `i64`, `f32`, `f64`, `String`, `Vec<u8>`, `Bytes`, structs
-/// marked [`#[wirecall::message]`](macro@message), and `Vec<T>`, `Option<T>`,
-/// `HashMap<K, V>` and `BTreeMap<K, V>` of those (map keys: integers, `bool` or `String`).
-/// Inside `Result<T, E>`, `T` and `E` are each a single value (or `T` is `()`): wrap lists and
-/// maps in a message. 8- and 16-bit integers, `usize`, `char`, tuples, arrays, `Option<Vec<T>>`
-/// and nested lists are refused with a hint.
+/// Arguments and return values are the types of the book's type table, in all three codecs:
+/// every integer up to 64 bits, `f32`, `f64`, `bool`, `char`, `String`, `Vec<u8>`, `Bytes`,
+/// `Duration`, `SystemTime`, structs and enums marked
+/// [`#[wirecall::message]`](macro@message), and `Option`, `Box`, `Vec`, `HashSet`,
+/// `BTreeSet`, `HashMap`, `BTreeMap`, arrays and tuples (up to 8) of those, nested as you like;
+/// `Result<T, E>` takes any of them on either side. `usize`, `isize`, 128-bit integers,
+/// references and a few collections are refused with a hint; any other type is reported on
+/// the type itself with "add `#[wirecall::message]`".
+///
+/// # `codecs(...)`
+///
+/// `#[wirecall::service(codecs(json, msgpack))]` makes a service whose types need only serde's
+/// `Serialize`/`Deserialize`: it never uses Protobuf, its client's `connect` offers only the
+/// listed codecs, and a server serving it offers only the codecs all its services support.
 ///
 /// # Seeing the expansion
 ///
@@ -111,7 +122,8 @@ pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// One line: `#[wirecall::message]` makes a struct work with JSON, MessagePack and Protobuf.
+/// One line: `#[wirecall::message]` makes a struct or an enum work with JSON, MessagePack
+/// and Protobuf.
 ///
 /// ```ignore
 /// #[wirecall::message]
@@ -122,26 +134,121 @@ pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     pub tags: Vec<String>,
 ///     pub manager: Option<Manager>,
 ///     pub settings: HashMap<String, String>,
+///     pub role: Role,
 /// }
+///
+/// #[wirecall::message]
+/// #[derive(Clone, Copy, PartialEq)]
+/// pub enum Role { Guest, Member, #[wirecall(other)] Unknown }
 /// ```
 ///
-/// It adds the serde `Serialize`/`Deserialize` derives and prost's `Message` derive (through
-/// `wirecall`'s re-exports, so you add no dependencies), and gives each field a protobuf tag:
-/// its 1-based position. Reordering fields therefore changes the Protobuf encoding; add new
-/// fields at the end. A field that already has its own `#[prost(...)]` attribute is left as
-/// written.
+/// A struct with named fields gets serde's `Serialize`, a `Deserialize` that tolerates added
+/// and removed trailing fields, the Protobuf encoding (field `n` is the `n`th field, so add new
+/// fields at the end), `Default` (do not derive it) and, unless you derive `Debug` yourself or
+/// write `#[wirecall(skip_debug)]`, a `Debug` impl. You add no dependencies.
+///
+/// A unit-only enum is a protobuf `enum` (variant numbers are the discriminants; one must be
+/// 0), the variant name in JSON and its number in MessagePack. An enum with data is a message
+/// with one `oneof` field per variant, externally tagged in JSON and MessagePack. A unit
+/// variant marked `#[wirecall(other)]` (the last one) receives variants this side does not
+/// know; without it they are a decode error.
 ///
 /// Field types follow the same rule as service arguments (see
-/// [`#[wirecall::service]`](macro@service#types)).
-///
-/// The struct also gets `Default` (every field at its protobuf default) and, unless you derive
-/// `Debug` yourself, a `Debug` impl. Do not derive `Default`: it would conflict.
-///
-/// Only structs with named fields and no generics are messages; enums, tuple structs and unit
-/// structs are refused with a hint.
+/// [`#[wirecall::service]`](macro@service#types)). Generic messages, tuple and unit structs
+/// are refused with a hint.
 #[proc_macro_attribute]
 pub fn message(args: TokenStream, item: TokenStream) -> TokenStream {
     message::expand(args.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    /// Every absolute path in `expansion` starts at `::core`, `::std` or `::wirecall`, and
+    /// prost is only reached through `::wirecall::__private`: a user needs no dependency but
+    /// wirecall, and their own imports cannot change what generated code names.
+    fn assert_paths_go_through_wirecall(expansion: &TokenStream) {
+        let mut text = expansion.to_string();
+        for delimiter in ["(", ")", "[", "]", "{", "}", ",", ";", "<", ">", "&", "#"] {
+            text = text.replace(delimiter, &format!(" {delimiter} "));
+        }
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        for (index, token) in tokens.iter().enumerate() {
+            if *token != "::" {
+                continue;
+            }
+            let previous = index.checked_sub(1).map(|i| tokens[i]);
+            let continues_a_path = previous.is_some_and(|prev| {
+                prev == ">" || prev.chars().all(|c| c.is_alphanumeric() || c == '_')
+            });
+            if !continues_a_path {
+                let root = tokens.get(index + 1).copied().unwrap_or_default();
+                assert!(
+                    ["core", "std", "wirecall"].contains(&root),
+                    "absolute path from `::{root}` in {text}"
+                );
+            }
+            if tokens.get(index + 1) == Some(&"prost") {
+                assert_eq!(
+                    previous,
+                    Some("__private"),
+                    "prost named directly in {text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_service_expansion_names_only_wirecall_core_and_std() {
+        let expansion = crate::service::expand(
+            TokenStream::new(),
+            quote! {
+                pub trait Catalog {
+                    async fn index(&self, by: BTreeMap<String, Vec<u8>>) -> Result<Option<Item>, Missing>;
+                    #[oneway]
+                    async fn touch(&self, at: SystemTime);
+                }
+            },
+        )
+        .expect("expands");
+        assert_paths_go_through_wirecall(&expansion);
+    }
+
+    #[test]
+    fn message_expansions_name_only_wirecall_core_and_std() {
+        for item in [
+            quote!(
+                pub struct Item {
+                    pub parent: Option<Item>,
+                    pub tags: BTreeMap<u32, Tag>,
+                }
+            ),
+            quote!(
+                pub enum Tag {
+                    Red,
+                    Blue = 3,
+                    #[wirecall(other)]
+                    Other = 9,
+                }
+            ),
+            quote!(
+                pub enum Event {
+                    Start(u64),
+                    Move {
+                        to: String,
+                    },
+                    Stop,
+                    #[wirecall(other)]
+                    Unknown,
+                }
+            ),
+        ] {
+            let expansion = crate::message::expand(TokenStream::new(), item).expect("expands");
+            assert_paths_go_through_wirecall(&expansion);
+        }
+    }
 }

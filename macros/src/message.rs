@@ -1,135 +1,436 @@
-//! `#[wirecall::message]`: makes a struct with named fields encodable by every codec by adding
-//! the serde and prost derives and a `#[prost(...)]` attribute per field.
+//! `#[wirecall::message]`: makes a struct with named fields, or an enum, encodable by every
+//! codec. Parse and check the item here; `codegen::proto_impls` writes the Protobuf impls.
+//!
+//! - A struct gets serde's `Serialize` derive, a `Deserialize` through the runtime that lets
+//!   messages gain and lose trailing fields, `Default`, prost's `Message` and `ProtoField`.
+//! - A unit-only enum is a protobuf `enum`; serde goes through the runtime (name in JSON,
+//!   number in MessagePack).
+//! - An enum with data is a wrapper message with one oneof field per variant; serde derives
+//!   it as serde does by default (externally tagged).
 
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
 use syn::punctuated::Punctuated;
-use syn::{Attribute, Fields, Item, ItemStruct, Path, Token};
+use syn::{
+    Attribute, Expr, ExprLit, ExprUnary, Fields, Ident, Item, ItemEnum, ItemStruct, Lit, Member,
+    Path, Token, UnOp, Variant,
+};
 
-use crate::codegen::messages::message_header;
+use crate::codegen::messages::{message_header, struct_header};
+use crate::codegen::proto_impls::{self, FieldGen, VariantGen, VariantShape};
 use crate::proto_type;
+
+/// Collects errors so that the user sees all of them at once.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, error: syn::Error) {
+        match &mut self.0 {
+            Some(first) => first.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+
+    fn spanned(&mut self, tokens: impl ToTokens, message: impl std::fmt::Display) {
+        self.push(syn::Error::new_spanned(tokens, message));
+    }
+
+    fn finish(self) -> syn::Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
 
 /// Expands `#[message(args)] item`.
 pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let item: Item = syn::parse2(item)?;
-    let mut item = match item {
-        Item::Struct(item) => item,
+    let mut errors = Errors::default();
+    if !args.is_empty() {
+        errors.spanned(
+            &args,
+            "#[wirecall::message] takes no arguments; write `#[wirecall::message]`",
+        );
+    }
+    match item {
+        Item::Struct(item) => {
+            let original = item.clone();
+            // On failure the item stays defined as written, so its uses add no errors.
+            expand_struct(item, errors).or_else(|error| {
+                let error = error.into_compile_error();
+                Ok(quote!(#original #error))
+            })
+        }
         Item::Enum(item) => {
-            let (enum_token, ident) = (&item.enum_token, &item.ident);
-            let error = syn::Error::new_spanned(
-                quote!(#enum_token #ident),
-                "#[wirecall::message] goes on a struct with named fields; for alternatives use a \
-                 struct with one `Option<T>` field per variant",
-            )
-            .into_compile_error();
-            // Keep the enum defined so that its uses add no further errors.
-            return Ok(quote!(#item #error));
+            let mut plain = item.clone();
+            strip_wirecall_attrs(&mut plain);
+            expand_enum(item, errors).or_else(|error| {
+                let error = error.into_compile_error();
+                Ok(quote!(#plain #error))
+            })
         }
-        other => {
-            return Err(syn::Error::new_spanned(
-                other,
-                "#[wirecall::message] goes on a struct with named fields: \
-                 `struct Name { field: Type }`",
-            ))
-        }
-    };
-    let original = item.clone();
-    match expand_struct(args, &mut item) {
-        Ok(tokens) => Ok(tokens),
-        // The struct stays defined (as written, without our `#[prost]` field attributes), so
-        // uses of it do not add "cannot find type" errors.
-        Err(error) => {
-            let item = original;
-            let error = error.into_compile_error();
-            Ok(quote!(#item #error))
-        }
+        other => Err(syn::Error::new_spanned(
+            other,
+            "#[wirecall::message] goes on a struct with named fields or an enum",
+        )),
     }
 }
 
-fn expand_struct(args: TokenStream, item: &mut ItemStruct) -> syn::Result<TokenStream> {
-    let mut errors: Option<syn::Error> = None;
-    let mut push = |error: syn::Error| match &mut errors {
-        Some(first) => first.combine(error),
-        None => errors = Some(error),
-    };
-
-    if !args.is_empty() {
-        push(syn::Error::new_spanned(
-            &args,
-            "#[wirecall::message] takes no arguments; write `#[wirecall::message]`",
-        ));
-    }
-    if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
-        push(syn::Error::new_spanned(
-            &item.generics,
-            "a message cannot be generic: protobuf fields have one fixed type; \
-             write a struct with concrete field types",
-        ));
-    }
+fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenStream> {
+    check_generics(&item.generics, &mut errors);
     match &item.fields {
         Fields::Named(_) => {}
-        Fields::Unnamed(fields) => push(syn::Error::new_spanned(
+        Fields::Unnamed(fields) => errors.spanned(
             fields,
             "a message needs named fields (protobuf fields have names); \
              write `struct Name { field: Type }`",
-        )),
-        Fields::Unit => push(syn::Error::new_spanned(
+        ),
+        Fields::Unit => errors.spanned(
             &item.ident,
             "a message needs named fields; write `struct Name {}` for an empty message",
-        )),
+        ),
+    }
+    let skip_debug = check_container_attrs(&mut item.attrs, true, &mut errors);
+    for field in &item.fields {
+        check_field(field, &mut errors);
+    }
+    errors.finish()?;
+    for field in item.fields.iter_mut() {
+        field
+            .attrs
+            .extend(proto_type::nested_option_attr(&field.ty));
     }
 
-    let mut skip_debug = false;
-    for attr in &item.attrs {
+    let fields: Vec<FieldGen<'_>> = item
+        .fields
+        .iter()
+        .filter_map(|field| {
+            field.ident.clone().map(|ident| FieldGen {
+                member: Member::Named(ident),
+                ty: &field.ty,
+            })
+        })
+        .collect();
+    let impls = proto_impls::struct_impls(&item.ident, &fields);
+    let checks = proto_impls::travel_checks(fields.iter().map(|field| field.ty));
+    let header = struct_header();
+    let debug = debug_derive(skip_debug);
+    Ok(quote! {
+        #checks
+        #header
+        #debug
+        #item
+        #[allow(clippy::all, clippy::pedantic, clippy::nursery, deprecated, unused_qualifications)]
+        const _: () = {
+            #impls
+        };
+    })
+}
+
+fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStream> {
+    check_generics(&item.generics, &mut errors);
+    let skip_debug = check_container_attrs(&mut item.attrs, false, &mut errors);
+    if item.variants.is_empty() {
+        errors.spanned(
+            &item.ident,
+            "an enum with no variants has no value to send; add a variant",
+        );
+    }
+    let other = other_variant(&item, &mut errors);
+    let unit_only = item
+        .variants
+        .iter()
+        .all(|variant| matches!(variant.fields, Fields::Unit));
+    for variant in &item.variants {
+        for field in &variant.fields {
+            check_field(field, &mut errors);
+        }
+    }
+    let numbers = if unit_only {
+        unit_numbers(&item, &mut errors)
+    } else {
+        for variant in &item.variants {
+            if let Some((_, discriminant)) = &variant.discriminant {
+                errors.spanned(
+                    discriminant,
+                    "an enum with data numbers its variants by position; remove the \
+                     discriminant",
+                );
+            }
+        }
+        Vec::new()
+    };
+    errors.finish()?;
+    strip_wirecall_attrs(&mut item);
+
+    let ident = &item.ident;
+    let checks = proto_impls::travel_checks(
+        item.variants
+            .iter()
+            .flat_map(|variant| variant.fields.iter().map(|field| &field.ty)),
+    );
+    let debug = debug_derive(skip_debug);
+    let (serde, impls) = if unit_only {
+        let variants: Vec<(&Ident, i32)> = item
+            .variants
+            .iter()
+            .map(|variant| &variant.ident)
+            .zip(numbers.iter().copied())
+            .collect();
+        let zero = variants
+            .iter()
+            .find(|(_, number)| *number == 0)
+            .map(|(ident, _)| *ident)
+            .ok_or_else(|| syn::Error::new_spanned(ident, "no variant is numbered 0"))?;
+        (
+            quote!(),
+            proto_impls::unit_enum_impls(ident, &variants, zero, other.as_ref()),
+        )
+    } else {
+        let variants: Vec<VariantGen<'_>> = item.variants.iter().map(variant_gen).collect();
+        (
+            message_header(),
+            proto_impls::data_enum_impls(ident, &variants, other.as_ref()),
+        )
+    };
+    if let (false, Some(other)) = (unit_only, &other) {
+        // serde's catch-all: an unknown variant name decodes to this variant.
+        if let Some(variant) = item.variants.iter_mut().find(|v| &v.ident == other) {
+            variant.attrs.push(syn::parse_quote!(#[serde(other)]));
+        }
+    }
+    Ok(quote! {
+        #checks
+        #serde
+        #debug
+        #item
+        #[allow(clippy::all, clippy::pedantic, clippy::nursery, deprecated, unused_qualifications)]
+        const _: () = {
+            #impls
+        };
+    })
+}
+
+fn variant_gen(variant: &Variant) -> VariantGen<'_> {
+    let shape = match &variant.fields {
+        Fields::Unit => VariantShape::Unit,
+        Fields::Unnamed(fields) if fields.unnamed.len() == 1 => {
+            VariantShape::Newtype(&fields.unnamed[0].ty)
+        }
+        Fields::Unnamed(fields) => VariantShape::Fields {
+            named: false,
+            fields: fields
+                .unnamed
+                .iter()
+                .enumerate()
+                .map(|(index, field)| FieldGen {
+                    member: Member::Unnamed(index.into()),
+                    ty: &field.ty,
+                })
+                .collect(),
+        },
+        Fields::Named(fields) => VariantShape::Fields {
+            named: true,
+            fields: fields
+                .named
+                .iter()
+                .filter_map(|field| {
+                    field.ident.clone().map(|ident| FieldGen {
+                        member: Member::Named(ident),
+                        ty: &field.ty,
+                    })
+                })
+                .collect(),
+        },
+    };
+    VariantGen {
+        ident: &variant.ident,
+        shape,
+    }
+}
+
+/// The numbers of a unit-only enum's variants, as Rust assigns discriminants: the written one,
+/// or one more than the previous variant's, starting at 0.
+fn unit_numbers(item: &ItemEnum, errors: &mut Errors) -> Vec<i32> {
+    let mut numbers = Vec::with_capacity(item.variants.len());
+    let mut next: i64 = 0;
+    for variant in &item.variants {
+        let number = match &variant.discriminant {
+            Some((_, expr)) => match discriminant_value(expr) {
+                Some(value) => value,
+                None => {
+                    errors.spanned(
+                        expr,
+                        "write the discriminant as an integer literal: it is the variant's \
+                         protobuf number",
+                    );
+                    next
+                }
+            },
+            None => next,
+        };
+        match i32::try_from(number) {
+            Ok(number) => {
+                if numbers.contains(&number) {
+                    errors.spanned(&variant.ident, format!("number {number} is used twice"));
+                }
+                numbers.push(number);
+            }
+            Err(_) => errors.spanned(
+                &variant.ident,
+                "protobuf enum numbers are `i32`; use a smaller discriminant",
+            ),
+        }
+        next = number.saturating_add(1);
+    }
+    if !numbers.is_empty() && !numbers.contains(&0) {
+        errors.spanned(
+            &item.ident,
+            "a protobuf enum needs a variant numbered 0 (what a missing field decodes to); \
+             give one variant `= 0` or remove the discriminants",
+        );
+    }
+    numbers
+}
+
+fn discriminant_value(expr: &Expr) -> Option<i64> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => int.base10_parse().ok(),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => discriminant_value(expr).map(|value| -value),
+        Expr::Group(group) => discriminant_value(&group.expr),
+        Expr::Paren(paren) => discriminant_value(&paren.expr),
+        _ => None,
+    }
+}
+
+/// The variant marked `#[wirecall(other)]`, checked: one, last, without data.
+fn other_variant(item: &ItemEnum, errors: &mut Errors) -> Option<Ident> {
+    let mut found = None;
+    let last = item.variants.len().saturating_sub(1);
+    for (index, variant) in item.variants.iter().enumerate() {
+        for attr in variant
+            .attrs
+            .iter()
+            .filter(|attr| attr.path().is_ident("wirecall"))
+        {
+            match attr.parse_args::<Ident>() {
+                Ok(word) if word == "other" => {}
+                _ => {
+                    errors.spanned(attr, "the only variant attribute is `#[wirecall(other)]`");
+                    continue;
+                }
+            }
+            if !matches!(variant.fields, Fields::Unit) || index != last {
+                errors.spanned(
+                    attr,
+                    "#[wirecall(other)] goes on the last variant, which must carry no data \
+                     (unknown variants from a newer peer decode to it)",
+                );
+            } else if found.is_some() {
+                errors.spanned(attr, "only one variant can be #[wirecall(other)]");
+            } else {
+                found = Some(variant.ident.clone());
+            }
+        }
+    }
+    found
+}
+
+fn strip_wirecall_attrs(item: &mut ItemEnum) {
+    for variant in &mut item.variants {
+        variant
+            .attrs
+            .retain(|attr| !attr.path().is_ident("wirecall"));
+    }
+    item.attrs.retain(|attr| !is_skip_debug(attr));
+}
+
+fn check_generics(generics: &syn::Generics, errors: &mut Errors) {
+    if !generics.params.is_empty() || generics.where_clause.is_some() {
+        errors.spanned(
+            generics,
+            "a message cannot be generic: protobuf fields have one fixed type; \
+             use concrete field types",
+        );
+    }
+}
+
+fn check_field(field: &syn::Field, errors: &mut Errors) {
+    if let Some(attr) = field
+        .attrs
+        .iter()
+        .find(|attr| attr.path().is_ident("prost"))
+    {
+        errors.spanned(
+            attr,
+            "remove `#[prost(...)]`: #[wirecall::message] numbers fields by position and picks \
+             their protobuf types itself",
+        );
+    }
+    if let Some(attr) = field
+        .attrs
+        .iter()
+        .find(|attr| attr.path().is_ident("serde"))
+    {
+        errors.spanned(
+            attr,
+            "remove `#[serde(...)]`: a message's field names and order are its wire format in \
+             every codec",
+        );
+    }
+    if let Err(error) = proto_type::check(&field.ty) {
+        errors.push(error);
+    }
+}
+
+/// Refuses a derived `Default` on a struct (which gets one from us; an enum does not) and
+/// removes `#[wirecall(skip_debug)]`; returns whether `Debug` must not be derived (the user
+/// derives it, or implements it and said `skip_debug`).
+fn check_container_attrs(
+    attrs: &mut Vec<Attribute>,
+    provides_default: bool,
+    errors: &mut Errors,
+) -> bool {
+    let mut skip_debug = attrs.iter().any(is_skip_debug);
+    attrs.retain(|attr| !is_skip_debug(attr));
+    for attr in attrs.iter() {
         for path in derived_paths(attr) {
             let Some(last) = path.segments.last() else {
                 continue;
             };
-            if last.ident == "Default" {
-                push(syn::Error::new_spanned(
+            if last.ident == "Default" && provides_default {
+                errors.spanned(
                     &path,
                     "remove `Default`: #[wirecall::message] provides it \
                      (every field starts at its protobuf default)",
-                ));
+                );
             } else if last.ident == "Debug" {
-                // prost's derive writes a `Debug` impl unless told not to.
                 skip_debug = true;
             }
         }
     }
-    if has_prost_skip_debug(&item.attrs) {
-        skip_debug = false;
-    }
+    skip_debug
+}
 
-    if let Fields::Named(fields) = &mut item.fields {
-        for (field, tag) in fields.named.iter_mut().zip(1u32..) {
-            if field.attrs.iter().any(|attr| attr.path().is_ident("prost")) {
-                continue;
-            }
-            match proto_type::field_type(&field.ty) {
-                Ok(kind) => {
-                    let prost = kind.prost_attr(tag);
-                    field.attrs.push(syn::parse_quote!(#[prost(#prost)]));
-                }
-                Err(error) => push(error),
-            }
-        }
-    }
+/// `#[wirecall(skip_debug)]`, or the older spelling `#[prost(skip_debug)]`.
+fn is_skip_debug(attr: &Attribute) -> bool {
+    (attr.path().is_ident("wirecall") || attr.path().is_ident("prost"))
+        && attr
+            .parse_args::<Ident>()
+            .is_ok_and(|word| word == "skip_debug")
+}
 
-    if let Some(error) = errors {
-        return Err(error);
-    }
-    let skip_debug = if skip_debug {
-        quote!(#[prost(skip_debug)])
-    } else {
+fn debug_derive(skip: bool) -> TokenStream {
+    if skip {
         quote!()
-    };
-    let header = message_header();
-    Ok(quote! {
-        #header
-        #skip_debug
-        #item
-    })
+    } else {
+        quote!(#[derive(::core::fmt::Debug)])
+    }
 }
 
 /// The paths listed in a `#[derive(...)]` attribute; nothing for other attributes.
@@ -141,15 +442,4 @@ fn derived_paths(attr: &Attribute) -> Vec<Path> {
         .map(|paths| paths.into_iter().collect())
         // A malformed derive is reported by rustc itself.
         .unwrap_or_default()
-}
-
-fn has_prost_skip_debug(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("prost")
-            && attr
-                .meta
-                .to_token_stream()
-                .into_iter()
-                .any(|tree| tree.to_string().contains("skip_debug"))
-    })
 }

@@ -15,6 +15,16 @@ use syn::{
 pub struct ServiceArgs {
     /// `name = "pkg.UserService"`: the wire name.
     pub name: Option<LitStr>,
+    /// `codecs(json, msgpack)`: the codecs the service's types support (default: all).
+    pub codecs: Option<Vec<CodecName>>,
+}
+
+/// A codec named in `codecs(...)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum CodecName {
+    Json,
+    MessagePack,
+    Protobuf,
 }
 
 impl Parse for ServiceArgs {
@@ -22,34 +32,82 @@ impl Parse for ServiceArgs {
         let mut args = ServiceArgs::default();
         while !input.is_empty() {
             let key: Ident = input.call(Ident::parse_any)?;
-            if key != "name" {
+            if key == "codecs" {
+                if args.codecs.is_some() {
+                    return Err(syn::Error::new_spanned(
+                        &key,
+                        "`codecs` is given twice; keep one",
+                    ));
+                }
+                args.codecs = Some(parse_codecs(input, &key)?);
+            } else if key == "name" {
+                input.parse::<Token![=]>()?;
+                let value: LitStr = input.parse()?;
+                if args.name.is_some() {
+                    return Err(syn::Error::new_spanned(
+                        &key,
+                        "`name` is given twice; keep one",
+                    ));
+                }
+                if value.value().is_empty() {
+                    return Err(syn::Error::new_spanned(
+                        &value,
+                        "the service name cannot be empty; write e.g. `name = \"pkg.UserService\"`",
+                    ));
+                }
+                args.name = Some(value);
+            } else {
                 return Err(syn::Error::new_spanned(
                     &key,
                     format!(
-                        "unknown argument `{key}`; the only argument is `name = \"pkg.Service\"`"
+                        "unknown argument `{key}`; the arguments are `name = \"pkg.Service\"` \
+                         and `codecs(json, msgpack, protobuf)`"
                     ),
                 ));
             }
-            input.parse::<Token![=]>()?;
-            let value: LitStr = input.parse()?;
-            if args.name.is_some() {
-                return Err(syn::Error::new_spanned(
-                    &key,
-                    "`name` is given twice; keep one",
-                ));
-            }
-            if value.value().is_empty() {
-                return Err(syn::Error::new_spanned(
-                    &value,
-                    "the service name cannot be empty; write e.g. `name = \"pkg.UserService\"`",
-                ));
-            }
-            args.name = Some(value);
             if !input.is_empty() {
                 input.parse::<Token![,]>()?;
             }
         }
         Ok(args)
+    }
+}
+
+/// `(json, msgpack, ...)` after `codecs`.
+fn parse_codecs(input: ParseStream, key: &Ident) -> syn::Result<Vec<CodecName>> {
+    let content;
+    syn::parenthesized!(content in input);
+    let names = content.parse_terminated(Ident::parse_any, Token![,])?;
+    let mut codecs = Vec::new();
+    for name in &names {
+        let codec = match name.to_string().as_str() {
+            "json" => CodecName::Json,
+            "msgpack" => CodecName::MessagePack,
+            "protobuf" => CodecName::Protobuf,
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    name,
+                    "unknown codec; write `json`, `msgpack` or `protobuf`",
+                ))
+            }
+        };
+        if !codecs.contains(&codec) {
+            codecs.push(codec);
+        }
+    }
+    if codecs.is_empty() {
+        return Err(syn::Error::new_spanned(
+            key,
+            "list at least one codec, e.g. `codecs(json, msgpack)`",
+        ));
+    }
+    Ok(codecs)
+}
+
+impl ServiceDef {
+    /// Whether the service's types travel in Protobuf (and so must map to it).
+    pub fn protobuf(&self) -> bool {
+        self.codecs.contains(&CodecName::Protobuf)
     }
 }
 
@@ -59,6 +117,8 @@ pub struct ServiceDef {
     pub item: ItemTrait,
     /// The name on the wire: `name = ...` or the trait's identifier.
     pub wire_name: String,
+    /// The codecs of `codecs(...)`, or every codec.
+    pub codecs: Vec<CodecName>,
     /// The trait's `fn` items, in order.
     pub methods: Vec<MethodDef>,
 }
@@ -133,6 +193,9 @@ pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
     ServiceDef {
         item,
         wire_name,
+        codecs: args
+            .codecs
+            .unwrap_or_else(|| vec![CodecName::MessagePack, CodecName::Protobuf, CodecName::Json]),
         methods,
     }
 }

@@ -12,9 +12,26 @@ use crate::method_id::method_id;
 use crate::parse::{MethodDef, ReplyShape, ServiceDef};
 use crate::proto_type;
 
-/// Names of the generated client's own methods; a service method of the same name would
-/// collide with them.
-const CLIENT_METHODS: &[&str] = &["connect", "new", "channel", "codec", "with_timeout"];
+/// Names of the generated client's own methods, and of the methods of the traits it
+/// implements (`Clone`, `Debug`, and the blanket `ToOwned`, `Borrow`, `Into`, `Any`, ...); a
+/// service method of the same name would collide with them or silently shadow them.
+const CLIENT_METHODS: &[&str] = &[
+    "connect",
+    "new",
+    "channel",
+    "codec",
+    "with_timeout",
+    "clone",
+    "clone_from",
+    "clone_into",
+    "fmt",
+    "to_owned",
+    "borrow",
+    "borrow_mut",
+    "into",
+    "try_into",
+    "type_id",
+];
 
 /// Collects errors so they can be reported together.
 #[derive(Default)]
@@ -66,12 +83,27 @@ fn validate_trait(def: &ServiceDef, errors: &mut Errors) {
             "a service trait cannot have a `where` clause; remove it",
         );
     }
-    if item.colon_token.is_some() || !item.supertraits.is_empty() {
-        errors.spanned(
-            &item.supertraits,
-            "a service trait cannot have supertraits (the macro adds `Send + Sync + 'static`); \
-             remove them",
-        );
+    // The macro adds `Send + Sync + 'static` itself; writing them is fine, others are not.
+    for bound in &item.supertraits {
+        let implied = match bound {
+            syn::TypeParamBound::Trait(bound) => {
+                bound.lifetimes.is_none()
+                    && matches!(bound.modifier, syn::TraitBoundModifier::None)
+                    && bound.path.segments.last().is_some_and(|segment| {
+                        (segment.ident == "Send" || segment.ident == "Sync")
+                            && segment.arguments.is_none()
+                    })
+            }
+            syn::TypeParamBound::Lifetime(lifetime) => lifetime.ident == "static",
+            _ => false,
+        };
+        if !implied {
+            errors.spanned(
+                bound,
+                "a service trait cannot have supertraits other than `Send + Sync + 'static` \
+                 (which the macro adds anyway); remove it",
+            );
+        }
     }
     if let Some(auto) = &item.auto_token {
         errors.spanned(
@@ -147,7 +179,7 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
                  destructure it inside your impl",
             );
         }
-        validate_arg_type(&arg.ty, errors);
+        validate_arg_type(&arg.ty, def.protobuf(), errors);
     }
 
     if let Some(body) = &method.default_body {
@@ -161,7 +193,7 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
     match &method.reply {
         ReplyShape::Unit => {}
         ReplyShape::Value(ty) => {
-            validate_return_type(ty, errors);
+            validate_return_type(ty, def.protobuf(), errors);
             if method.oneway.is_some() {
                 errors.spanned(
                     ty,
@@ -172,13 +204,9 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
         }
         ReplyShape::Result { whole, ok, err } => {
             if let Some(ok) = ok {
-                if let Err(error) = proto_type::result_side(ok) {
-                    errors.push(error);
-                }
+                validate_return_type(ok, def.protobuf(), errors);
             }
-            if let Err(error) = proto_type::result_side(err) {
-                errors.push(error);
-            }
+            validate_return_type(err, def.protobuf(), errors);
             if method.oneway.is_some() {
                 errors.spanned(
                     whole,
@@ -237,7 +265,9 @@ fn validate_receiver(method: &MethodDef, errors: &mut Errors) {
     }
 }
 
-fn validate_arg_type(ty: &Type, errors: &mut Errors) {
+/// `protobuf`: whether the service's types must map to Protobuf; without it (a service with
+/// `codecs(json, msgpack)`) any serde type is fine.
+fn validate_arg_type(ty: &Type, protobuf: bool, errors: &mut Errors) {
     match ty {
         Type::Reference(reference) => {
             errors.spanned(ty, proto_type::reference_message(&reference.elem));
@@ -246,15 +276,16 @@ fn validate_arg_type(ty: &Type, errors: &mut Errors) {
             ty,
             "`impl Trait` arguments cannot cross the wire; take a concrete type",
         ),
-        _ => {
-            if let Err(error) = proto_type::field_type(ty) {
+        _ if protobuf => {
+            if let Err(error) = proto_type::check(ty) {
                 errors.push(error);
             }
         }
+        _ => {}
     }
 }
 
-fn validate_return_type(ty: &Type, errors: &mut Errors) {
+fn validate_return_type(ty: &Type, protobuf: bool, errors: &mut Errors) {
     match ty {
         Type::Reference(_) => errors.spanned(
             ty,
@@ -264,11 +295,12 @@ fn validate_return_type(ty: &Type, errors: &mut Errors) {
             ty,
             "write the reply type itself; the macro makes the method return a future",
         ),
-        _ => {
-            if let Err(error) = proto_type::field_type(ty) {
+        _ if protobuf => {
+            if let Err(error) = proto_type::check(ty) {
                 errors.push(error);
             }
         }
+        _ => {}
     }
 }
 

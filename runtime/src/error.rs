@@ -76,6 +76,11 @@ impl ErrorCode {
     }
 }
 
+// Display rule for every error type of the runtime (Rust API guidelines, C-GOOD-ERR): a
+// variant that wraps another error shows it in its own message and does not also return it
+// from `source()`, so `anyhow`'s `{:#}` or a source-chain walk prints each cause once, and a
+// plain `{}` still says why. The wrapped error stays reachable in the variant's field.
+
 /// Why a server-side dispatch failed before or after the handler ran. Returned by the future
 /// of [`Service::call`](crate::Service::call); the server turns it into an `Error` frame.
 #[derive(Debug, thiserror::Error)]
@@ -85,10 +90,10 @@ pub enum CallError {
     UnknownMethod(MethodId),
     /// The arguments did not decode.
     #[error("arguments did not decode: {0}")]
-    BadRequest(#[source] CodecError),
+    BadRequest(CodecError),
     /// The result did not encode.
     #[error("result did not encode: {0}")]
-    Encode(#[source] CodecError),
+    Encode(CodecError),
     /// The server's runtime stopped while the arguments were being decoded.
     #[error("the server stopped while decoding the arguments")]
     DecodeInterrupted,
@@ -114,27 +119,25 @@ impl CallError {
 #[non_exhaustive]
 pub enum Error {
     /// Opening the TCP connection (or binding the listener) failed.
-    #[error("could not connect to {addr}: {source}")]
+    #[error("could not connect to {addr}: {cause}")]
     Connect {
         /// The address as given.
         addr: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error (shown in the message, not returned by `source()`).
+        cause: std::io::Error,
     },
     /// Binding the server's listener failed.
-    #[error("could not bind {addr}: {source}")]
+    #[error("could not bind {addr}: {cause}")]
     Bind {
         /// The address as given.
         addr: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error (shown in the message, not returned by `source()`).
+        cause: std::io::Error,
     },
     /// The handshake failed: no common codec, another protocol version, a refused token, or a
     /// peer that is not a wirecall server.
     #[error("codec negotiation failed: {0}")]
-    Negotiation(#[from] NegotiationError),
+    Negotiation(NegotiationError),
     /// Encoding the arguments or decoding the result failed locally.
     #[error(transparent)]
     Codec(#[from] CodecError),
@@ -191,11 +194,17 @@ pub enum Error {
     /// (untrusted or expired certificate, missing client certificate, or one side not
     /// using TLS).
     #[error("TLS failed: {0}; check that both sides use TLS and trust each other's certificates")]
-    Tls(#[source] std::io::Error),
+    Tls(std::io::Error),
     /// The server's or the channel's configuration is invalid (for example two methods share
     /// an id, or a TLS certificate does not parse).
     #[error("invalid configuration: {0}")]
     Config(String),
+}
+
+impl From<NegotiationError> for Error {
+    fn from(error: NegotiationError) -> Self {
+        Self::Negotiation(error)
+    }
 }
 
 impl Error {

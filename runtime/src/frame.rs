@@ -164,7 +164,14 @@ pub enum FrameError {
     ReservedFlags(u8),
     /// Reading or writing the underlying stream failed.
     #[error("transport i/o failed: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+// The message shows the i/o error, so it is not also a `source()` (see `error.rs`).
+impl From<std::io::Error> for FrameError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(error)
+    }
 }
 
 /// Decodes and encodes [`Frame`]s, enforcing a maximum length.

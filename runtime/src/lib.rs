@@ -36,6 +36,14 @@ pub mod trace;
 pub mod transport;
 mod writer;
 
+// Paths for the `macro_rules!` macros that generated code calls (`proto_message_field!`, ...).
+#[doc(hidden)]
+pub use ::bytes as __bytes;
+#[doc(hidden)]
+pub use ::prost as __prost;
+#[doc(hidden)]
+pub use ::serde as __serde;
+
 pub use auth::Token;
 pub use client::{Channel, ChannelBuilder};
 pub use codec::{Codec, CodecError, WireMessage};

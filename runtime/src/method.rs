@@ -68,6 +68,9 @@ pub struct ServiceDescriptor {
     pub name: &'static str,
     /// Every method of the service.
     pub methods: &'static [MethodDescriptor],
+    /// The codecs its argument and reply types support: every codec, unless the trait says
+    /// `#[service(codecs(...))]`. A server offers only the codecs all its services support.
+    pub codecs: &'static [crate::Codec],
 }
 
 /// Static description of one method.

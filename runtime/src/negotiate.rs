@@ -139,7 +139,14 @@ pub enum NegotiationError {
     TimedOut,
     /// The connection failed during the handshake.
     #[error("i/o during the handshake: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+// The message shows the i/o error, so it is not also a `source()` (see `error.rs`).
+impl From<std::io::Error> for NegotiationError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(error)
+    }
 }
 
 /// A parsed client hello.

@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{doc_attrs, MethodGen, ServiceGen};
+use super::{client_attrs, doc_attrs, MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
 
 /// `pub struct {Trait}Client { channel: Channel }`.
@@ -28,6 +28,30 @@ pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
 pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
     let client = &service.client;
     let wire_name = &service.def.wire_name;
+    let connect = if service.def.protobuf() {
+        quote! {
+            /// Connects to `addr` with default options (all codecs offered).
+            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
+                addr: __A,
+            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+                ::core::result::Result::map(::wirecall::Channel::connect(addr).await, Self::new)
+            }
+        }
+    } else {
+        let codecs = super::codec_paths(service);
+        quote! {
+            /// Connects to `addr`, offering the codecs the service lists in
+            /// `#[service(codecs(...))]`.
+            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
+                addr: __A,
+            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+                ::core::result::Result::map(
+                    ::wirecall::Channel::builder().codecs([#(#codecs),*]).connect(addr).await,
+                    Self::new,
+                )
+            }
+        }
+    };
     let methods = service
         .methods
         .iter()
@@ -38,12 +62,7 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
             /// The service's wire name.
             pub const SERVICE_NAME: &'static str = #wire_name;
 
-            /// Connects to `addr` with default options (all codecs offered).
-            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
-                addr: __A,
-            ) -> ::core::result::Result<Self, ::wirecall::Error> {
-                ::core::result::Result::map(::wirecall::Channel::connect(addr).await, Self::new)
-            }
+            #connect
 
             /// Wraps an existing channel (one connection can carry several services).
             pub fn new(channel: ::wirecall::Channel) -> Self {
@@ -75,6 +94,7 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
 fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Result<TokenStream> {
     let ident = &method.def.sig.ident;
     let docs = doc_attrs(method.def);
+    let attrs = client_attrs(method.def);
     let docs = if docs.is_empty() {
         let doc = format!(
             " Calls `{}` on the remote [`{}`].",
@@ -84,6 +104,7 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     } else {
         quote!(#(#docs)*)
     };
+    let docs = quote!(#docs #(#attrs)*);
     let params = method
         .def
         .args

@@ -1,94 +1,164 @@
 //! The per-method wire messages: one `Args` and one `Reply` struct per method, each usable by
-//! every codec (serde for JSON/MessagePack, prost for Protobuf).
+//! every codec (serde for JSON/MessagePack, `ProtoField` for Protobuf).
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use syn::spanned::Spanned;
+use syn::{Ident, Member, Type};
+
+use super::proto_impls::{struct_impls, FieldGen};
 use super::{MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
-use crate::proto_type::{self, FieldType};
+use crate::proto_type;
 
-/// The derives and container attributes every wire message carries, generated or written by a
-/// user with `#[wirecall::message]`.
+/// The serde derives of a `#[wirecall::message]` enum with data.
 pub(crate) fn message_header() -> TokenStream {
     quote! {
         #[derive(
             ::wirecall::__private::serde::Serialize,
             ::wirecall::__private::serde::Deserialize,
-            ::wirecall::__private::prost::Message,
         )]
         #[serde(crate = "::wirecall::__private::serde")]
-        #[prost(prost_path = "::wirecall::__private::prost")]
+    }
+}
+
+/// The serde derive every wire struct carries, generated or written by a user with
+/// `#[wirecall::message]`; `Deserialize` and the Protobuf side are in `proto_impls`.
+pub(crate) fn struct_header() -> TokenStream {
+    quote! {
+        #[derive(::wirecall::__private::serde::Serialize)]
+        #[serde(crate = "::wirecall::__private::serde")]
     }
 }
 
 /// All `Args` and `Reply` structs of the service.
-pub fn messages(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
+pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
     let mut out = TokenStream::new();
-    for method in &service.methods {
-        out.extend(args_struct(method)?);
-        out.extend(reply_struct(method)?);
-    }
-    Ok(out)
-}
-
-/// `struct __XArgs { #[prost(..., tag = "1")] name: T, ... }`; arguments are tagged 1..n.
-fn args_struct(method: &MethodGen<'_>) -> syn::Result<TokenStream> {
-    let header = message_header();
-    let name = &method.args_struct;
-    let mut fields = Vec::with_capacity(method.def.args.len());
-    for ((arg, ident), tag) in method.def.args.iter().zip(&method.arg_idents).zip(1u32..) {
-        let prost = proto_type::field_type(&arg.ty)?.prost_attr(tag);
-        let ty = &arg.ty;
-        fields.push(quote! {
-            #[prost(#prost)]
-            #ident: #ty
-        });
-    }
-    Ok(quote! {
-        #header
-        struct #name {
-            #(#fields),*
+    if !service.def.protobuf() {
+        for method in &service.methods {
+            out.extend(serde_only(args_fields(method), &method.args_struct, method));
+            out.extend(serde_only(
+                reply_fields(method),
+                &method.reply_struct,
+                method,
+            ));
         }
-    })
-}
-
-/// The reply: no fields for `()`, `value` (tag 1) for `T`, `ok`/`err` (tags 1/2) for results.
-fn reply_struct(method: &MethodGen<'_>) -> syn::Result<TokenStream> {
-    let header = message_header();
-    let name = &method.reply_struct;
-    let fields = match &method.def.reply {
-        ReplyShape::Unit => quote!(),
-        ReplyShape::Value(ty) => {
-            let prost = proto_type::field_type(ty)?.prost_attr(1);
-            quote! {
-                #[prost(#prost)]
-                value: #ty
+        return out;
+    }
+    for method in &service.methods {
+        let mut types: Vec<&Type> = method.def.args.iter().map(|arg| &arg.ty).collect();
+        match &method.def.reply {
+            ReplyShape::Unit => {}
+            ReplyShape::Value(ty) => types.push(ty),
+            ReplyShape::Result { ok, err, .. } => {
+                types.extend(ok.as_deref());
+                types.push(err);
             }
         }
+        let checks = super::proto_impls::travel_checks(types);
+        let cfg = &method.cfg_attrs;
+        out.extend(quote!(#(#cfg)* #checks));
+    }
+    for method in &service.methods {
+        out.extend(proto_struct(
+            args_fields(method),
+            &method.args_struct,
+            method,
+        ));
+        out.extend(proto_struct(
+            reply_fields(method),
+            &method.reply_struct,
+            method,
+        ));
+    }
+    out
+}
+
+/// The fields of a method's `Args` struct: the arguments, in order.
+fn args_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
+    method
+        .arg_idents
+        .iter()
+        .map(|ident| (*ident).clone())
+        .zip(method.def.args.iter().map(|arg| arg.ty.clone()))
+        .unzip()
+}
+
+/// The fields of a method's `Reply` struct: none for `()`, `value` for `T`, optional `ok` and
+/// `err` for results.
+fn reply_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
+    let span = method.reply_struct.span();
+    match &method.def.reply {
+        ReplyShape::Unit => (Vec::new(), Vec::new()),
+        ReplyShape::Value(ty) => (vec![Ident::new("value", span)], vec![ty.clone()]),
         ReplyShape::Result { ok, err, .. } => {
-            let err_prost = FieldType::Optional(proto_type::result_side(err)?).prost_attr(2);
-            let err_field = quote! {
-                #[prost(#err_prost)]
-                err: ::core::option::Option<#err>
-            };
+            let err_ty: Type = syn::parse_quote_spanned!(err.span()=> ::core::option::Option<#err>);
+            let err_field = Ident::new("err", span);
             match ok {
                 Some(ok) => {
-                    let ok_prost = FieldType::Optional(proto_type::result_side(ok)?).prost_attr(1);
-                    quote! {
-                        #[prost(#ok_prost)]
-                        ok: ::core::option::Option<#ok>,
-                        #err_field
-                    }
+                    let ok_ty: Type =
+                        syn::parse_quote_spanned!(ok.span()=> ::core::option::Option<#ok>);
+                    (vec![Ident::new("ok", span), err_field], vec![ok_ty, err_ty])
                 }
-                None => err_field,
+                None => (vec![err_field], vec![err_ty]),
             }
         }
-    };
-    Ok(quote! {
+    }
+}
+
+/// A wire struct of a service without Protobuf: serde's derives and nothing else.
+fn serde_only(
+    (fields, types): (Vec<Ident>, Vec<Type>),
+    name: &Ident,
+    method: &MethodGen<'_>,
+) -> TokenStream {
+    let header = message_header();
+    let attrs = &method.cfg_attrs;
+    let serde_with = types.iter().map(|ty| {
+        let attr = proto_type::nested_option_attr(ty);
+        quote!(#attr)
+    });
+    quote! {
+        #(#attrs)*
         #header
         struct #name {
-            #fields
+            #(#serde_with #fields: #types),*
         }
-    })
+        #(#attrs)*
+        impl ::wirecall::WireMessage for #name {}
+    }
+}
+
+/// A wire struct with Protobuf: serde's `Serialize`, and the impls of `proto_impls`; fields
+/// are numbered 1..n in order.
+fn proto_struct(
+    (fields, types): (Vec<Ident>, Vec<Type>),
+    name: &Ident,
+    method: &MethodGen<'_>,
+) -> TokenStream {
+    let header = struct_header();
+    let attrs = &method.cfg_attrs;
+    let serde_with = types.iter().map(|ty| {
+        let attr = proto_type::nested_option_attr(ty);
+        quote!(#attr)
+    });
+    let gens: Vec<FieldGen<'_>> = fields
+        .iter()
+        .zip(&types)
+        .map(|(ident, ty)| FieldGen {
+            member: Member::Named(ident.clone()),
+            ty,
+        })
+        .collect();
+    let impls = struct_impls(name, &gens);
+    quote! {
+        #(#attrs)*
+        #header
+        struct #name {
+            #(#serde_with #fields: #types),*
+        }
+        #(#attrs)*
+        const _: () = { #impls };
+    }
 }

@@ -6,6 +6,7 @@
 
 mod client;
 pub(crate) mod messages;
+pub(crate) mod proto_impls;
 mod server;
 
 use std::collections::HashSet;
@@ -15,7 +16,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, LitInt, TraitItem};
 
 use crate::method_id::method_id;
-use crate::parse::{MethodDef, ServiceDef};
+use crate::parse::{CodecName, MethodDef, ServiceDef};
 
 /// Per-method names and facts shared by the generators.
 pub struct MethodGen<'a> {
@@ -28,6 +29,8 @@ pub struct MethodGen<'a> {
     pub reply_struct: Ident,
     /// The method id as a `u64` literal.
     pub id: LitInt,
+    /// The method's `#[cfg(...)]` attributes, repeated on everything generated for it.
+    pub cfg_attrs: Vec<syn::Attribute>,
 }
 
 impl MethodGen<'_> {
@@ -54,7 +57,7 @@ pub fn expand(def: &ServiceDef) -> syn::Result<TokenStream> {
     let service_trait = service_trait(def);
     let client_struct = client::client_struct(&service);
     let server_struct = server::server_struct(&service);
-    let messages = messages::messages(&service)?;
+    let messages = messages::messages(&service);
     let descriptor = server::descriptor(&service);
     let client_impl = client::client_impl(&service)?;
     let server_impls = server::server_impls(&service);
@@ -65,13 +68,10 @@ pub fn expand(def: &ServiceDef) -> syn::Result<TokenStream> {
         #server_struct
 
         // Helper items live in an anonymous const so their names cannot clash with the user's.
-        #[allow(clippy::all, clippy::pedantic, clippy::nursery, dead_code, non_camel_case_types, unused_qualifications)]
+        // `deprecated`: calling a `#[deprecated]` method of the user's trait from the server is
+        // not the user's use of it.
+        #[allow(clippy::all, clippy::pedantic, clippy::nursery, dead_code, deprecated, non_camel_case_types, unused_qualifications)]
         const _: () = {
-            // prost's derive writes `Some(..)` patterns without a path; name it here so the
-            // expansion also compiles in a `#![no_implicit_prelude]` module. A glob of the whole
-            // prelude would shadow user types named `Result` or `Option`.
-            #[allow(unused_imports)]
-            use ::core::option::Option::Some;
             #messages
             #descriptor
             #client_impl
@@ -117,6 +117,12 @@ fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
             args_struct: Ident::new(&format!("__{stem}Args"), span),
             reply_struct: Ident::new(&format!("__{stem}Reply"), span),
             id: LitInt::new(&format!("{id:#018x}u64"), Span::call_site()),
+            cfg_attrs: method
+                .attrs
+                .iter()
+                .filter(|attr| attr.path().is_ident("cfg"))
+                .cloned()
+                .collect(),
         });
     }
     Ok(ServiceGen {
@@ -202,12 +208,36 @@ fn upper_camel(name: &str) -> String {
     out
 }
 
+/// `::wirecall::Codec::Json`, ... for each codec the service supports, in its order.
+pub fn codec_paths(service: &ServiceGen<'_>) -> Vec<TokenStream> {
+    service
+        .def
+        .codecs
+        .iter()
+        .map(|codec| match codec {
+            CodecName::Json => quote!(::wirecall::Codec::Json),
+            CodecName::MessagePack => quote!(::wirecall::Codec::MessagePack),
+            CodecName::Protobuf => quote!(::wirecall::Codec::Protobuf),
+        })
+        .collect()
+}
+
 /// Doc attributes of a method, carried over to the matching client method.
 pub fn doc_attrs(method: &MethodDef) -> Vec<&syn::Attribute> {
     method
         .attrs
         .iter()
         .filter(|attr| attr.path().is_ident("doc"))
+        .collect()
+}
+
+/// `#[cfg(...)]` and `#[deprecated]` attributes of a method, carried over to the client method
+/// so that it exists when the trait method does and warns its callers as the trait would.
+pub fn client_attrs(method: &MethodDef) -> Vec<&syn::Attribute> {
+    method
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg") || attr.path().is_ident("deprecated"))
         .collect()
 }
 

@@ -48,7 +48,9 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
         let name = &method.def.wire_name;
         let id = method.method_id_expr();
         let oneway = method.def.oneway.is_some();
+        let cfg = &method.cfg_attrs;
         quote! {
+            #(#cfg)*
             ::wirecall::MethodDescriptor {
                 name: #name,
                 id: #id,
@@ -56,10 +58,12 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
             }
         }
     });
+    let codecs = super::codec_paths(service);
     quote! {
         static __DESCRIPTOR: ::wirecall::ServiceDescriptor = ::wirecall::ServiceDescriptor {
             name: #wire_name,
             methods: &[#(#methods),*],
+            codecs: &[#(#codecs),*],
         };
     }
 }
@@ -155,7 +159,9 @@ fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream
     } else {
         quote!(__args)
     };
+    let cfg = &method.cfg_attrs;
     quote! {
+        #(#cfg)*
         #id => {
             let __inner = ::core::clone::Clone::clone(&self.inner);
             ::wirecall::__private::dispatch(

@@ -731,9 +731,9 @@ impl ChannelBuilder {
     pub async fn connect<A: ToSocketAddrs>(self, addr: A) -> Result<Channel, Error> {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
             .await
-            .map_err(|source| Error::Connect {
+            .map_err(|cause| Error::Connect {
                 addr: "(address lookup)".to_owned(),
-                source,
+                cause,
             })?
             .collect();
         self.connect_to(Target::Tcp(addrs)).await
@@ -839,9 +839,9 @@ impl ChannelBuilder {
                 Target::Unix(path) => {
                     let stream = tokio::net::UnixStream::connect(path)
                         .await
-                        .map_err(|source| Error::Connect {
+                        .map_err(|cause| Error::Connect {
                             addr: path.display().to_string(),
-                            source,
+                            cause,
                         })?;
                     self.secure(stream, None, version).await
                 }
@@ -934,9 +934,9 @@ async fn connect_tcp(addrs: &[SocketAddr]) -> Result<TcpStream, Error> {
     for candidate in addrs {
         match TcpStream::connect(candidate).await {
             Ok(stream) => {
-                configure_tcp(&stream).map_err(|source| Error::Connect {
+                configure_tcp(&stream).map_err(|cause| Error::Connect {
                     addr: candidate.to_string(),
-                    source,
+                    cause,
                 })?;
                 return Ok(stream);
             }
@@ -949,7 +949,7 @@ async fn connect_tcp(addrs: &[SocketAddr]) -> Result<TcpStream, Error> {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", "),
-        source: last_error.unwrap_or_else(|| {
+        cause: last_error.unwrap_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 "the address resolved to nothing",

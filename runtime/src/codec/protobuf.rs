@@ -3,20 +3,22 @@
 
 use bytes::BytesMut;
 
-use super::{Codec, CodecError, WireMessage};
+use super::{Codec, CodecError};
 
-pub(super) fn encode<T: WireMessage>(value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
+// Always compiled: `WireMessage`'s impl for prost types names these; `Codec` refuses Protobuf
+// when its feature is off before they are reached.
+pub(super) fn encode<T: prost::Message>(value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
     // Reserving first makes prost's capacity check infallible.
     dst.reserve(value.encoded_len());
     value.encode(dst).map_err(|e| CodecError::Encode {
         codec: Codec::Protobuf,
-        source: e.into(),
+        cause: e.into(),
     })
 }
 
-pub(super) fn decode<T: WireMessage>(src: &[u8]) -> Result<T, CodecError> {
+pub(super) fn decode<T: prost::Message + Default>(src: &[u8]) -> Result<T, CodecError> {
     T::decode(src).map_err(|e| CodecError::Decode {
         codec: Codec::Protobuf,
-        source: e.into(),
+        cause: e.into(),
     })
 }

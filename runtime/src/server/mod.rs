@@ -311,9 +311,9 @@ impl ServerBuilder {
     #[cfg(unix)]
     pub async fn bind_unix(self, path: impl AsRef<Path>) -> Result<RunningServer, Error> {
         let path = path.as_ref().to_path_buf();
-        let listener = tokio::net::UnixListener::bind(&path).map_err(|source| Error::Bind {
+        let listener = tokio::net::UnixListener::bind(&path).map_err(|cause| Error::Bind {
             addr: path.display().to_string(),
-            source,
+            cause,
         })?;
         let local_addr = SocketAddr::from(([0, 0, 0, 0], 0));
         self.launch(Listener::Unix(listener), local_addr, Some(path))
@@ -322,9 +322,9 @@ impl ServerBuilder {
     /// Starts serving on an already bound listener. Async like [`bind`](Self::bind), so the
     /// two read alike: `builder.serve_listener(listener).await?`.
     pub async fn serve_listener(self, listener: TcpListener) -> Result<RunningServer, Error> {
-        let local_addr = listener.local_addr().map_err(|source| Error::Bind {
+        let local_addr = listener.local_addr().map_err(|cause| Error::Bind {
             addr: "the listener".to_owned(),
-            source,
+            cause,
         })?;
         #[cfg(unix)]
         return self.launch(Listener::Tcp(listener), local_addr, None);
@@ -344,7 +344,7 @@ impl ServerBuilder {
     }
 
     fn launch(
-        self,
+        mut self,
         listener: Listener,
         local_addr: SocketAddr,
         #[cfg(unix)] unix_path: Option<PathBuf>,
@@ -353,6 +353,21 @@ impl ServerBuilder {
         if self.config.codecs.is_empty() {
             return Err(Error::Config(
                 "no codec is enabled; list at least one compiled-in codec".to_owned(),
+            ));
+        }
+        // The codec is negotiated per connection, before any call names a service, so a
+        // connection may only use a codec that every service supports.
+        let services = &self.services;
+        self.config.codecs.retain(|codec| {
+            services
+                .iter()
+                .all(|service| service.descriptor().codecs.contains(codec))
+        });
+        if self.config.codecs.is_empty() {
+            return Err(Error::Config(
+                "no codec is supported by every service (see their #[service(codecs(...))]); \
+                 serve them from separate servers"
+                    .to_owned(),
             ));
         }
         let token = match self.token {
@@ -416,9 +431,9 @@ impl ServerBuilder {
 async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, Error> {
     let candidates = tokio::net::lookup_host(addr)
         .await
-        .map_err(|source| Error::Bind {
+        .map_err(|cause| Error::Bind {
             addr: "(address lookup)".to_owned(),
-            source,
+            cause,
         })?;
     let mut last_error = None;
     for candidate in candidates {
@@ -437,11 +452,11 @@ async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, 
             Err(err) => last_error = Some((candidate.to_string(), err)),
         }
     }
-    let (addr, source) = last_error.unwrap_or_else(|| {
+    let (addr, cause) = last_error.unwrap_or_else(|| {
         let none = std::io::Error::new(std::io::ErrorKind::NotFound, "resolved to nothing");
         ("(address lookup)".to_owned(), none)
     });
-    Err(Error::Bind { addr, source })
+    Err(Error::Bind { addr, cause })
 }
 
 /// State every connection task of one server shares.

@@ -3,7 +3,7 @@
 pub trait Messy {
     fn not_async(&self);
     async fn by_ref(&self, name: &str);
-    async fn narrow(&mut self, value: u8);
+    async fn narrow(&mut self, value: usize);
 }
 
 fn main() {}

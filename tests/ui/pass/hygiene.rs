@@ -15,6 +15,32 @@ pub struct Option {
     pub present: bool,
 }
 
+/// An enum travels too, with data and without.
+#[::wirecall::message]
+pub enum Level {
+    Low,
+    High,
+    #[wirecall(other)]
+    Unknown,
+}
+
+#[::wirecall::message]
+pub enum Event {
+    Started(u64),
+    Moved { to: ::std::string::String, level: Level },
+    Stopped,
+}
+
+/// `Option<Message>`, maps and nested lists as fields.
+#[::wirecall::message]
+pub struct Holder {
+    pub inner: ::core::option::Option<Result>,
+    pub events: ::std::vec::Vec<Event>,
+    pub by_name: ::std::collections::BTreeMap<::std::string::String, Level>,
+    pub grid: ::std::vec::Vec<::std::vec::Vec<u8>>,
+    pub pair: (u8, char),
+}
+
 /// Shadows the prelude's `Vec`, `String`, `Box`, `Some` and `Ok` names too.
 pub struct Vec;
 pub struct String;
@@ -31,6 +57,7 @@ pub trait Hygienic {
     async fn fallible(&self) -> ::core::result::Result<Result, Option>;
     async fn fallible_unit(&self) -> ::core::result::Result<(), ::std::string::String>;
     async fn maybe(&self, value: ::core::option::Option<u32>) -> ::core::option::Option<Result>;
+    async fn event(&self, event: Event) -> ::core::result::Result<Holder, Level>;
     #[oneway]
     async fn fire(&self);
 }
@@ -52,6 +79,9 @@ impl Hygienic for Impl {
     }
     async fn maybe(&self, _value: ::core::option::Option<u32>) -> ::core::option::Option<Result> {
         ::core::option::Option::None
+    }
+    async fn event(&self, _event: Event) -> ::core::result::Result<Holder, Level> {
+        ::core::result::Result::Err(Level::High)
     }
     async fn fire(&self) {}
 }

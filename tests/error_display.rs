@@ -1,0 +1,66 @@
+//! Error messages print each cause once: a wrapped error is either in its parent's message or
+//! returned by `source()`, never both (Rust API guidelines), so `anyhow`'s `{:#}` and a
+//! source-chain walk do not repeat it.
+
+use wirecall::{Channel, Codec, Error};
+
+/// The chain as `{:#}` would print it, failing if a cause is repeated.
+fn assert_each_cause_once(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut messages = vec![error.to_string()];
+    let mut current = error.source();
+    while let Some(source) = current {
+        let text = source.to_string();
+        let parent = messages.last().expect("a parent");
+        assert!(
+            !parent.contains(&text),
+            "{parent:?} repeats its source {text:?}"
+        );
+        messages.push(text);
+        current = source.source();
+    }
+    messages.join(": ")
+}
+
+#[tokio::test]
+async fn a_refused_connection_names_the_os_error_once() {
+    // A port that was just free: nothing listens there.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let err = Channel::connect(addr).await.unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    let chain = assert_each_cause_once(&err);
+    assert!(chain.contains("could not connect to"), "{chain}");
+    assert!(chain.to_lowercase().contains("refused"), "{chain}");
+}
+
+#[test]
+fn codec_errors_name_the_library_error_once() {
+    #[wirecall::message]
+    struct Probe {
+        value: u32,
+    }
+    for codec in [Codec::Json, Codec::MessagePack, Codec::Protobuf] {
+        let err = codec.decode::<Probe>(&[0xff, 0xff, 0xff]).unwrap_err();
+        let chain = assert_each_cause_once(&err);
+        assert!(chain.contains("decoding failed: "), "{chain}");
+        let err = Error::from(err);
+        assert_each_cause_once(&err);
+    }
+}
+
+#[tokio::test]
+async fn a_failed_handshake_names_its_cause_once() {
+    // A listener that answers the hello with garbage.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+    });
+    let err = Channel::connect(addr).await.unwrap_err();
+    assert!(matches!(err, Error::Negotiation(_)), "{err:?}");
+    assert_each_cause_once(&err);
+}

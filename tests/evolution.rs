@@ -1,0 +1,274 @@
+//! Schema evolution, the rule a rolling restart needs: a message may gain a field at the end
+//! or lose one, and an enum may gain a variant; old and new peers still talk, in every codec.
+//! Each case encodes with one version and decodes with the other, both ways.
+
+use bytes::BytesMut;
+use wirecall::{Codec, WireMessage};
+
+const CODECS: [Codec; 3] = [Codec::Json, Codec::MessagePack, Codec::Protobuf];
+
+mod v1 {
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub struct User {
+        pub id: u64,
+        pub name: String,
+        pub level: super::v1::Level,
+    }
+
+    #[wirecall::message]
+    #[derive(Clone, Copy, PartialEq)]
+    pub enum Level {
+        Guest,
+        Member,
+        #[wirecall(other)]
+        Unknown,
+    }
+
+    #[wirecall::message]
+    #[derive(Clone, Copy, PartialEq)]
+    pub enum Strict {
+        A,
+        B,
+    }
+
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub struct Holder {
+        pub strict: Strict,
+    }
+}
+
+mod v2 {
+    /// v1's `User` with a field added at the end.
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub struct User {
+        pub id: u64,
+        pub name: String,
+        pub level: Level,
+        pub email: String,
+    }
+
+    /// v1's `Level` with a variant added before the catch-all.
+    #[wirecall::message]
+    #[derive(Clone, Copy, PartialEq)]
+    pub enum Level {
+        Guest,
+        Member,
+        Admin = 3,
+        #[wirecall(other)]
+        Unknown = 2,
+    }
+
+    #[wirecall::message]
+    #[derive(Clone, Copy, PartialEq)]
+    pub enum Strict {
+        A,
+        B,
+        C,
+    }
+
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub struct Holder {
+        pub strict: Strict,
+    }
+
+    /// v1's `User` without its last field.
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub struct SlimUser {
+        pub id: u64,
+        pub name: String,
+    }
+}
+
+fn recode<A: WireMessage, B: WireMessage>(
+    codec: Codec,
+    value: &A,
+) -> Result<B, wirecall::CodecError> {
+    let mut buf = BytesMut::new();
+    codec.encode(value, &mut buf).expect("encodes");
+    codec.decode(&buf)
+}
+
+fn ada_v1() -> v1::User {
+    v1::User {
+        id: 7,
+        name: "ada".to_owned(),
+        level: v1::Level::Member,
+    }
+}
+
+fn ada_v2() -> v2::User {
+    v2::User {
+        id: 7,
+        name: "ada".to_owned(),
+        level: v2::Level::Member,
+        email: "ada@example.org".to_owned(),
+    }
+}
+
+#[test]
+fn a_new_peer_reads_an_old_message_without_the_added_field() {
+    for codec in CODECS {
+        let user: v2::User = recode(codec, &ada_v1()).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!(
+            user,
+            v2::User {
+                email: String::new(),
+                ..ada_v2()
+            },
+            "{codec}"
+        );
+    }
+}
+
+#[test]
+fn an_old_peer_reads_a_new_message_and_ignores_the_added_field() {
+    for codec in CODECS {
+        let user: v1::User = recode(codec, &ada_v2()).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!(user, ada_v1(), "{codec}");
+    }
+}
+
+#[test]
+fn a_peer_that_removed_the_last_field_still_talks_both_ways() {
+    for codec in CODECS {
+        let slim: v2::SlimUser =
+            recode(codec, &ada_v1()).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!((slim.id, slim.name.as_str()), (7, "ada"), "{codec}");
+        let user: v1::User = recode(codec, &slim).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!(
+            user,
+            v1::User {
+                level: v1::Level::Guest,
+                ..ada_v1()
+            },
+            "{codec}"
+        );
+    }
+}
+
+#[test]
+fn a_new_enum_variant_reaches_an_old_peer_as_its_catch_all() {
+    for codec in CODECS {
+        let admin = v2::User {
+            level: v2::Level::Admin,
+            ..ada_v2()
+        };
+        let user: v1::User = recode(codec, &admin).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!(user.level, v1::Level::Unknown, "{codec}");
+        // And the old variants still mean the same to the new peer.
+        let user: v2::User = recode(codec, &ada_v1()).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!(user.level, v2::Level::Member, "{codec}");
+    }
+}
+
+#[test]
+fn a_new_enum_variant_without_a_catch_all_is_a_decode_error_for_an_old_peer() {
+    for codec in CODECS {
+        let new = v2::Holder {
+            strict: v2::Strict::C,
+        };
+        let err = recode::<_, v1::Holder>(codec, &new).expect_err("unknown variant");
+        assert!(
+            err.to_string().contains("decoding failed"),
+            "{codec}: {err}"
+        );
+        let old: v2::Holder = recode(
+            codec,
+            &v1::Holder {
+                strict: v1::Strict::B,
+            },
+        )
+        .unwrap();
+        assert_eq!(old.strict, v2::Strict::B, "{codec}");
+    }
+}
+
+mod events_v1 {
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub enum Event {
+        Started(u64),
+        Moved {
+            to: String,
+        },
+        #[wirecall(other)]
+        Unknown,
+    }
+
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub struct Log {
+        pub events: Vec<Event>,
+    }
+}
+
+mod events_v2 {
+    /// A variant added at the end, before the catch-all.
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub enum Event {
+        Started(u64),
+        Moved {
+            to: String,
+        },
+        Stopped,
+        #[wirecall(other)]
+        Unknown,
+    }
+
+    #[wirecall::message]
+    #[derive(Clone, PartialEq)]
+    pub struct Log {
+        pub events: Vec<Event>,
+    }
+}
+
+#[test]
+fn a_new_variant_of_an_enum_with_data_reaches_an_old_peer_as_its_catch_all() {
+    use events_v1::Event as Old;
+    use events_v2::Event as New;
+    let new = events_v2::Log {
+        events: vec![
+            New::Started(1),
+            New::Stopped,
+            New::Moved { to: "x".to_owned() },
+            New::Unknown,
+        ],
+    };
+    let old_log = events_v1::Log {
+        events: vec![
+            Old::Started(1),
+            Old::Unknown,
+            Old::Moved { to: "x".to_owned() },
+        ],
+    };
+    for codec in CODECS {
+        let old: events_v1::Log = recode(codec, &new).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!(
+            old.events,
+            [
+                Old::Started(1),
+                Old::Unknown,
+                Old::Moved { to: "x".to_owned() },
+                Old::Unknown
+            ],
+            "{codec}"
+        );
+        let back: events_v2::Log =
+            recode(codec, &old_log).unwrap_or_else(|e| panic!("{codec}: {e}"));
+        assert_eq!(
+            back.events,
+            [
+                New::Started(1),
+                New::Unknown,
+                New::Moved { to: "x".to_owned() }
+            ],
+            "{codec}"
+        );
+    }
+}

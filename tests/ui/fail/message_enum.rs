@@ -1,7 +1,0 @@
-#[wirecall::message]
-pub enum Shape {
-    Circle(u32),
-    Square(u32),
-}
-
-fn main() {}

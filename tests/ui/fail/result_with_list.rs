@@ -1,6 +1,0 @@
-#[wirecall::service]
-pub trait Search {
-    async fn find(&self, query: String) -> Result<Vec<String>, String>;
-}
-
-fn main() {}

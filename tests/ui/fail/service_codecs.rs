@@ -1,0 +1,7 @@
+// `codecs(...)` lists known codecs.
+#[wirecall::service(codecs(xml))]
+pub trait Feed {
+    async fn latest(&self) -> String;
+}
+
+fn main() {}
