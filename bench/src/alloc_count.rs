@@ -1,0 +1,75 @@
+//! The heap-allocation counter behind W8: the binary's global allocator is [`Counting`],
+//! which forwards everything to [`System`] and, once [`enable`] has been called in a
+//! process, counts every `alloc`, `alloc_zeroed` and `realloc` (not `dealloc`). Until then
+//! it only reads one flag, so the other cells run as they would on the system allocator.
+
+// `GlobalAlloc` is an unsafe trait; this module is the bench crate's only unsafe code.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Starts counting in this process.
+pub fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Allocations counted since [`enable`].
+pub fn allocations() -> u64 {
+    ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+fn count() {
+    if ENABLED.load(Ordering::Relaxed) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// [`System`], counting allocations.
+pub struct Counting;
+
+// SAFETY: every method passes its arguments unchanged to the same method of `System` and
+// returns its result unchanged, so `System`'s implementation of the contract is this one's.
+// The only other work is relaxed loads and adds on static atomics, which neither allocate
+// nor unwind.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller upholds `alloc`'s contract, which is `System.alloc`'s.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, that is from `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: `ptr` came from `System` with `layout`; the caller upholds the rest.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_once_enabled() {
+        enable();
+        let before = allocations();
+        let boxed = std::hint::black_box(Box::new(7_u64));
+        assert!(allocations() > before);
+        drop(boxed);
+    }
+}
