@@ -13,6 +13,8 @@ pub enum Target {
     Wirecall(wirecall::Codec),
     /// tarpc 0.38 over its serde TCP transport.
     Tarpc(TarpcFormat),
+    /// tonic 0.14: gRPC over HTTP/2, prost messages.
+    Tonic,
     /// Length-prefixed echo over plain tokio TCP: the physical floor.
     RawTcp,
 }
@@ -28,20 +30,22 @@ pub enum TarpcFormat {
 
 impl Target {
     /// Every target, in the order the table shows them.
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 7] = [
         Target::RawTcp,
         Target::Wirecall(wirecall::Codec::Json),
         Target::Wirecall(wirecall::Codec::MessagePack),
         Target::Wirecall(wirecall::Codec::Protobuf),
         Target::Tarpc(TarpcFormat::Bincode),
         Target::Tarpc(TarpcFormat::MessagePack),
+        Target::Tonic,
     ];
 
-    /// `wirecall`, `tarpc` or `raw-tcp`.
+    /// `wirecall`, `tarpc`, `tonic` or `raw-tcp`.
     pub fn system(self) -> &'static str {
         match self {
             Target::Wirecall(_) => "wirecall",
             Target::Tarpc(_) => "tarpc",
+            Target::Tonic => "tonic",
             Target::RawTcp => "raw-tcp",
         }
     }
@@ -52,6 +56,7 @@ impl Target {
             Target::Wirecall(codec) => codec.name(),
             Target::Tarpc(TarpcFormat::Bincode) => "bincode",
             Target::Tarpc(TarpcFormat::MessagePack) => "msgpack",
+            Target::Tonic => "protobuf",
             Target::RawTcp => "none",
         }
     }
@@ -70,18 +75,22 @@ impl Target {
                     "tarpc codec {other:?}: expected bincode or msgpack"
                 )),
             },
+            "tonic" => match codec {
+                "protobuf" | "none" => Ok(Target::Tonic),
+                other => Err(format!("tonic codec {other:?}: expected protobuf")),
+            },
             "raw-tcp" | "raw" => Ok(Target::RawTcp),
             other => Err(format!(
-                "unknown system {other:?}: expected wirecall, tarpc or raw-tcp"
+                "unknown system {other:?}: expected wirecall, tarpc, tonic or raw-tcp"
             )),
         }
     }
 
-    /// Whether the target can run `workload` at all (tarpc has no one-way call).
+    /// Whether the target can run `workload` at all (tarpc and gRPC have no one-way call).
     pub fn supports(self, workload: Workload) -> bool {
         match workload {
-            Workload::OneWay => !matches!(self, Target::Tarpc(_)),
-            // A fairness cell of wirecall's own server: raw TCP and tarpc have no counterpart
+            Workload::OneWay => !matches!(self, Target::Tarpc(_) | Target::Tonic),
+            // A fairness cell of wirecall's own server: the other systems have no counterpart
             // of its off-loop decoding to compare.
             Workload::BesideBigRequests { .. } => matches!(self, Target::Wirecall(_)),
             _ => true,
@@ -121,11 +130,14 @@ pub enum Workload {
         /// Whether the big requests are sent.
         big: bool,
     },
+    /// W8: sequential 1-object calls on one connection, counting the heap allocations of
+    /// the client and the server process while they run.
+    Allocations,
 }
 
 impl Workload {
     /// Every workload variant, in table order.
-    pub const ALL: [Workload; 12] = [
+    pub const ALL: [Workload; 13] = [
         Workload::Sequential(Case::Dictionary),
         Workload::Sequential(Case::User),
         Workload::Sequential(Case::Users10),
@@ -144,6 +156,7 @@ impl Workload {
         Workload::OneWay,
         Workload::BesideBigRequests { big: false },
         Workload::BesideBigRequests { big: true },
+        Workload::Allocations,
     ];
 
     /// The id used on the command line and in the results: `W1-1obj`, `W2-4x64`, `W3`, ...
@@ -169,6 +182,7 @@ impl Workload {
             Workload::OneWay => "W6".to_owned(),
             Workload::BesideBigRequests { big: false } => "W7-alone".to_owned(),
             Workload::BesideBigRequests { big: true } => "W7-big".to_owned(),
+            Workload::Allocations => "W8".to_owned(),
         }
     }
 
@@ -230,6 +244,8 @@ pub struct Scale {
     pub oneway_calls: usize,
     /// W7 timed small calls.
     pub beside_big_calls: usize,
+    /// W8 counted calls.
+    pub counted_calls: usize,
     /// Connection attempts in progress at once while opening W4 and W6 connections; keeps the
     /// listen backlog from overflowing (an overflow costs a 1 s SYN retransmit).
     pub connect_fan_out: usize,
@@ -251,6 +267,7 @@ impl Scale {
         oneway_connections: 10_000,
         oneway_calls: 100,
         beside_big_calls: 20_000,
+        counted_calls: 10_000,
         connect_fan_out: 64,
     };
 
@@ -269,6 +286,7 @@ impl Scale {
         oneway_connections: 20,
         oneway_calls: 5,
         beside_big_calls: 50,
+        counted_calls: 50,
         connect_fan_out: 8,
     };
 }
@@ -295,6 +313,19 @@ mod tests {
         assert_eq!(selected, ["W1-0obj", "W1-1obj", "W1-10obj", "W1-100obj"]);
         assert!(Workload::Churn.selected_by(&["w3".to_owned()]));
         assert!(!Workload::Churn.selected_by(&["W1-1obj".to_owned()]));
+    }
+
+    #[test]
+    fn tonic_runs_w1_to_w5_and_w8() {
+        let ids: Vec<String> = Workload::ALL
+            .into_iter()
+            .filter(|w| Target::Tonic.supports(*w))
+            .map(Workload::id)
+            .collect();
+        assert_eq!(
+            ids.join(" "),
+            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8"
+        );
     }
 
     #[test]

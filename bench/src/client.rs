@@ -6,14 +6,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
+use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tokio::task::JoinSet;
 
+use crate::alloc_count;
 use crate::cell::{Scale, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
 use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN};
 use crate::report::CellResult;
 use crate::systems::raw::RawRpc;
 use crate::systems::tarpc::TarpcRpc;
+use crate::systems::tonic::TonicRpc;
 use crate::systems::wirecall::WirecallRpc;
 use crate::systems::{collect_latencies, BenchResult, Rpc};
 
@@ -25,6 +28,7 @@ struct Measured {
     payload_bytes: Option<usize>,
     connect_phase: Option<Duration>,
     rounds: Option<usize>,
+    allocations: Option<u64>,
 }
 
 impl Measured {
@@ -36,6 +40,7 @@ impl Measured {
             payload_bytes: None,
             connect_phase: None,
             rounds: None,
+            allocations: None,
         }
     }
 }
@@ -47,6 +52,9 @@ pub async fn run(
     addr: SocketAddr,
     scale: Scale,
 ) -> BenchResult<CellResult> {
+    if workload == Workload::Allocations {
+        alloc_count::enable();
+    }
     let fixtures = Arc::new(Fixtures::new());
     let mut measured = match target {
         Target::Wirecall(codec) => {
@@ -55,6 +63,7 @@ pub async fn run(
         Target::Tarpc(format) => {
             run_workload(&TarpcRpc::new(addr, format, fixtures), workload, &scale).await?
         }
+        Target::Tonic => run_workload(&TonicRpc::new(addr, fixtures)?, workload, &scale).await?,
         Target::RawTcp => run_workload(&RawRpc::new(addr, &fixtures), workload, &scale).await?,
     };
     let secs = measured.elapsed.as_secs_f64();
@@ -77,6 +86,10 @@ pub async fn run(
         connect_secs: measured.connect_phase.map(|d| d.as_secs_f64()),
         rounds: measured.rounds.map(|r| r as u64),
         server_counted: None,
+        allocs_client_per_call: measured
+            .allocations
+            .map(|n| n as f64 / measured.calls.max(1) as f64),
+        allocs_server_per_call: None,
         repeat: None,
     })
 }
@@ -93,8 +106,55 @@ async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> Ben
         Workload::Bulk => bulk(rpc, scale).await,
         Workload::OneWay => one_way(rpc, scale).await,
         Workload::BesideBigRequests { big } => beside_big_requests(rpc, big, scale).await,
+        Workload::Allocations => allocations(rpc, scale).await,
     }
 }
+
+/// W8: sequential 1-object calls on one connection after a warm-up, counting this process's
+/// allocations while they run. Before and after the counted calls the client prints `mark`
+/// and waits for a line on stdin: meanwhile the parent reads the server's count (see
+/// `crate::orchestrate`), so both processes count the same calls.
+async fn allocations<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
+    let mut parent = BufReader::new(tokio::io::stdin()).lines();
+    let mut conn = rpc.connect().await?;
+    for _ in 0..scale.warmup_calls {
+        rpc.call(&mut conn, Case::User).await?;
+    }
+    let calls = scale.counted_calls;
+    let mut latencies = Latencies::with_capacity(calls);
+    mark(&mut parent).await?;
+    let before = alloc_count::allocations();
+    let start = Instant::now();
+    for _ in 0..calls {
+        let call_start = Instant::now();
+        rpc.call(&mut conn, Case::User).await?;
+        latencies.record(call_start.elapsed());
+    }
+    let elapsed = start.elapsed();
+    let counted = alloc_count::allocations() - before;
+    mark(&mut parent).await?;
+    let mut measured = Measured::timed(calls, elapsed, latencies);
+    measured.allocations = Some(counted);
+    Ok(measured)
+}
+
+/// Prints `mark` and waits until the parent answers with a line.
+async fn mark(parent: &mut Lines<BufReader<Stdin>>) -> BenchResult<()> {
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{MARK}")?;
+        stdout.flush()?;
+    }
+    parent
+        .next_line()
+        .await?
+        .ok_or("stdin closed while waiting for the parent")?;
+    Ok(())
+}
+
+/// The line W8's client prints when the parent should read the server's allocation count.
+pub const MARK: &str = "mark";
 
 /// W7: sequential 1-object calls on one connection, alone or beside a 4 MiB request every
 /// 100 ms on the same connection.

@@ -1,8 +1,9 @@
-//! `wirecall-bench`: wirecall against tarpc and raw TCP, server and client in separate
+//! `wirecall-bench`: wirecall against tarpc, tonic and raw TCP, server and client in separate
 //! processes. See `bench/README.md`.
 
 #![warn(missing_docs)]
 
+mod alloc_count;
 mod cell;
 mod client;
 mod measure;
@@ -18,6 +19,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser as _};
 use options::{Cli, Command};
+
+/// Counts allocations for W8 once a process enables it; forwards to the system allocator.
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 fn main() -> ExitCode {
     // Usage errors and --help are clap's: exit code 2 and 0.

@@ -9,16 +9,18 @@ use clap::{Args, Parser, Subcommand};
 use crate::cell::{Scale, Target, Workload};
 use crate::orchestrate::Plan;
 
-const WORKLOADS: &str =
-    "workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6";
+const WORKLOADS: &str = "\
+workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6 W7-alone
+W7-big W8";
 
 const TOP_LEVEL_NOTES: &str = "\
 `wirecall-bench help all` lists the options of all and smoke (--repeat, --only, --system,
 --codec, --out, --cell-timeout).
 
-workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6";
+workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6 W7-alone
+W7-big W8";
 
-/// wirecall against tarpc and raw TCP, server and client in separate processes.
+/// wirecall against tarpc, tonic and raw TCP, server and client in separate processes.
 ///
 /// `all` and `smoke` re-execute this binary as a `server` and a `client` process for every run
 /// of every cell (see bench/README.md).
@@ -55,10 +57,11 @@ pub struct RunArgs {
     /// Comma-separated workloads or variants: W1, W2-1x256, W3, ... [default: all]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
-    /// wirecall, tarpc or raw-tcp [default: all]
+    /// wirecall, tarpc, tonic or raw-tcp [default: all]
     #[arg(long, value_name = "NAME")]
     system: Option<String>,
-    /// json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc) [default: all]
+    /// json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc), protobuf (tonic)
+    /// [default: all]
     #[arg(long, value_name = "NAME")]
     codec: Option<String>,
     /// JSON-lines file to append to [default: target/bench-results.jsonl]
@@ -72,7 +75,7 @@ pub struct RunArgs {
 /// What the `server` and `client` children are told to serve or call.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// wirecall, tarpc or raw-tcp
+    /// wirecall, tarpc, tonic or raw-tcp
     #[arg(long, value_name = "NAME")]
     system: String,
     /// The system's codec (none for raw-tcp)

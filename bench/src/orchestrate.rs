@@ -7,14 +7,15 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt as _, BufReader};
 use tokio::process::Command;
 use tokio::time::timeout;
 
 use crate::cell::{Target, Workload};
+use crate::client::MARK;
 use crate::report::{markdown_table, CellResult};
 use crate::server::ServerReport;
-use crate::systems::BenchResult;
+use crate::systems::{BenchResult, BoxError};
 
 /// How long a server may take to print its address, and to report after stdin closes.
 const SERVER_STEP_LIMIT: Duration = Duration::from_secs(15);
@@ -75,7 +76,8 @@ pub async fn run(plan: &Plan) -> BenchResult<bool> {
     }
     println!();
     println!(
-        "medians of {} run(s) per cell; ratios use MessagePack on both sides",
+        "medians of {} run(s) per cell; ratios use one codec on both sides (MessagePack, \
+         tonic against wirecall's Protobuf)",
         plan.repeat
     );
     println!();
@@ -131,31 +133,57 @@ async fn run_cell(
         .args(&common)
         .args(["--addr", addr.trim()])
         .args(["--deadline-secs", &plan.cell_timeout.as_secs().to_string()])
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
     if plan.smoke {
         client.arg("--smoke");
     }
-    let client = client.spawn()?;
+    let mut client = client.spawn()?;
+    let mut client_stdin = client.stdin.take().ok_or("client stdin not captured")?;
+    let mut client_lines =
+        BufReader::new(client.stdout.take().ok_or("client stdout not captured")?).lines();
+    let server_stdin = server.stdin.as_mut().ok_or("server stdin not captured")?;
     // A little more than the client's own deadline, so that it normally reports first.
-    let output = timeout(
-        plan.cell_timeout + Duration::from_secs(5),
-        client.wait_with_output(),
-    )
+    let (line, server_allocations) = timeout(plan.cell_timeout + Duration::from_secs(5), async {
+        let mut result_line = None;
+        let mut server_allocations = Vec::new();
+        while let Some(line) = client_lines.next_line().await? {
+            if line == MARK {
+                // W8: the server's count now, then the client may go on.
+                server_stdin.write_all(b"count\n").await?;
+                server_stdin.flush().await?;
+                let count = server_lines
+                    .next_line()
+                    .await?
+                    .ok_or("the server exited before reporting its allocations")?;
+                server_allocations.push(count.trim().parse::<u64>()?);
+                client_stdin.write_all(b"go\n").await?;
+                client_stdin.flush().await?;
+            } else if line.starts_with('{') {
+                result_line = Some(line);
+            }
+        }
+        let status = client.wait().await?;
+        if !status.success() {
+            return Err(format!("the client failed ({status})").into());
+        }
+        Ok::<_, BoxError>((
+            result_line.ok_or("the client printed no result")?,
+            server_allocations,
+        ))
+    })
     .await
     .map_err(|_| format!("no result within {:?}", plan.cell_timeout))??;
-    if !output.status.success() {
-        return Err(format!("the client failed ({})", output.status).into());
+    let mut result: CellResult = serde_json::from_str(&line)?;
+    if workload == Workload::Allocations {
+        let [before, after] = server_allocations[..] else {
+            return Err("the W8 client did not mark the start and end of its calls".into());
+        };
+        result.allocs_server_per_call =
+            Some(after.saturating_sub(before) as f64 / result.calls.max(1) as f64);
     }
-    let stdout = String::from_utf8(output.stdout)?;
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|line| line.starts_with('{'))
-        .ok_or("the client printed no result")?;
-    let mut result: CellResult = serde_json::from_str(line)?;
 
     // Closing the server's stdin asks it for its report.
     drop(server.stdin.take());

@@ -49,6 +49,12 @@ pub struct CellResult {
     /// One-way messages the server counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_counted: Option<u64>,
+    /// W8: the client process's heap allocations per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocs_client_per_call: Option<f64>,
+    /// W8: the server process's heap allocations per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocs_server_per_call: Option<f64>,
     /// Which repetition of the cell this is, from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
@@ -137,6 +143,27 @@ fn metrics(workload: Workload) -> Vec<Metric> {
             },
             SERVER_RSS,
         ],
+        Workload::Allocations => vec![
+            Metric {
+                label: "client allocations per call",
+                value: |r| r.allocs_client_per_call,
+            },
+            Metric {
+                label: "server allocations per call",
+                value: |r| r.allocs_server_per_call,
+            },
+            Metric {
+                label: "allocations per call, client + server",
+                value: |r| Some(r.allocs_client_per_call? + r.allocs_server_per_call?),
+            },
+            Metric {
+                label: "the same less the user's values",
+                value: |r| {
+                    let total = r.allocs_client_per_call? + r.allocs_server_per_call?;
+                    Some(total - user_value_allocations(&r.system))
+                },
+            },
+        ],
         Workload::BesideBigRequests { .. } => vec![
             Metric {
                 label: "small calls/s",
@@ -156,13 +183,26 @@ fn metrics(workload: Workload) -> Vec<Metric> {
     }
 }
 
-/// The system whose ratios the table shows: same codec on both sides of each ratio.
+/// Allocations per W8 call that belong to the user's own values, not to the RPC system: the
+/// caller builds the argument (`UserModel::name`, one `String`), the server decodes it (one),
+/// the client decodes the reply (one). The server's handler returns its argument, so the
+/// reply costs nothing more. Raw TCP carries no values.
+pub fn user_value_allocations(system: &str) -> f64 {
+    if system == Target::RawTcp.system() {
+        0.0
+    } else {
+        3.0
+    }
+}
+
+/// The systems whose ratios the table shows: same codec on both sides of each ratio.
 const WIRECALL: Target = Target::Wirecall(wirecall::Codec::MessagePack);
+const WIRECALL_PROTOBUF: Target = Target::Wirecall(wirecall::Codec::Protobuf);
 const TARPC: Target = Target::Tarpc(TarpcFormat::MessagePack);
 
 /// The markdown table: per workload variant and metric, the median over the repeats of each
-/// target, then wirecall (MessagePack) / raw TCP and tarpc (MessagePack) / wirecall
-/// (MessagePack) from the same medians.
+/// target, then wirecall (MessagePack) / raw TCP, tarpc (MessagePack) / wirecall
+/// (MessagePack) and tonic / wirecall (Protobuf, tonic's codec) from the same medians.
 pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String {
     let mut grouped: HashMap<(String, String, String), Vec<&CellResult>> = HashMap::new();
     for result in results {
@@ -194,11 +234,11 @@ pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String 
     for target in Target::ALL {
         let _ = write!(out, " {target} |");
     }
-    out.push_str(" wirecall / raw | tarpc / wirecall |\n|---|---|");
+    out.push_str(" wirecall / raw | tarpc / wirecall | tonic / wirecall protobuf |\n|---|---|");
     for _ in Target::ALL {
         out.push_str("---:|");
     }
-    out.push_str("---:|---:|\n");
+    out.push_str("---:|---:|---:|\n");
     for &workload in workloads {
         for metric in metrics(workload) {
             let _ = write!(out, "| {} | {} |", workload.id(), metric.label);
@@ -211,7 +251,10 @@ pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String 
                 let _ = write!(out, " {cell} |");
             }
             let ratio = |numerator: Target, denominator: Target| {
-                if !numerator.supports(workload) {
+                // The raw floor carries no values and allocates (almost) nothing: a ratio to
+                // it says nothing.
+                let no_floor = workload == Workload::Allocations && denominator == Target::RawTcp;
+                if !numerator.supports(workload) || no_floor {
                     return "n/a".to_owned();
                 }
                 match (
@@ -224,9 +267,10 @@ pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String 
             };
             let _ = writeln!(
                 out,
-                " {} | {} |",
+                " {} | {} | {} |",
                 ratio(WIRECALL, Target::RawTcp),
-                ratio(TARPC, WIRECALL)
+                ratio(TARPC, WIRECALL),
+                ratio(Target::Tonic, WIRECALL_PROTOBUF)
             );
         }
     }
@@ -267,6 +311,8 @@ mod tests {
             connect_secs: None,
             rounds: None,
             server_counted: None,
+            allocs_client_per_call: None,
+            allocs_server_per_call: None,
             repeat: None,
         }
     }
@@ -287,12 +333,58 @@ mod tests {
             .find(|line| line.starts_with("| W1-1obj | ms per 10,000"))
             .expect("a W1 row");
         assert!(row.contains("| 250 |"), "{row}");
-        assert!(row.ends_with("| 2.00 | 2.00 |"), "{row}");
+        assert!(row.ends_with("| 2.00 | 2.00 | - |"), "{row}");
         let one_way = table
             .lines()
             .find(|line| line.starts_with("| W6 | messages/s"))
             .expect("a W6 row");
         assert!(one_way.contains("n/a"), "{one_way}");
+    }
+
+    #[test]
+    fn tonic_is_compared_with_wirecall_protobuf() {
+        let w1 = Workload::Sequential(crate::model::Case::User);
+        let results = vec![
+            result(WIRECALL_PROTOBUF, w1, 0.5),
+            result(Target::Tonic, w1, 1.5),
+        ];
+        let table = markdown_table(&results, &[w1, Workload::OneWay]);
+        let row = table
+            .lines()
+            .find(|line| line.starts_with("| W1-1obj | ms per 10,000"))
+            .expect("a W1 row");
+        assert!(row.ends_with("| - | - | 3.00 |"), "{row}");
+        let one_way = table
+            .lines()
+            .find(|line| line.starts_with("| W6 | messages/s"))
+            .expect("a W6 row");
+        assert!(one_way.ends_with("| n/a |"), "{one_way}");
+    }
+
+    #[test]
+    fn allocation_rows_add_both_processes_and_drop_the_users_values() {
+        let mut wirecall = result(WIRECALL, Workload::Allocations, 1.0);
+        wirecall.allocs_client_per_call = Some(4.0);
+        wirecall.allocs_server_per_call = Some(3.0);
+        let mut raw = result(Target::RawTcp, Workload::Allocations, 1.0);
+        raw.allocs_client_per_call = Some(0.0);
+        raw.allocs_server_per_call = Some(0.5);
+        let table = markdown_table(&[wirecall, raw], &[Workload::Allocations]);
+        let row = |label: &str| {
+            table
+                .lines()
+                .find(|line| line.starts_with(&format!("| W8 | {label} |")))
+                .unwrap_or_else(|| panic!("no {label} row in\n{table}"))
+                .to_owned()
+        };
+        let total = row("allocations per call, client + server");
+        assert!(
+            total.starts_with("| W8 | allocations per call, client + server | 0.500 | - | 7.00 |"),
+            "{total}"
+        );
+        assert!(total.ends_with("| n/a | - | - |"), "{total}");
+        let less = row("the same less the user's values");
+        assert!(less.contains("| 0.500 | - | 4.00 |"), "{less}");
     }
 
     #[test]

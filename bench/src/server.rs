@@ -1,5 +1,7 @@
 //! The `server` process: serves one target on an ephemeral loopback port, prints the address
-//! on stdout, serves until stdin closes, then prints a [`ServerReport`] line.
+//! on stdout, serves until stdin closes, then prints a [`ServerReport`] line. Meanwhile each
+//! line it reads on stdin is answered with a line holding the allocations counted so far
+//! (W8; see `crate::alloc_count`).
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -8,9 +10,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use tokio::io::AsyncBufReadExt as _;
+
+use crate::alloc_count;
 use crate::cell::{Target, Workload};
 use crate::measure::peak_rss_kb;
-use crate::systems::{raw, tarpc, wirecall, BenchResult, Counter};
+use crate::systems::{raw, tarpc, tonic, wirecall, BenchResult, Counter};
 
 /// What the server process reports when it stops.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -23,6 +28,9 @@ pub struct ServerReport {
 
 /// Serves `target` until stdin reaches end-of-file or `lifetime` passes, whichever is first.
 pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> BenchResult<()> {
+    if workload == Workload::Allocations {
+        alloc_count::enable();
+    }
     let counted = Counter::default();
     // Held until the end: dropping a running wirecall server stops it.
     let mut running = None;
@@ -34,6 +42,7 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
             addr
         }
         Target::Tarpc(format) => tarpc::serve(format, counted.clone()).await?,
+        Target::Tonic => tonic::serve(counted.clone()).await?,
         Target::RawTcp => raw::serve(workload == Workload::OneWay, counted.clone()).await?,
     };
     let mut stdout = std::io::stdout().lock();
@@ -41,12 +50,21 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
     stdout.flush()?;
     drop(stdout);
 
-    let mut stdin = tokio::io::stdin();
-    let _ = tokio::time::timeout(
-        lifetime,
-        tokio::io::copy(&mut stdin, &mut tokio::io::sink()),
-    )
-    .await;
+    let mut requests = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let answer_until_eof = async {
+        while let Ok(Some(_)) = requests.next_line().await {
+            // Read before anything of the answer is formatted.
+            let allocations = alloc_count::allocations();
+            let mut stdout = std::io::stdout().lock();
+            if writeln!(stdout, "{allocations}")
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(lifetime, answer_until_eof).await;
 
     let report = ServerReport {
         rss_server_kb: peak_rss_kb(),

@@ -4,6 +4,7 @@
 
 pub mod raw;
 pub mod tarpc;
+pub mod tonic;
 pub mod wirecall;
 
 use std::future::Future;
