@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 use wirecall::{Codec, RunningServer, Server};
 use wirecall_runtime::frame::{ErrorBody, FrameCodec, FrameKind};
-use wirecall_runtime::negotiate::{ClientHello, ServerHello};
+use wirecall_runtime::negotiate::{ClientHello, ServerHello, PROTOCOL_VERSION};
 
 /// The server's frame limit: small, so that every length the fuzzer can write is reachable.
 const MAX_FRAME_LEN: u32 = 4096;
@@ -130,7 +130,7 @@ fuzz_target!(|data: &[u8]| {
 /// malformed one; the server reads no further).
 fn requests_sent(wire: &[u8]) -> HashMap<u64, usize> {
     let mut buf = BytesMut::from(wire);
-    let mut frames = FrameCodec::new(MAX_FRAME_LEN);
+    let mut frames = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
     let mut sent = HashMap::new();
     while let Ok(Some(frame)) = frames.decode(&mut buf) {
         if frame.kind == FrameKind::Request {
@@ -149,7 +149,7 @@ fn check_output(wire: &[u8], output: &[u8]) {
     assert_eq!(hello.status as u8, 0, "the hello is accepted");
     let sent = requests_sent(wire);
     let mut buf = BytesMut::from(&output[used..]);
-    let mut frames = FrameCodec::new(MAX_FRAME_LEN);
+    let mut frames = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
     let mut answered: HashMap<u64, usize> = HashMap::new();
     while let Some(frame) = frames.decode(&mut buf).expect("the server sends valid frames") {
         match frame.kind {
