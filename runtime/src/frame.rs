@@ -345,18 +345,6 @@ impl FrameBuf {
         frame
     }
 
-    /// Puts `metadata` in front of a payload already written, for replies whose metadata
-    /// is known only once the handler has finished. Empty metadata changes nothing.
-    pub fn prepend_metadata(&mut self, metadata: &crate::Metadata) {
-        if metadata.is_empty() || self.flags & FLAG_METADATA != 0 {
-            return;
-        }
-        let payload = self.buf.split_off(FRAME_OVERHEAD);
-        metadata.encode(&mut self.buf);
-        self.buf.unsplit(payload);
-        self.flags |= FLAG_METADATA;
-    }
-
     /// The buffer the payload is appended to (its first bytes are the reserved header).
     pub fn payload_writer(&mut self) -> &mut BytesMut {
         &mut self.buf
