@@ -166,8 +166,8 @@ impl<T: ProtoField> ProtoField for Box<T> {
 
 /// A list-like collection: its field form is a repeated field, its value form a wrapper.
 macro_rules! list_field {
-    ($ty:ty, [$($bounds:tt)*], $new:expr) => {
-        impl<T: ProtoField $($bounds)*> ProtoField for $ty {
+    ($ty:ty, [$($bounds:tt)*], [$($generics:tt)*], $new:expr) => {
+        impl<T: ProtoField $($bounds)*, $($generics)*> ProtoField for $ty {
             const REPEATS: bool = true;
             fn proto_default() -> Self {
                 $new
@@ -207,48 +207,15 @@ macro_rules! list_field {
     };
 }
 
-list_field!(Vec<T>, [], Vec::new());
-list_field!(BTreeSet<T>, [+ Ord], BTreeSet::new());
+list_field!(Vec<T>, [], [], Vec::new());
+list_field!(BTreeSet<T>, [+ Ord], [], BTreeSet::new());
 
-impl<T: ProtoField + Eq + Hash, S: BuildHasher + Default + Send + Sync> ProtoField
-    for HashSet<T, S>
-{
-    const REPEATS: bool = true;
-    fn proto_default() -> Self {
-        HashSet::default()
-    }
-    fn is_omitted(&self) -> bool {
-        self.is_empty()
-    }
-    fn encode_field(&self, tag: u32, buf: &mut impl BufMut) {
-        T::encode_list(self.iter(), tag, buf);
-    }
-    fn field_len(&self, tag: u32) -> usize {
-        T::list_len(self.iter(), tag)
-    }
-    fn merge_field(
-        &mut self,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), DecodeError> {
-        T::merge_list(self, wire_type, buf, ctx)
-    }
-    fn encode_value(&self, tag: u32, buf: &mut impl BufMut) {
-        T::encode_list_value(self.iter(), tag, buf);
-    }
-    fn value_len(&self, tag: u32) -> usize {
-        T::list_value_len(self.iter(), tag)
-    }
-    fn merge_value(
-        &mut self,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), DecodeError> {
-        T::merge_list_value(self, wire_type, buf, ctx)
-    }
-}
+list_field!(
+    HashSet<T, S>,
+    [+ Eq + Hash],
+    [S: BuildHasher + Default + Send + Sync],
+    HashSet::default()
+);
 
 /// `[T; N]`: always its value form (a wrapped list, or `bytes` for `[u8; N]`), so that a
 /// decoder sees the whole array at once; any other length than `N` is a decode error.
