@@ -55,3 +55,10 @@ def test_addresses_split_into_host_and_port():
     assert split_address("127.0.0.1:7000") == ("127.0.0.1", 7000)
     assert split_address("[::1]:7000") == ("::1", 7000)
     assert split_address("localhost:1") == ("localhost", 1)
+
+
+def test_json_writes_nan_and_the_infinities_as_strings():
+    payload = JSON.encode_arguments(
+        {"value": float("nan"), "history": [float("inf"), 1.5, (float("-inf"),)], "n": 2}
+    )
+    assert payload == b'{"value":"NaN","history":["Infinity",1.5,["-Infinity"]],"n":2}'

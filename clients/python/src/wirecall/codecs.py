@@ -6,6 +6,7 @@ codec, so that `replies.py` can read every codec's replies the same way.
 """
 
 import json
+import math
 from typing import Any, Dict, Mapping
 
 import msgpack
@@ -39,13 +40,32 @@ class JsonCodec(Codec):
     name = "json"
 
     def encode_arguments(self, arguments: Mapping[str, Any]) -> bytes:
-        return json.dumps(dict(arguments), separators=(",", ":")).encode("utf-8")
+        body = _non_finite_as_strings(dict(arguments))
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
     def decode_reply_fields(self, payload: bytes, shape: Reply) -> Dict[str, Any]:
         message = json.loads(payload)
         if not isinstance(message, dict):
             raise ValueError(f"a JSON reply is an object, not {type(message).__name__}")
         return message
+
+
+def _non_finite_as_strings(value: Any) -> Any:
+    """NaN and the infinities as the strings the wire chapter names (the proto3 JSON mapping).
+
+    Python's `json` would write them as bare `NaN` / `Infinity` tokens, which are not JSON and
+    which a wirecall server refuses. A reply carries the same strings where a float was NaN or
+    infinite; they stay strings here (the client has no schema to know the field is a float).
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            return "NaN"
+        return "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {key: _non_finite_as_strings(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_non_finite_as_strings(item) for item in value]
+    return value
 
 
 class MessagePackCodec(Codec):
