@@ -22,6 +22,7 @@ mod context;
 pub mod dispatch;
 mod error;
 pub mod frame;
+mod frame_reader;
 mod id_hash;
 mod liveness;
 mod metadata;

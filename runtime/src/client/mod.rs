@@ -19,7 +19,6 @@ use futures::future::Either;
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -30,6 +29,7 @@ use crate::error::{Error, ErrorCode};
 use crate::frame::{
     ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA,
 };
+use crate::frame_reader::FrameReader;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 use crate::negotiate::{
@@ -888,7 +888,7 @@ impl ChannelBuilder {
             }
         });
         let pending = Arc::new(PendingCalls::default());
-        let frames = FramedRead::new(
+        let frames = FrameReader::new(
             read_half,
             FrameCodec::for_version(self.max_frame_len, version),
         );

@@ -13,10 +13,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::{AbortHandle, Abortable, Aborted, Either};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
-use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -26,6 +25,7 @@ use crate::codec::Codec;
 use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
 use crate::frame::{Frame, FrameBuf, FrameCodec, FrameError, FrameKind, FLAG_METADATA};
+use crate::frame_reader::FrameReader;
 use crate::id_hash::IdMap;
 use crate::liveness::{Liveness, Silence};
 use crate::metadata::Metadata;
@@ -37,10 +37,6 @@ use crate::writer::{Delivery, FrameSink, TryCork};
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
-
-/// Initial read buffer of a connection. Small, because most connections are idle most of the
-/// time; the frame decoder reserves exactly what a larger frame needs.
-const READ_BUFFER_START: usize = 512;
 
 /// Why the read loop stopped.
 enum End {
@@ -130,10 +126,9 @@ async fn run_connection<T: Transport>(
     let (sink, sink_writer) = FrameSink::new(write_half);
     let mut writer = tokio::spawn(sink_writer.run(Some(config.write_timeout)));
     let mut writer_done = false;
-    let mut frames = FramedRead::with_capacity(
+    let mut frames = FrameReader::new(
         read_half,
         FrameCodec::for_version(config.max_frame_len, negotiated.version),
-        READ_BUFFER_START,
     );
     let calls = Arc::new(InFlight::default());
     let tasks = TaskTracker::new();
@@ -163,6 +158,7 @@ async fn run_connection<T: Transport>(
             Poll::Ready(next) => next,
             Poll::Pending => {
                 liveness.before_wait();
+                frames.park();
                 sink.flush().await;
                 tokio::select! {
                     biased;

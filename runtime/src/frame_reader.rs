@@ -1,0 +1,217 @@
+//! Reading frames off a connection without holding a read buffer while it is idle.
+//!
+//! Most of a server's connections (and a client's, in a large fleet) are idle most of the
+//! time. A read buffer per connection, even a small one, is then most of what an idle
+//! connection costs. A [`FrameReader`] hands its buffer back to a small per-thread pool when
+//! the connection has nothing left to read ([`FrameReader::park`]) and takes one from the pool
+//! when bytes arrive: idle connections hold no buffer, and a busy connection still reads into
+//! a buffer it already has, so the hot path allocates nothing. The seed's socket servers call
+//! this buffer pooling.
+
+use std::cell::RefCell;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::BytesMut;
+use tokio::io::AsyncRead;
+use tokio_util::codec::Decoder;
+
+use crate::frame::{Frame, FrameCodec, FrameError};
+
+/// The capacity of a pooled read buffer: room for a few small frames per read. The decoder
+/// grows a buffer beyond this for large frames (and drops it again afterwards).
+pub(crate) const READ_BUFFER: usize = 512;
+
+/// Buffers kept per thread. A thread that parks more than this frees the rest, so the pool
+/// costs at most `POOL_PER_THREAD * READ_BUFFER` bytes per thread.
+const POOL_PER_THREAD: usize = 64;
+
+/// The largest buffer worth pooling; one that grew for large frames is freed instead.
+const POOL_UP_TO: usize = 4 * READ_BUFFER;
+
+thread_local! {
+    static POOL: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A pooled buffer, or a new one if this thread's pool is empty.
+fn take_buffer() -> BytesMut {
+    POOL.with_borrow_mut(Vec::pop)
+        .unwrap_or_else(|| BytesMut::with_capacity(READ_BUFFER))
+}
+
+/// Returns `buffer` to this thread's pool, or gives it back to the caller when a frame payload
+/// still shares its allocation: then the reader keeps it, and its next read reuses it in place
+/// once the payload is gone (dropping it instead would cost a fresh allocation per call for a
+/// client, whose replies are still being decoded when its reader waits again).
+fn give_back(mut buffer: BytesMut) -> Option<BytesMut> {
+    if buffer.capacity() > POOL_UP_TO {
+        return None;
+    }
+    if !buffer.try_reclaim(READ_BUFFER) {
+        return Some(buffer);
+    }
+    POOL.with_borrow_mut(|pool| {
+        if pool.len() < POOL_PER_THREAD {
+            pool.push(buffer);
+        }
+    });
+    None
+}
+
+/// A stream of frames from `R`, decoded by a [`FrameCodec`].
+pub(crate) struct FrameReader<R> {
+    io: R,
+    codec: FrameCodec,
+    /// Empty with no capacity while parked.
+    buffer: BytesMut,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub(crate) fn new(io: R, codec: FrameCodec) -> Self {
+        Self {
+            io,
+            codec,
+            buffer: BytesMut::new(),
+            eof: false,
+        }
+    }
+
+    /// The next frame; `None` once the peer closed the stream between frames. A stream that
+    /// ends inside a frame is an [`FrameError::Io`] of kind `UnexpectedEof`.
+    pub(crate) fn next(
+        &mut self,
+    ) -> impl Future<Output = Option<Result<Frame, FrameError>>> + Unpin + '_ {
+        poll_fn(|cx| self.poll_next(cx))
+    }
+
+    pub(crate) fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame, FrameError>>> {
+        loop {
+            if !self.buffer.is_empty() {
+                match self.codec.decode(&mut self.buffer) {
+                    Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
+                    Ok(None) => {}
+                    Err(err) => return Poll::Ready(Some(Err(err))),
+                }
+            }
+            if self.eof {
+                if self.buffer.is_empty() {
+                    return Poll::Ready(None);
+                }
+                self.buffer.clear();
+                return Poll::Ready(Some(Err(FrameError::Io(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the stream ended inside a frame",
+                )))));
+            }
+            if self.buffer.capacity() == 0 {
+                self.buffer = take_buffer();
+            }
+            let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buffer);
+            match ready!(read) {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(err) => return Poll::Ready(Some(Err(FrameError::Io(err)))),
+            }
+        }
+    }
+
+    /// Gives the read buffer back to the pool if it holds no partial frame. Call it when the
+    /// connection is about to wait for its peer.
+    pub(crate) fn park(&mut self) {
+        if self.buffer.is_empty() && self.buffer.capacity() > 0 {
+            if let Some(shared) = give_back(std::mem::take(&mut self.buffer)) {
+                self.buffer = shared;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+    use crate::frame::FrameKind;
+
+    fn ping(id: u64) -> Bytes {
+        Frame::control(FrameKind::Ping, id).to_bytes()
+    }
+
+    #[tokio::test]
+    async fn frames_split_across_reads_and_many_per_read_all_arrive() {
+        let (mut tx, rx) = tokio::io::duplex(7);
+        let mut reader = FrameReader::new(rx, FrameCodec::default());
+        let writer = tokio::spawn(async move {
+            let mut all = Vec::new();
+            for id in 1..=50 {
+                all.extend_from_slice(&ping(id));
+            }
+            tx.write_all(&all).await.unwrap();
+        });
+        for id in 1..=50 {
+            let frame = reader.next().await.unwrap().unwrap();
+            assert_eq!((frame.kind, frame.request_id), (FrameKind::Ping, id));
+            reader.park();
+        }
+        writer.await.unwrap();
+        assert!(reader.next().await.is_none(), "clean end between frames");
+    }
+
+    #[tokio::test]
+    async fn a_parked_reader_holds_no_buffer_and_reuses_a_pooled_one() {
+        let (mut tx, rx) = tokio::io::duplex(1024);
+        let mut reader = FrameReader::new(rx, FrameCodec::default());
+        tx.write_all(&ping(1)).await.unwrap();
+        reader.next().await.unwrap().unwrap();
+        reader.park();
+        assert_eq!(reader.buffer.capacity(), 0, "idle: no buffer");
+        tx.write_all(&ping(2)).await.unwrap();
+        let frame = reader.next().await.unwrap().unwrap();
+        assert_eq!(frame.request_id, 2);
+        // What is left of the buffer after the frame was split off it.
+        assert!(reader.buffer.capacity() >= READ_BUFFER - ping(2).len());
+    }
+
+    #[tokio::test]
+    async fn a_partial_frame_is_kept_when_parking_and_an_end_inside_it_is_an_error() {
+        let (mut tx, rx) = tokio::io::duplex(1024);
+        let mut reader = FrameReader::new(rx, FrameCodec::default());
+        let frame = ping(3);
+        tx.write_all(&frame[..5]).await.unwrap();
+        let poll = futures::poll!(Box::pin(reader.next()));
+        assert!(poll.is_pending());
+        reader.park();
+        assert_eq!(reader.buffer.len(), 5, "the partial frame survives parking");
+        tx.write_all(&frame[5..]).await.unwrap();
+        assert_eq!(reader.next().await.unwrap().unwrap().request_id, 3);
+        tx.write_all(&frame[..9]).await.unwrap();
+        drop(tx);
+        match reader.next().await {
+            Some(Err(FrameError::Io(err))) => assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof),
+            other => panic!("expected an unexpected-eof error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_buffer_still_shared_with_a_payload_is_kept_not_pooled() {
+        POOL.with_borrow_mut(Vec::clear);
+        let mut buffer = BytesMut::with_capacity(READ_BUFFER);
+        buffer.extend_from_slice(&[1; 16]);
+        let payload = buffer.split_to(16).freeze();
+        let kept = give_back(buffer).expect("a shared buffer comes back");
+        assert_eq!(POOL.with_borrow(Vec::len), 0);
+        drop(payload);
+        assert!(give_back(kept).is_none());
+        assert_eq!(POOL.with_borrow(Vec::len), 1, "pooled once the payload is gone");
+        let big = BytesMut::with_capacity(64 * 1024);
+        assert!(give_back(big).is_none());
+        assert_eq!(POOL.with_borrow(Vec::len), 1, "grown buffers are freed");
+    }
+}
