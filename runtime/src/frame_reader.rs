@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use bytes::BytesMut;
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::Decoder;
 
 use crate::frame::{Frame, FrameCodec, FrameError};
@@ -28,7 +28,7 @@ pub(crate) const READ_BUFFER: usize = 512;
 /// costs at most `POOL_PER_THREAD * READ_BUFFER` bytes per thread.
 const POOL_PER_THREAD: usize = 64;
 
-/// The largest buffer worth pooling; one that grew for large frames is freed instead.
+/// The largest buffer pooled; one the decoder grew for bulk reads stays with its connection.
 const POOL_UP_TO: usize = 4 * READ_BUFFER;
 
 thread_local! {
@@ -41,15 +41,15 @@ fn take_buffer() -> BytesMut {
         .unwrap_or_else(|| BytesMut::with_capacity(READ_BUFFER))
 }
 
-/// Returns `buffer` to this thread's pool, or gives it back to the caller when a frame payload
-/// still shares its allocation: then the reader keeps it, and its next read reuses it in place
-/// once the payload is gone (dropping it instead would cost a fresh allocation per call for a
-/// client, whose replies are still being decoded when its reader waits again).
+/// Returns `buffer` to this thread's pool, or gives it back to the caller to keep:
+/// - when a frame payload still shares its allocation: the reader's next read reuses it in
+///   place once the payload is gone (dropping it would cost a fresh allocation per call for a
+///   client, whose replies are still being decoded when its reader waits again);
+/// - when the decoder grew it because the peer sends in bulk: the connection is busy, and
+///   starting again from a small buffer would cost it a syscall per 512 bytes (the decoder
+///   still frees a buffer grown past 64 KiB).
 fn give_back(mut buffer: BytesMut) -> Option<BytesMut> {
-    if buffer.capacity() > POOL_UP_TO {
-        return None;
-    }
-    if !buffer.try_reclaim(READ_BUFFER) {
+    if buffer.capacity() > POOL_UP_TO || !buffer.try_reclaim(READ_BUFFER) {
         return Some(buffer);
     }
     POOL.with_borrow_mut(|pool| {
@@ -109,16 +109,32 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     "the stream ended inside a frame",
                 )))));
             }
-            if self.buffer.capacity() == 0 {
-                self.buffer = take_buffer();
-            }
-            let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buffer);
+            let read = if self.buffer.capacity() == 0 {
+                self.poll_read_parked(cx)
+            } else {
+                tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buffer)
+            };
             match ready!(read) {
                 Ok(0) => self.eof = true,
                 Ok(_) => {}
                 Err(err) => return Poll::Ready(Some(Err(FrameError::Io(err)))),
             }
         }
+    }
+
+    /// Reads without a buffer: into a scratch array on the stack, so that a read that finds
+    /// nothing (the usual case for an idle connection) leaves the reader holding no buffer.
+    /// Only bytes that arrived are copied into a buffer taken from the pool.
+    fn poll_read_parked(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let mut scratch = [0u8; READ_BUFFER];
+        let mut read = ReadBuf::new(&mut scratch);
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
+        let filled = read.filled();
+        if !filled.is_empty() {
+            self.buffer = take_buffer();
+            self.buffer.extend_from_slice(filled);
+        }
+        Poll::Ready(Ok(filled.len()))
     }
 
     /// Gives the read buffer back to the pool if it holds no partial frame. Call it when the
@@ -172,6 +188,13 @@ mod tests {
         reader.next().await.unwrap().unwrap();
         reader.park();
         assert_eq!(reader.buffer.capacity(), 0, "idle: no buffer");
+        let poll = futures::poll!(reader.next());
+        assert!(poll.is_pending());
+        assert_eq!(
+            reader.buffer.capacity(),
+            0,
+            "waiting for bytes takes no buffer"
+        );
         tx.write_all(&ping(2)).await.unwrap();
         let frame = reader.next().await.unwrap().unwrap();
         assert_eq!(frame.request_id, 2);
@@ -209,9 +232,16 @@ mod tests {
         assert_eq!(POOL.with_borrow(Vec::len), 0);
         drop(payload);
         assert!(give_back(kept).is_none());
-        assert_eq!(POOL.with_borrow(Vec::len), 1, "pooled once the payload is gone");
+        assert_eq!(
+            POOL.with_borrow(Vec::len),
+            1,
+            "pooled once the payload is gone"
+        );
         let big = BytesMut::with_capacity(64 * 1024);
-        assert!(give_back(big).is_none());
-        assert_eq!(POOL.with_borrow(Vec::len), 1, "grown buffers are freed");
+        assert!(
+            give_back(big).is_some(),
+            "a grown buffer stays with its connection"
+        );
+        assert_eq!(POOL.with_borrow(Vec::len), 1);
     }
 }
