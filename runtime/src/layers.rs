@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tower::util::BoxService;
+use tower::util::{BoxCloneSyncService, BoxService};
 use tower::{Layer, Service, ServiceExt};
 
 use crate::error::BoxError;
@@ -33,14 +33,23 @@ type LayerFn<Req, Resp> = Arc<dyn Fn(Next<Req, Resp>) -> Boxed<Req, Resp> + Send
 /// inner service's readiness (tower's `load_shed` over a `concurrency_limit`) therefore go in
 /// one `tower::ServiceBuilder` passed as a single layer.
 pub struct Next<Req, Resp> {
-    shared: Arc<tokio::sync::Mutex<Boxed<Req, Resp>>>,
+    inner: Inner<Req, Resp>,
+}
+
+enum Inner<Req, Resp> {
+    /// More layers: one instance, shared by every clone.
+    Shared(Arc<tokio::sync::Mutex<Boxed<Req, Resp>>>),
+    /// The innermost service, always ready and cheap to clone: called without a lock.
+    Innermost(BoxCloneSyncService<Req, Resp, BoxError>),
 }
 
 impl<Req, Resp> Clone for Next<Req, Resp> {
     fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
+        let inner = match &self.inner {
+            Inner::Shared(shared) => Inner::Shared(Arc::clone(shared)),
+            Inner::Innermost(service) => Inner::Innermost(service.clone()),
+        };
+        Self { inner }
     }
 }
 
@@ -56,14 +65,17 @@ pub type NextFuture<Resp> = Pin<Box<dyn Future<Output = Result<Resp, BoxError>> 
 impl<Req: Send + 'static, Resp: 'static> Next<Req, Resp> {
     fn new(service: Boxed<Req, Resp>) -> Self {
         Self {
-            shared: Arc::new(tokio::sync::Mutex::new(service)),
+            inner: Inner::Shared(Arc::new(tokio::sync::Mutex::new(service))),
         }
     }
 
     /// Waits until the service behind is ready, in call order (tokio's mutex is fair), starts
     /// the call, and waits for its result.
     pub(crate) fn call_shared(&self, request: Req) -> NextFuture<Resp> {
-        let shared = Arc::clone(&self.shared);
+        let shared = match &self.inner {
+            Inner::Shared(shared) => Arc::clone(shared),
+            Inner::Innermost(service) => return service.clone().call(request),
+        };
         Box::pin(async move {
             let response = {
                 let mut service = shared.lock().await;
@@ -85,7 +97,10 @@ impl<Req: Send + 'static, Resp: 'static> Service<Req> for Next<Req, Resp> {
     }
 
     fn call(&mut self, request: Req) -> NextFuture<Resp> {
-        self.call_shared(request)
+        match &mut self.inner {
+            Inner::Innermost(service) => service.call(request),
+            Inner::Shared(_) => self.call_shared(request),
+        }
     }
 }
 
@@ -131,14 +146,16 @@ impl<Req: Send + 'static, Resp: 'static> Layers<Req, Resp> {
     /// The layers around `innermost`, or `None` without layers.
     pub(crate) fn wrap<S>(&self, innermost: S) -> Option<Next<Req, Resp>>
     where
-        S: Service<Req, Response = Resp> + Send + 'static,
+        S: Service<Req, Response = Resp> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,
         S::Error: Into<BoxError>,
     {
         if self.stack.is_empty() {
             return None;
         }
-        let mut next = Next::new(BoxService::new(innermost.map_err(Into::into)));
+        let mut next = Next {
+            inner: Inner::Innermost(BoxCloneSyncService::new(innermost.map_err(Into::into))),
+        };
         for layer in self.stack.iter().rev() {
             next = Next::new(layer(next));
         }
