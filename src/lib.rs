@@ -67,11 +67,18 @@ pub use wirecall_runtime::{
     WireMessage, PROTOCOL_VERSION,
 };
 pub use wirecall_runtime::{
-    CallContext, Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
+    BoxError, CallContext, Metadata, MetadataError, Next, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
 };
-/// The client side beyond [`Channel`]: reading reply metadata.
+/// The client side beyond [`Channel`]: reading reply metadata, and what a channel's tower
+/// layers see ([`ChannelBuilder::layer`]).
 pub mod client {
     pub use wirecall_runtime::client::reply_metadata;
+    pub use wirecall_runtime::client::{Reply, Request};
+}
+/// The server side beyond [`Server`]: what a server's tower layers see
+/// ([`ServerBuilder::layer`]).
+pub mod server {
+    pub use wirecall_runtime::server::{Reply, Request};
 }
 /// W3C trace context propagation (`traceparent` in call metadata).
 pub use wirecall_runtime::trace;

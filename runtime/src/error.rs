@@ -32,8 +32,10 @@ pub enum ErrorCode {
     EncodeFailed,
     /// The connection was silent past the idle timeout and did not answer a ping.
     IdleTimeout,
-    /// The server's authorisation hook refused this call for this peer.
+    /// The server's authorisation hook (or another layer) refused this call for this peer.
     PermissionDenied,
+    /// A server layer failed the call with an error wirecall does not classify.
+    LayerFailed,
     /// A code this version does not know.
     Other(u16),
 }
@@ -53,6 +55,7 @@ impl ErrorCode {
             Self::EncodeFailed => 9,
             Self::IdleTimeout => 10,
             Self::PermissionDenied => 11,
+            Self::LayerFailed => 12,
             Self::Other(code) => code,
         }
     }
@@ -71,6 +74,7 @@ impl ErrorCode {
             9 => Self::EncodeFailed,
             10 => Self::IdleTimeout,
             11 => Self::PermissionDenied,
+            12 => Self::LayerFailed,
             other => Self::Other(other),
         }
     }
@@ -81,8 +85,16 @@ impl ErrorCode {
 // from `source()`, so `anyhow`'s `{:#}` or a source-chain walk prints each cause once, and a
 // plain `{}` still says why. The wrapped error stays reachable in the variant's field.
 
+/// The error type of tower layers: any error, boxed (the same type as `tower::BoxError`).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Why a server-side dispatch failed before or after the handler ran. Returned by the future
-/// of [`Service::call`](crate::Service::call); the server turns it into an `Error` frame.
+/// of [`Service::call`](crate::Service::call) and by the server's call pipeline; the server
+/// turns it into an `Error` frame with [`code`](Self::code).
+///
+/// A layer added with [`ServerBuilder::layer`](crate::ServerBuilder::layer) may return it to
+/// refuse a call with a chosen code (for example [`PermissionDenied`](Self::PermissionDenied));
+/// other errors of layers are mapped by [`from_layer`](Self::from_layer).
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
     /// No method with this id in the service.
@@ -97,6 +109,19 @@ pub enum CallError {
     /// The server's runtime stopped while the arguments were being decoded.
     #[error("the server stopped while decoding the arguments")]
     DecodeInterrupted,
+    /// The caller may not make this call (the authorisation hook, or an interceptor layer).
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The server is over a limit and refused the call (`max_in_flight`, or tower's load
+    /// shedding).
+    #[error("overloaded: {0}")]
+    Overloaded(String),
+    /// A time limit of a server layer (tower's timeout) passed before the call finished.
+    #[error("a server time limit passed before the call finished")]
+    TimedOut,
+    /// A server layer failed the call with an error of its own (shown in the message).
+    #[error("a server layer failed the call: {0}")]
+    Layer(BoxError),
 }
 
 impl CallError {
@@ -107,7 +132,29 @@ impl CallError {
             Self::BadRequest(_) => ErrorCode::BadRequest,
             Self::Encode(_) => ErrorCode::EncodeFailed,
             Self::DecodeInterrupted => ErrorCode::ShuttingDown,
+            Self::PermissionDenied(_) => ErrorCode::PermissionDenied,
+            Self::Overloaded(_) => ErrorCode::Overloaded,
+            Self::TimedOut => ErrorCode::DeadlineExceeded,
+            Self::Layer(_) => ErrorCode::LayerFailed,
         }
+    }
+
+    /// Classifies the error of a server layer: a `CallError` stays itself, tower's
+    /// `Elapsed` (timeout) becomes [`TimedOut`](Self::TimedOut), tower's `Overloaded` (load
+    /// shedding) becomes [`Overloaded`](Self::Overloaded), anything else
+    /// [`Layer`](Self::Layer).
+    pub fn from_layer(error: BoxError) -> Self {
+        let error = match error.downcast::<CallError>() {
+            Ok(call_error) => return *call_error,
+            Err(other) => other,
+        };
+        if error.is::<tower::timeout::error::Elapsed>() {
+            return Self::TimedOut;
+        }
+        if error.is::<tower::load_shed::error::Overloaded>() {
+            return Self::Overloaded("a load-shedding layer refused the call".to_owned());
+        }
+        Self::Layer(error)
     }
 }
 
@@ -190,6 +237,19 @@ pub enum Error {
         /// The method called.
         method: MethodId,
     },
+    /// A layer of the channel ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer))
+    /// failed the call on this side. `code` classifies it: tower's `Elapsed` (timeout) is
+    /// [`DeadlineExceeded`](ErrorCode::DeadlineExceeded), tower's `Overloaded` (load
+    /// shedding) is [`Overloaded`](ErrorCode::Overloaded), anything else
+    /// [`LayerFailed`](ErrorCode::LayerFailed); `cause` is the layer's own error.
+    #[error("a channel layer failed the call ({code:?}): {cause}")]
+    Layer {
+        /// What kind of failure it is.
+        code: ErrorCode,
+        /// The layer's error (shown in the message, not returned by `source()`; downcast it
+        /// to its type when you need more).
+        cause: BoxError,
+    },
     /// The TLS handshake failed, or the TLS session broke during the wirecall handshake
     /// (untrusted or expired certificate, missing client certificate, or one side not
     /// using TLS).
@@ -222,6 +282,25 @@ impl Error {
             ErrorCode::PermissionDenied => Self::PermissionDenied { method },
             _ => Self::Remote { code, message },
         }
+    }
+}
+
+impl Error {
+    /// Classifies the error of a channel layer: a wirecall `Error` stays itself; anything else
+    /// becomes [`Error::Layer`] with a code (see there).
+    pub fn from_layer(error: BoxError) -> Self {
+        let error = match error.downcast::<Error>() {
+            Ok(error) => return *error,
+            Err(other) => other,
+        };
+        let code = if error.is::<tower::timeout::error::Elapsed>() {
+            ErrorCode::DeadlineExceeded
+        } else if error.is::<tower::load_shed::error::Overloaded>() {
+            ErrorCode::Overloaded
+        } else {
+            ErrorCode::LayerFailed
+        };
+        Self::Layer { code, cause: error }
     }
 }
 

@@ -5,6 +5,7 @@
 mod pending;
 mod reader;
 pub mod reply_metadata;
+mod request;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -25,11 +26,13 @@ use tracing::Instrument;
 use crate::auth::Token;
 use crate::codec::{Codec, WireMessage};
 use crate::context::CallContext;
+use crate::error::BoxError;
 use crate::error::{Error, ErrorCode};
 use crate::frame::{
     ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA,
 };
 use crate::frame_reader::FrameReader;
+use crate::layers::{Layers, Next};
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 use crate::negotiate::{
@@ -41,6 +44,8 @@ use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::{configure_tcp, Transport};
 use crate::writer::{Delivery, FrameSink};
 use pending::PendingCalls;
+use request::{Connector, EncodeArgs};
+pub use request::{Reply, Request};
 
 /// The default per-call deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -71,6 +76,9 @@ pub struct Channel {
     timeout: Option<Duration>,
     /// Sent with every call through this handle (`None`: nothing).
     metadata: Option<Arc<Metadata>>,
+    /// The layers added with [`ChannelBuilder::layer`] around the connection (`None`: none,
+    /// and calls go straight to the connection).
+    layers: Option<Next<Request, Reply>>,
 }
 
 struct ChannelShared {
@@ -243,24 +251,56 @@ impl Channel {
         method: MethodId,
         args: A,
     ) -> Result<R, Error> {
+        if let Some(layers) = &self.layers {
+            return Box::pin(self.call_layered(layers, method, args)).await;
+        }
         let connection = self.shared.connection().await?;
-        let outgoing = Outgoing {
-            metadata: self.metadata.as_deref(),
-            trace: self.shared.trace,
-        };
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         connection.call(method, args, self.timeout, outgoing).await
+    }
+
+    /// A call through the channel's layers: its arguments travel type-erased to the innermost
+    /// service, which encodes them with the connection's codec; the reply is decoded here.
+    async fn call_layered<A: WireMessage, R: WireMessage>(
+        &self,
+        layers: &Next<Request, Reply>,
+        method: MethodId,
+        args: A,
+    ) -> Result<R, Error> {
+        let request = self.layered_request(method, false, args);
+        let reply = layers
+            .call_shared(request)
+            .await
+            .map_err(Error::from_layer)?;
+        Ok(reply.codec.decode(&reply.payload)?)
+    }
+
+    fn layered_request<A: WireMessage>(&self, method: MethodId, one_way: bool, args: A) -> Request {
+        Request {
+            method,
+            one_way,
+            timeout: self.timeout,
+            metadata: self.metadata.clone(),
+            trace: Outgoing::new(self.metadata.as_deref(), self.shared.trace).trace,
+            args: Box::new(args),
+        }
     }
 
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
     /// waiting for (or ever receiving) a reply.
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
+        if let Some(layers) = &self.layers {
+            let request = self.layered_request(method, true, args);
+            return layers
+                .call_shared(request)
+                .await
+                .map(drop)
+                .map_err(Error::from_layer);
+        }
         let connection = self.shared.connection().await?;
-        let outgoing = Outgoing {
-            metadata: self.metadata.as_deref(),
-            trace: self.shared.trace,
-        };
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         connection
-            .notify(method, args, self.timeout, outgoing)
+            .notify(method, &args, self.timeout, outgoing)
             .await
     }
 
@@ -350,8 +390,43 @@ impl Connection {
         timeout: Option<Duration>,
         outgoing: Outgoing<'_>,
     ) -> Result<R, Error> {
+        let (request_id, frame) = self.encode_request(method, &args, timeout, &outgoing)?;
+        let payload = self
+            .exchange(method, request_id, frame, timeout, outgoing.trace)
+            .await?;
+        Ok(self.codec.decode(&payload)?)
+    }
+
+    /// A call's frame, ready to send, with the request id it uses.
+    fn encode_request<E: EncodeArgs + ?Sized>(
+        &self,
+        method: MethodId,
+        args: &E,
+        timeout: Option<Duration>,
+        outgoing: &Outgoing<'_>,
+    ) -> Result<(u64, Bytes), Error> {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let trace = outgoing.trace_context();
+        let frame = self.encode(
+            FrameKind::Request,
+            request_id,
+            method,
+            deadline_ms(timeout),
+            args,
+            outgoing,
+        )?;
+        Ok((request_id, frame))
+    }
+
+    /// Sends a request frame and waits for its reply, at most `timeout`; the reply's payload
+    /// (after its metadata, which goes to [`reply_metadata`]) on success.
+    async fn exchange(
+        &self,
+        method: MethodId,
+        request_id: u64,
+        frame: Bytes,
+        timeout: Option<Duration>,
+        trace: Option<TraceContext>,
+    ) -> Result<Bytes, Error> {
         let span = tracing::debug_span!(
             "wirecall.call",
             side = "client",
@@ -361,15 +436,6 @@ impl Connection {
             trace_id = trace.map(|t| t.trace_id_hex()),
             span_id = trace.map(|t| t.span_id_hex()),
         );
-        let frame = self.encode(
-            FrameKind::Request,
-            request_id,
-            method,
-            deadline_ms(timeout),
-            &args,
-            &outgoing,
-            trace,
-        )?;
         let reply = self.pending.register(request_id)?;
         let mut cancel = CancelOnDrop {
             connection: self,
@@ -396,44 +462,57 @@ impl Connection {
         } else {
             Either::Right(exchange.instrument(span))
         };
-        let frame = match timeout {
-            Some(after) => tokio::time::timeout(after, exchange)
-                .await
-                .map_err(|_| Error::Timeout { after })??,
+        let deadline = timeout.map(|after| Instant::now() + after);
+        let frame = match deadline {
+            Some(at) => {
+                tokio::time::timeout_at(at, exchange)
+                    .await
+                    .map_err(|_| Error::Timeout {
+                        after: timeout.unwrap_or_default(),
+                    })??
+            }
             None => exchange.await?,
         };
         cancel.armed = false;
-        match self.decode_reply(method, frame) {
+        match self.reply_payload(method, frame) {
             // The server's copy of the deadline can fire a moment before ours: it is the same
-            // deadline, so the caller sees the same error either way.
+            // deadline, so the caller sees the same error either way. Well before ours, it is
+            // a time limit of the server's own (a timeout layer), reported as the server's.
             Err(Error::Remote {
                 code: ErrorCode::DeadlineExceeded,
                 ..
-            }) if timeout.is_some() => Err(Error::Timeout {
-                after: timeout.unwrap_or_default(),
-            }),
+            }) if deadline.is_some_and(|at| Instant::now() + SAME_DEADLINE >= at) => {
+                Err(Error::Timeout {
+                    after: timeout.unwrap_or_default(),
+                })
+            }
             other => other,
         }
     }
 
-    async fn notify<A: WireMessage>(
+    /// Sends a one-way call; resolves once it is queued.
+    async fn notify<E: EncodeArgs + ?Sized>(
         &self,
         method: MethodId,
-        args: A,
+        args: &E,
         timeout: Option<Duration>,
         outgoing: Outgoing<'_>,
     ) -> Result<(), Error> {
+        let frame = self.encode_notify(method, args, &outgoing)?;
+        self.send_notify(frame, timeout).await
+    }
+
+    fn encode_notify<E: EncodeArgs + ?Sized>(
+        &self,
+        method: MethodId,
+        args: &E,
+        outgoing: &Outgoing<'_>,
+    ) -> Result<Bytes, Error> {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let trace = outgoing.trace_context();
-        let frame = self.encode(
-            FrameKind::Notify,
-            request_id,
-            method,
-            0,
-            &args,
-            &outgoing,
-            trace,
-        )?;
+        self.encode(FrameKind::Notify, request_id, method, 0, args, outgoing)
+    }
+
+    async fn send_notify(&self, frame: Bytes, timeout: Option<Duration>) -> Result<(), Error> {
         if self.pending.is_closed() {
             return Err(Error::closed(self.closed_reason()));
         }
@@ -447,18 +526,16 @@ impl Connection {
         .map_err(|_| Error::closed(self.closed_reason()))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn encode<A: WireMessage>(
+    fn encode<E: EncodeArgs + ?Sized>(
         &self,
         kind: FrameKind,
         request_id: u64,
         method: MethodId,
         deadline_ms: u32,
-        args: &A,
+        args: &E,
         outgoing: &Outgoing<'_>,
-        trace: Option<TraceContext>,
     ) -> Result<Bytes, Error> {
-        let mut frame = match (self.version >= 2, outgoing.metadata, trace) {
+        let mut frame = match (self.version >= 2, outgoing.metadata, outgoing.trace) {
             // Nothing to send, or a version 1 server that cannot receive it.
             (false, ..) | (true, None, None) => FrameBuf::with_capacity(64),
             (true, Some(metadata), None) => FrameBuf::with_metadata(64, metadata),
@@ -468,11 +545,12 @@ impl Connection {
                 FrameBuf::with_metadata(64, &metadata)
             }
         };
-        self.codec.encode(args, frame.payload_writer())?;
+        args.encode_to(self.codec, frame.payload_writer())?;
         Ok(frame.finish(kind, request_id, method, deadline_ms, self.max_frame_len)?)
     }
 
-    fn decode_reply<R: WireMessage>(&self, method: MethodId, frame: Frame) -> Result<R, Error> {
+    /// The payload of a Response frame, or the caller's error for an Error frame.
+    fn reply_payload(&self, method: MethodId, frame: Frame) -> Result<Bytes, Error> {
         let payload = if frame.flags & FLAG_METADATA != 0 {
             let (metadata, payload) = Metadata::decode(frame.payload)?;
             reply_metadata::deliver(metadata);
@@ -481,7 +559,7 @@ impl Connection {
             frame.payload
         };
         match frame.kind {
-            FrameKind::Response => Ok(self.codec.decode(&payload)?),
+            FrameKind::Response => Ok(payload),
             _ => {
                 let body = ErrorBody::decode(&payload);
                 Err(Error::from_remote(method, body.code, body.message))
@@ -499,26 +577,30 @@ impl Connection {
 /// What a call sends besides its arguments.
 struct Outgoing<'a> {
     metadata: Option<&'a Metadata>,
-    /// Start a new trace when the call is not made inside a traced call.
-    trace: bool,
+    trace: Option<TraceContext>,
 }
 
-impl Outgoing<'_> {
-    /// The trace context of a new call: a child of the server call it is made from (so a
-    /// handler's calls join the trace of the call it serves), of a `traceparent` the caller
-    /// set by hand, or, with tracing on for the channel, a new trace.
-    fn trace_context(&self) -> Option<TraceContext> {
-        CallContext::with_current(|call| call.trace())
+impl<'a> Outgoing<'a> {
+    /// With the trace context of a new call: a child of the server call it is made from (so
+    /// a handler's calls join the trace of the call it serves), of a `traceparent` the caller
+    /// set by hand, or, with `start_trace` (tracing on for the channel), a new trace.
+    fn new(metadata: Option<&'a Metadata>, start_trace: bool) -> Self {
+        let trace = CallContext::with_current(|call| call.trace())
             .flatten()
             .or_else(|| {
-                self.metadata
+                metadata
                     .and_then(|metadata| metadata.get(TRACEPARENT))
                     .and_then(TraceContext::parse)
             })
             .map(|parent| parent.child())
-            .or_else(|| self.trace.then(TraceContext::new_root))
+            .or_else(|| start_trace.then(TraceContext::new_root));
+        Self { metadata, trace }
     }
 }
+
+/// How close to the caller's own deadline a server's `DeadlineExceeded` must come to be the
+/// same deadline (the server starts its clock later, and counts whole milliseconds).
+const SAME_DEADLINE: Duration = Duration::from_millis(5);
 
 /// The wire deadline: milliseconds, at least 1 so that a tiny timeout is not read as "none".
 fn deadline_ms(timeout: Option<Duration>) -> u32 {
@@ -573,6 +655,7 @@ pub struct ChannelBuilder {
     metadata_error: Option<MetadataError>,
     trace: bool,
     max_protocol_version: u8,
+    layers: Layers<Request, Reply>,
     #[cfg(feature = "tls")]
     tls: Option<ClientTlsConfig>,
 }
@@ -602,6 +685,7 @@ impl Default for ChannelBuilder {
             metadata_error: None,
             trace: false,
             max_protocol_version: PROTOCOL_VERSION,
+            layers: Layers::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -643,6 +727,38 @@ impl ChannelBuilder {
     /// an older version is reached anyway: the client dials again with the server's version.
     pub fn max_protocol_version(mut self, version: u8) -> Self {
         self.max_protocol_version = version.clamp(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
+        self
+    }
+
+    /// Wraps every call of the channel (of every handle and generated client on it) in a
+    /// tower layer: a timeout, a concurrency or rate limit, load shedding, retries, a layer
+    /// of your own that adds metadata, or a whole `tower::ServiceBuilder` stack.
+    ///
+    /// A layer sees a [`Request`] (method, deadline, metadata, arguments not yet encoded) and
+    /// passes on a [`Reply`] (the encoded reply, decoded after the layers). The first layer
+    /// added is the outermost. One layered service serves the whole channel: readiness is
+    /// awaited for each call in turn, so layers that are not `Clone`, such as tower's
+    /// `RateLimit`, work unchanged. A layer's error becomes [`Error::Layer`] (see
+    /// [`Error::from_layer`]); wirecall's own errors pass through unchanged. Without layers
+    /// calls go straight to the connection, as before.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), wirecall_runtime::Error> {
+    /// let channel = wirecall_runtime::Channel::builder()
+    ///     .layer(tower::limit::ConcurrencyLimitLayer::new(64))
+    ///     .connect("127.0.0.1:7000")
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<Next<Request, Reply>> + Send + Sync + 'static,
+        L::Service: tower::Service<Request, Response = Reply> + Send + 'static,
+        <L::Service as tower::Service<Request>>::Future: Send + 'static,
+        <L::Service as tower::Service<Request>>::Error: Into<BoxError>,
+    {
+        self.layers.push(layer);
         self
     }
 
@@ -754,6 +870,7 @@ impl ChannelBuilder {
         let timeout = self.timeout;
         let metadata = self.default_metadata();
         let trace = self.trace;
+        let layers = self.layers.clone();
         let redial = self.reconnect.then(|| Redial {
             target,
             options: self,
@@ -762,13 +879,15 @@ impl ChannelBuilder {
                 delay: FIRST_BACKOFF,
             }),
         });
+        let shared = Arc::new(ChannelShared {
+            current: Mutex::new(Arc::new(connection)),
+            trace,
+            closed_by_owner: AtomicBool::new(false),
+            redial,
+        });
         Ok(Channel {
-            shared: Arc::new(ChannelShared {
-                current: Mutex::new(Arc::new(connection)),
-                trace,
-                closed_by_owner: AtomicBool::new(false),
-                redial,
-            }),
+            layers: wrap_layers(&layers, &shared),
+            shared,
             timeout,
             metadata,
         })
@@ -783,13 +902,15 @@ impl ChannelBuilder {
             tokio::time::timeout(self.connect_timeout, self.secure(stream, None, version))
                 .await
                 .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))??;
+        let shared = Arc::new(ChannelShared {
+            current: Mutex::new(Arc::new(connection)),
+            trace: self.trace,
+            closed_by_owner: AtomicBool::new(false),
+            redial: None,
+        });
         Ok(Channel {
-            shared: Arc::new(ChannelShared {
-                current: Mutex::new(Arc::new(connection)),
-                trace: self.trace,
-                closed_by_owner: AtomicBool::new(false),
-                redial: None,
-            }),
+            layers: wrap_layers(&self.layers, &shared),
+            shared,
             timeout: self.timeout,
             metadata: self.default_metadata(),
         })
@@ -910,6 +1031,17 @@ impl ChannelBuilder {
             tasks,
         })
     }
+}
+
+/// The channel's layers around its connection, if it has any.
+fn wrap_layers(
+    layers: &Layers<Request, Reply>,
+    shared: &Arc<ChannelShared>,
+) -> Option<Next<Request, Reply>> {
+    let connector = Connector {
+        shared: Arc::clone(shared),
+    };
+    layers.wrap(connector)
 }
 
 /// With TLS 1.3 the server checks a client certificate after the client's side of the TLS

@@ -19,12 +19,13 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::identity::{CallTarget, PeerIdentity};
+use super::identity::PeerIdentity;
+use super::request::{Reply, Request};
 use super::Shared;
 use crate::codec::Codec;
 use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
-use crate::frame::{Frame, FrameBuf, FrameCodec, FrameError, FrameKind, FLAG_METADATA};
+use crate::frame::{Frame, FrameCodec, FrameError, FrameKind, FLAG_METADATA};
 use crate::frame_reader::FrameReader;
 use crate::id_hash::IdMap;
 use crate::liveness::{Liveness, Silence};
@@ -396,39 +397,6 @@ async fn start_call(
         }
         return Ok(());
     };
-    if let Some(authorize) = &shared.authorize {
-        let target = CallTarget {
-            service: route.service.descriptor().name,
-            method: route.method.name,
-            method_id: method,
-        };
-        if !authorize(&context.identity, &target) {
-            tracing::debug!(%method, peer = ?context.identity.peer_addr, "call refused by the authorisation hook");
-            if !one_way {
-                let error = Frame::error(
-                    request_id,
-                    method,
-                    ErrorCode::PermissionDenied,
-                    &format!("this caller may not call {}", route.full_name()),
-                );
-                send_reply(&context.sink, error.to_bytes()).await?;
-            }
-            return Ok(());
-        }
-    }
-    let Ok(server_permit) = Arc::clone(&shared.calls).try_acquire_owned() else {
-        tracing::warn!(%method, "server at max_in_flight; refusing a call");
-        if !one_way {
-            let error = Frame::error(
-                request_id,
-                method,
-                ErrorCode::Overloaded,
-                "the server is at its limit of calls in flight; retry later",
-            );
-            send_reply(&context.sink, error.to_bytes()).await?;
-        }
-        return Ok(());
-    };
     let trace = metadata
         .get(TRACEPARENT)
         .and_then(TraceContext::parse)
@@ -457,7 +425,13 @@ async fn start_call(
         replies_carry_metadata: context.version >= 2,
         reply_metadata: RefCell::new(Metadata::new()),
     };
-    let work = call.around(route.service.call(method, context.codec, payload));
+    let request = Request {
+        context: call,
+        codec: context.codec,
+        payload,
+    };
+    // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
+    let work = tower::Service::call(&mut shared.pipeline.clone(), request);
     // A disabled span (no subscriber wants it) costs nothing if the future is not wrapped.
     let work = if span.is_disabled() {
         Either::Left(work)
@@ -474,7 +448,7 @@ async fn start_call(
     // Most handlers finish without ever waiting: run them here, saving a task spawn and a
     // timer. Only a handler that is still pending after its first poll gets its own task.
     if let Poll::Ready(outcome) = futures::poll!(&mut work) {
-        drop((permit, server_permit));
+        drop(permit);
         let outcome = within(deadline, outcome);
         span.record("outcome", outcome_label(&outcome));
         if !one_way {
@@ -487,7 +461,7 @@ async fn start_call(
     let sink = context.sink.clone();
     let calls = Arc::clone(&context.calls);
     tasks.spawn(async move {
-        let _permits = (permit, server_permit);
+        let _permit = permit;
         let work = Abortable::new(work, registration);
         let outcome = match deadline {
             Some(at) => tokio::time::timeout_at(at, work).await.ok(),
@@ -566,7 +540,7 @@ async fn send_reply(sink: &FrameSink, frame: Bytes) -> Result<(), CallRejected> 
 }
 
 /// What a handler's future resolved to: its encoded reply or call error, or the panic.
-type HandlerOutcome = std::thread::Result<Result<FrameBuf, CallError>>;
+type HandlerOutcome = std::thread::Result<Result<Reply, CallError>>;
 
 /// Where a call's reply goes, and what it needs to be framed.
 struct ReplyTo {
@@ -596,7 +570,7 @@ impl ReplyTo {
                 tracing::debug!(method = %self.method, %call_error, "call failed");
                 error(call_error.code(), &call_error.to_string())
             }
-            Some(Ok(Ok(reply))) => match reply.finish(
+            Some(Ok(Ok(Reply(reply)))) => match reply.finish(
                 FrameKind::Response,
                 self.request_id,
                 self.method,

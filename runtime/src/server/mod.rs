@@ -4,7 +4,9 @@
 mod connection;
 mod descriptor_budget;
 mod identity;
+mod layer;
 mod listener;
+mod request;
 mod router;
 
 use std::future::Future;
@@ -24,8 +26,9 @@ use crate::auth::{
     FailureLimiter, Token, TokenCheck, DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILURES,
 };
 use crate::codec::Codec;
-use crate::error::Error;
+use crate::error::{BoxError, Error};
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
+use crate::layers::{Layers, Next};
 use crate::negotiate::{Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use crate::service::Service;
 #[cfg(feature = "tls")]
@@ -33,7 +36,9 @@ use crate::tls::ServerTlsConfig;
 use crate::transport::Transport;
 use identity::Authorize;
 pub use identity::{CallTarget, PeerIdentity};
+use layer::{AuthorizeLayer, Core, Dispatch, InFlightLimitLayer, Pipeline};
 use listener::Listener;
+pub use request::{Reply, Request};
 use router::Router;
 
 /// Entry point: `Server::builder()`.
@@ -114,6 +119,7 @@ pub struct ServerBuilder {
     config: ServerConfig,
     token: Option<TokenSource>,
     authorize: Option<Authorize>,
+    layers: Layers<Request, Reply>,
     #[cfg(feature = "tls")]
     tls: Option<ServerTlsConfig>,
 }
@@ -133,7 +139,8 @@ impl std::fmt::Debug for ServerBuilder {
             .field("services", &names)
             .field("config", &self.config)
             .field("token", &self.token)
-            .field("authorize", &self.authorize.is_some());
+            .field("authorize", &self.authorize.is_some())
+            .field("layers", &self.layers);
         #[cfg(feature = "tls")]
         debug.field("tls", &self.tls);
         debug.finish()
@@ -203,7 +210,9 @@ impl ServerBuilder {
     }
 
     /// Calls running at once on the whole server (default 65,536). A call beyond it is
-    /// answered at once with an [`Overloaded`](crate::ErrorCode::Overloaded) error.
+    /// answered at once with an [`Overloaded`](crate::ErrorCode::Overloaded) error. The limit
+    /// is a built-in layer that runs before the ones added with [`layer`](Self::layer), so a
+    /// call waiting in one of them (say, for a rate limit's budget) counts as in flight.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.config.max_in_flight = max.max(1);
         self
@@ -275,7 +284,9 @@ impl ServerBuilder {
     /// Decides per call whether this caller may call this method. Calls the hook refuses get a
     /// [`PermissionDenied`](crate::ErrorCode::PermissionDenied) error (one-way calls are
     /// dropped); the handler never runs. The hook runs on the connection's read loop for every
-    /// call, so it should be quick.
+    /// call, so it should be quick. It is a shorthand for a built-in layer that runs first,
+    /// before the limits and the layers added with [`layer`](Self::layer); a check that needs
+    /// the call's metadata, or to wait, is a layer of its own (see the book's interceptor).
     ///
     /// ```no_run
     /// # fn f(builder: wirecall_runtime::ServerBuilder) -> wirecall_runtime::ServerBuilder {
@@ -287,6 +298,45 @@ impl ServerBuilder {
         F: Fn(&PeerIdentity, &CallTarget<'_>) -> bool + Send + Sync + 'static,
     {
         self.authorize = Some(Arc::new(hook));
+        self
+    }
+
+    /// Wraps every call in a tower layer: a timeout, a rate or concurrency limit, load
+    /// shedding, an interceptor of your own, or a whole `tower::ServiceBuilder` stack.
+    ///
+    /// A layer sees a [`Request`] (the call's [`CallContext`](crate::CallContext) and its
+    /// encoded arguments) and passes on a [`Reply`]. The first layer added is the outermost.
+    /// The authorisation hook and [`max_in_flight`](Self::max_in_flight) run before every
+    /// layer; calls to unknown methods never reach them. One layered service serves the whole
+    /// server: readiness (a rate limit's budget, a concurrency limit's permits) is awaited
+    /// for each call in turn, so layers that are not `Clone`, such as tower's `RateLimit`,
+    /// work unchanged.
+    ///
+    /// A layer's error fails the call with a wire error code: a
+    /// [`CallError`](crate::CallError) keeps its own, tower's `Elapsed` is
+    /// `DeadlineExceeded`, tower's `Overloaded` is `Overloaded`, anything else `LayerFailed`
+    /// (see [`CallError::from_layer`](crate::CallError::from_layer)).
+    ///
+    /// ```no_run
+    /// # async fn run(service: impl wirecall_runtime::Service) -> Result<(), wirecall_runtime::Error> {
+    /// use std::time::Duration;
+    ///
+    /// let server = wirecall_runtime::Server::builder()
+    ///     .serve(service)
+    ///     .layer(tower::timeout::TimeoutLayer::new(Duration::from_secs(5)))
+    ///     .bind("127.0.0.1:7000")
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<Next<Request, Reply>> + Send + Sync + 'static,
+        L::Service: tower::Service<Request, Response = Reply> + Send + 'static,
+        <L::Service as tower::Service<Request>>::Future: Send + 'static,
+        <L::Service as tower::Service<Request>>::Error: Into<BoxError>,
+    {
+        self.layers.push(layer);
         self
     }
 
@@ -349,7 +399,7 @@ impl ServerBuilder {
         local_addr: SocketAddr,
         #[cfg(unix)] unix_path: Option<PathBuf>,
     ) -> Result<RunningServer, Error> {
-        let router = Router::build(&self.services)?;
+        let router = Arc::new(Router::build(&self.services)?);
         if self.config.codecs.is_empty() {
             return Err(Error::Config(
                 "no codec is enabled; list at least one compiled-in codec".to_owned(),
@@ -392,10 +442,21 @@ impl ServerBuilder {
             .config
             .max_connections
             .unwrap_or_else(descriptor_budget::default_max_connections);
+        let calls = Arc::new(Semaphore::new(self.config.max_in_flight));
+        let dispatch = Dispatch::new(Arc::clone(&router));
+        let core = match self.layers.wrap(dispatch.clone()) {
+            Some(layered) => Core::Layered(layered),
+            None => Core::Direct(dispatch),
+        };
+        let pipeline = tower::Layer::layer(
+            &AuthorizeLayer::new(self.authorize),
+            tower::Layer::layer(&InFlightLimitLayer::new(Arc::clone(&calls)), core),
+        );
         let shared = Arc::new(Shared {
             max_connections,
             router,
-            calls: Arc::new(Semaphore::new(self.config.max_in_flight)),
+            pipeline,
+            calls,
             config: self.config,
             connections: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
@@ -404,7 +465,6 @@ impl ServerBuilder {
             token_check: token.as_ref().map(TokenCheck::new),
             token,
             failures,
-            authorize: self.authorize,
             #[cfg(feature = "tls")]
             tls,
             stopping: AtomicBool::new(false),
@@ -461,7 +521,10 @@ async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, 
 
 /// State every connection task of one server shares.
 pub(crate) struct Shared {
-    pub(crate) router: Router,
+    pub(crate) router: Arc<Router>,
+    /// What every call goes through (see [`layer::Pipeline`]); cloned per call, which costs
+    /// a few reference counts.
+    pub(crate) pipeline: Pipeline,
     pub(crate) config: ServerConfig,
     pub(crate) connections: AtomicUsize,
     /// The connection limit in force (configured, or derived from the descriptor limit).
@@ -478,7 +541,6 @@ pub(crate) struct Shared {
     pub(crate) token_check: Option<TokenCheck>,
     /// Authentication failures per peer IP.
     pub(crate) failures: FailureLimiter,
-    pub(crate) authorize: Option<Authorize>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     /// A shutdown has begun (or the server was stopped at once).

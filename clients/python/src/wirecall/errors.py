@@ -100,6 +100,12 @@ class PermissionDenied(CallError):
     code = 11
 
 
+class LayerFailed(CallError):
+    """A middleware layer of the server failed the call with an error of its own."""
+
+    code = 12
+
+
 ERROR_CLASSES: Dict[int, Type[CallError]] = {
     cls.code: cls
     for cls in (
@@ -114,6 +120,7 @@ ERROR_CLASSES: Dict[int, Type[CallError]] = {
         EncodeFailed,
         IdleTimeout,
         PermissionDenied,
+        LayerFailed,
     )
 }
 

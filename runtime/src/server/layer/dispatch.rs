@@ -1,0 +1,91 @@
+//! The innermost service: finds the call's handler, which decodes the arguments, runs, and
+//! encodes its reply, with the call's context current while it is polled.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::{Either, MapErr, MapOk};
+use futures::TryFutureExt;
+use tower::Service;
+
+use crate::context::InCall;
+use crate::dispatch::unknown_method;
+use crate::error::BoxError;
+use crate::error::CallError;
+use crate::frame::FrameBuf;
+use crate::layers::{Next, NextFuture};
+use crate::server::request::{Reply, Request};
+use crate::server::router::Router;
+use crate::service::ReplyFuture;
+
+/// Runs handlers; always ready.
+#[derive(Clone)]
+pub(crate) struct Dispatch {
+    router: Arc<Router>,
+}
+
+impl Dispatch {
+    pub(crate) fn new(router: Arc<Router>) -> Self {
+        Self { router }
+    }
+}
+
+/// A handler's future, with its context, its reply wrapped for the layers.
+pub(crate) type DispatchFuture = MapOk<InCall<ReplyFuture>, fn(FrameBuf) -> Reply>;
+
+impl Service<Request> for Dispatch {
+    type Response = Reply;
+    type Error = CallError;
+    type Future = DispatchFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), CallError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> DispatchFuture {
+        let Request {
+            context,
+            codec,
+            payload,
+        } = request;
+        let method = context.method_id();
+        let handler = match self.router.get(method) {
+            Some(route) => route.service.call(method, codec, payload),
+            None => unknown_method(method),
+        };
+        context
+            .around(handler)
+            .map_ok(Reply as fn(FrameBuf) -> Reply)
+    }
+}
+
+/// What the built-in layers wrap: the dispatcher itself, or the user's layers around it.
+#[derive(Clone)]
+pub(crate) enum Core {
+    Direct(Dispatch),
+    Layered(Next<Request, Reply>),
+}
+
+type LayeredFuture = MapErr<NextFuture<Reply>, fn(BoxError) -> CallError>;
+
+impl Service<Request> for Core {
+    type Response = Reply;
+    type Error = CallError;
+    type Future = Either<DispatchFuture, LayeredFuture>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), CallError>> {
+        // The user's layers are awaited for readiness inside the call's future.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match self {
+            Self::Direct(dispatch) => Either::Left(dispatch.call(request)),
+            Self::Layered(layers) => Either::Right(
+                layers
+                    .call(request)
+                    .map_err(CallError::from_layer as fn(BoxError) -> CallError),
+            ),
+        }
+    }
+}

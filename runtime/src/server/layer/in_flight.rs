@@ -1,0 +1,95 @@
+//! The per-server limit of calls in flight as a layer: a call beyond it fails at once with
+//! [`CallError::Overloaded`] (load shedding, not queueing); an admitted call holds its permit
+//! until its future completes or is dropped.
+
+use std::future::{ready, Future, Ready};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::Either;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower::{Layer, Service};
+
+use crate::error::CallError;
+use crate::server::request::{Reply, Request};
+
+/// Adds [`InFlightLimit`] with the server's semaphore (one permit per call).
+#[derive(Clone)]
+pub(crate) struct InFlightLimitLayer {
+    calls: Arc<Semaphore>,
+}
+
+impl InFlightLimitLayer {
+    pub(crate) fn new(calls: Arc<Semaphore>) -> Self {
+        Self { calls }
+    }
+}
+
+impl<S> Layer<S> for InFlightLimitLayer {
+    type Service = InFlightLimit<S>;
+
+    fn layer(&self, inner: S) -> InFlightLimit<S> {
+        InFlightLimit {
+            calls: Arc::clone(&self.calls),
+            inner,
+        }
+    }
+}
+
+/// Refuses calls beyond the limit.
+#[derive(Clone)]
+pub(crate) struct InFlightLimit<S> {
+    calls: Arc<Semaphore>,
+    inner: S,
+}
+
+impl<S> Service<Request> for InFlightLimit<S>
+where
+    S: Service<Request, Response = Reply>,
+    S::Error: From<CallError>,
+{
+    type Response = Reply;
+    type Error = S::Error;
+    type Future = Either<Ready<Result<Reply, S::Error>>, Admitted<S::Future>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match Arc::clone(&self.calls).try_acquire_owned() {
+            Ok(permit) => Either::Right(Admitted {
+                permit: Some(permit),
+                inner: self.inner.call(request),
+            }),
+            Err(_) => {
+                tracing::warn!(method = %request.method_id(), "server at max_in_flight; refusing a call");
+                let error = CallError::Overloaded(
+                    "the server is at its limit of calls in flight; retry later".to_owned(),
+                );
+                Either::Left(ready(Err(error.into())))
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An admitted call: the inner future, holding its permit until it completes.
+    pub(crate) struct Admitted<F> {
+        #[pin]
+        inner: F,
+        permit: Option<OwnedSemaphorePermit>,
+    }
+}
+
+impl<F: Future> Future for Admitted<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let output = std::task::ready!(this.inner.poll(cx));
+        this.permit.take();
+        Poll::Ready(output)
+    }
+}
