@@ -300,7 +300,7 @@ impl Encoder<Frame> for FrameCodec {
 }
 
 fn put_header(
-    dst: &mut BytesMut,
+    dst: &mut impl BufMut,
     len: usize,
     kind: FrameKind,
     flags: u8,
@@ -372,9 +372,9 @@ impl FrameBuf {
                 max: max_frame_len,
             });
         }
-        let mut header = BytesMut::with_capacity(FRAME_OVERHEAD);
+        // Written in place, over the bytes reserved for it: no buffer of its own.
         put_header(
-            &mut header,
+            &mut &mut self.buf[..FRAME_OVERHEAD],
             len,
             kind,
             self.flags,
@@ -382,7 +382,6 @@ impl FrameBuf {
             method,
             deadline_ms,
         );
-        self.buf[..FRAME_OVERHEAD].copy_from_slice(&header);
         Ok(self.buf.freeze())
     }
 }

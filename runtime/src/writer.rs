@@ -252,6 +252,7 @@ impl Shared {
             }
             Poll::Ready(Ok(())) if !queue.batch.has_remaining() && !queue.closing => {
                 queue.owner = Owner::Nobody;
+                queue.batch.recycle(batch);
                 drop(queue);
                 self.space.notify_waiters();
             }
@@ -354,6 +355,7 @@ impl SinkWriter {
                     })??,
                     None => written.await?,
                 }
+                self.shared.lock_queue().batch.recycle(batch);
             }
         }
     }
@@ -373,6 +375,18 @@ impl FrameBatch {
         frames.extend(later.frames.drain(..));
         later.frames = frames;
         later.remaining += self.remaining;
+    }
+
+    /// Keeps the storage of `written`, a batch that has been sent, when this batch is empty:
+    /// the queue is taken whole for every write, and handing it back its storage saves an
+    /// allocation per frame.
+    fn recycle(&mut self, written: FrameBatch) {
+        if self.frames.is_empty() && written.frames.capacity() > self.frames.capacity() {
+            debug_assert_eq!(written.remaining, 0);
+            let mut frames = written.frames;
+            frames.clear();
+            self.frames = frames;
+        }
     }
 
     fn push(&mut self, frame: Bytes) {
