@@ -73,6 +73,9 @@ pub use wirecall_runtime::{
 pub mod client {
     pub use wirecall_runtime::client::reply_metadata;
 }
+/// Service reflection: schemas, the built-in `wirecall.Reflection` service and its client,
+/// and the `.proto` and JSON Schema exports.
+pub use wirecall_runtime::reflect;
 /// W3C trace context propagation (`traceparent` in call metadata).
 pub use wirecall_runtime::trace;
 /// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id

@@ -2,6 +2,7 @@
 //! clients (and tasks) share. Calls are multiplexed by request id and may complete in any
 //! order.
 
+mod payload;
 mod pending;
 mod reader;
 pub mod reply_metadata;
@@ -40,6 +41,7 @@ use crate::tls::ClientTlsConfig;
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::{configure_tcp, Transport};
 use crate::writer::{Delivery, FrameSink};
+use payload::{Payload, Raw, Typed};
 use pending::PendingCalls;
 
 /// The default per-call deadline.
@@ -243,6 +245,38 @@ impl Channel {
         method: MethodId,
         args: A,
     ) -> Result<R, Error> {
+        let Typed(reply) = self.exchange(method, Typed(args)).await?;
+        Ok(reply)
+    }
+
+    /// Calls `method` with an argument payload already encoded in this channel's codec
+    /// ([`codec`](Self::codec)) and returns the reply payload as it arrived, undecoded: an
+    /// untyped call, for tools that learn a service at run time (through reflection) rather
+    /// than from its Rust trait. Name the method with [`method_id`](crate::method_id)`(service,
+    /// method)`.
+    ///
+    /// With the JSON codec the arguments are an object keyed by argument name and the reply
+    /// an object with `value` (or `ok` and `err`); the book's wire chapter has every codec's
+    /// form. Deadlines, metadata, cancellation on drop and errors are those of [`call`](Self::call).
+    ///
+    /// ```no_run
+    /// # async fn run(addr: std::net::SocketAddr) -> Result<(), wirecall_runtime::Error> {
+    /// use wirecall_runtime::{method_id, Channel, Codec};
+    ///
+    /// let channel = Channel::builder().codec(Codec::Json).connect(addr).await?;
+    /// let reply = channel
+    ///     .call_raw(method_id("UserService", "get_user_id"), r#"{"name":"fanly"}"#.into())
+    ///     .await?;
+    /// println!("{}", String::from_utf8_lossy(&reply)); // {"value":7}
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_raw(&self, method: MethodId, args: Bytes) -> Result<Bytes, Error> {
+        let Raw(reply) = self.exchange(method, Raw(args)).await?;
+        Ok(reply)
+    }
+
+    async fn exchange<A: Payload, R: Payload>(&self, method: MethodId, args: A) -> Result<R, Error> {
         let connection = self.shared.connection().await?;
         let outgoing = Outgoing {
             metadata: self.metadata.as_deref(),
@@ -254,6 +288,16 @@ impl Channel {
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
     /// waiting for (or ever receiving) a reply.
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
+        self.send_oneway(method, Typed(args)).await
+    }
+
+    /// Sends a one-way call whose argument payload is already encoded in this channel's
+    /// codec: the one-way counterpart of [`call_raw`](Self::call_raw).
+    pub async fn notify_raw(&self, method: MethodId, args: Bytes) -> Result<(), Error> {
+        self.send_oneway(method, Raw(args)).await
+    }
+
+    async fn send_oneway<A: Payload>(&self, method: MethodId, args: A) -> Result<(), Error> {
         let connection = self.shared.connection().await?;
         let outgoing = Outgoing {
             metadata: self.metadata.as_deref(),
@@ -343,7 +387,7 @@ impl ChannelShared {
 }
 
 impl Connection {
-    async fn call<A: WireMessage, R: WireMessage>(
+    async fn call<A: Payload, R: Payload>(
         &self,
         method: MethodId,
         args: A,
@@ -416,7 +460,7 @@ impl Connection {
         }
     }
 
-    async fn notify<A: WireMessage>(
+    async fn notify<A: Payload>(
         &self,
         method: MethodId,
         args: A,
@@ -448,7 +492,7 @@ impl Connection {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn encode<A: WireMessage>(
+    fn encode<A: Payload>(
         &self,
         kind: FrameKind,
         request_id: u64,
@@ -468,11 +512,11 @@ impl Connection {
                 FrameBuf::with_metadata(64, &metadata)
             }
         };
-        self.codec.encode(args, frame.payload_writer())?;
+        args.encode(self.codec, frame.payload_writer())?;
         Ok(frame.finish(kind, request_id, method, deadline_ms, self.max_frame_len)?)
     }
 
-    fn decode_reply<R: WireMessage>(&self, method: MethodId, frame: Frame) -> Result<R, Error> {
+    fn decode_reply<R: Payload>(&self, method: MethodId, frame: Frame) -> Result<R, Error> {
         let payload = if frame.flags & FLAG_METADATA != 0 {
             let (metadata, payload) = Metadata::decode(frame.payload)?;
             reply_metadata::deliver(metadata);
@@ -481,7 +525,7 @@ impl Connection {
             frame.payload
         };
         match frame.kind {
-            FrameKind::Response => Ok(self.codec.decode(&payload)?),
+            FrameKind::Response => Ok(R::decode(self.codec, payload)?),
             _ => {
                 let body = ErrorBody::decode(&payload);
                 Err(Error::from_remote(method, body.code, body.message))

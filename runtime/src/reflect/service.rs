@@ -6,8 +6,7 @@ use std::sync::Arc;
 use super::{ReflectionError, ServiceSchema, ServiceSummary};
 
 /// Lists and describes the services a server serves. Every server serves it under the name
-/// `wirecall.Reflection` unless
-/// [`ServerBuilder::reflection(false)`](crate::ServerBuilder::reflection) turns it off.
+/// `wirecall.Reflection` unless `ServerBuilder::reflection(false)` turns it off.
 #[wirecall_macros::service(name = "wirecall.Reflection")]
 pub trait Reflection {
     /// The services this server serves, this one included, in the order they were added.
