@@ -58,7 +58,10 @@ pub enum Colour {
 pub enum Event {
     Started,
     /// Moved somewhere.
-    Moved { to: String, steps: u32 },
+    Moved {
+        to: String,
+        steps: u32,
+    },
     Tagged(Colour),
     Pair(i32, String),
 }
@@ -116,7 +119,9 @@ async fn describe(server: &RunningServer, codec: Codec, service: &str) -> Servic
 #[tokio::test]
 async fn list_services_names_each_service_and_reflection_itself() {
     let server = server().await;
-    let client = ReflectionClient::connect(server.local_addr()).await.unwrap();
+    let client = ReflectionClient::connect(server.local_addr())
+        .await
+        .unwrap();
     let services = client.list_services().await.unwrap();
     let names: Vec<&str> = services.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["Tags", REFLECTION_SERVICE]);
@@ -138,23 +143,38 @@ async fn describe_gives_methods_marks_docs_and_every_named_type() {
     let arg_names: Vec<&str> = record.args.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(arg_names, ["sighting", "note"]);
     assert_eq!(record.args[0].ty, TypeRef::Named("Sighting".into()));
-    assert_eq!(record.reply, ReplySchema::Value(TypeRef::Named("Sighting".into())));
+    assert_eq!(
+        record.reply,
+        ReplySchema::Value(TypeRef::Named("Sighting".into()))
+    );
     assert_eq!(
         schema.method("forget").unwrap().reply,
-        ReplySchema::Result { ok: None, err: TypeRef::String }
+        ReplySchema::Result {
+            ok: None,
+            err: TypeRef::String
+        }
     );
     let ping = schema.method("ping").unwrap();
     assert!(ping.oneway && !ping.idempotent);
 
     let names: Vec<&str> = schema.types.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["Sighting", "Colour", "Event"], "each type once, in order of use");
+    assert_eq!(
+        names,
+        ["Sighting", "Colour", "Event"],
+        "each type once, in order of use"
+    );
     let sighting = schema.type_def("Sighting").unwrap();
     assert_eq!(sighting.rust_path, "reflection::Sighting");
-    let TypeKind::Struct { fields } = &sighting.kind else { panic!("a struct") };
+    let TypeKind::Struct { fields } = &sighting.kind else {
+        panic!("a struct")
+    };
     let field = |name: &str| &fields.iter().find(|f| f.name == name).unwrap().ty;
     assert_eq!(fields[0].doc, "The place's name.");
     assert_eq!(field("at"), &TypeRef::Timestamp);
-    assert_eq!(field("confidence"), &TypeRef::Option(Box::new(TypeRef::F64)));
+    assert_eq!(
+        field("confidence"),
+        &TypeRef::Option(Box::new(TypeRef::F64))
+    );
     assert_eq!(field("raw"), &TypeRef::List(Box::new(TypeRef::U8)));
     assert_eq!(field("blob"), &TypeRef::Bytes);
     assert_eq!(
@@ -168,22 +188,35 @@ async fn describe_gives_methods_marks_docs_and_every_named_type() {
     );
     assert_eq!(
         field("digest"),
-        &TypeRef::Array { element: Box::new(TypeRef::U8), len: 4 }
+        &TypeRef::Array {
+            element: Box::new(TypeRef::U8),
+            len: 4
+        }
     );
 
     let TypeKind::Enum { values } = &schema.type_def("Colour").unwrap().kind else {
         panic!("a protobuf enum")
     };
-    let values: Vec<(&str, i32, bool)> =
-        values.iter().map(|v| (v.name.as_str(), v.number, v.other)).collect();
-    assert_eq!(values, [("Red", 0, false), ("Blue", 5, false), ("Unknown", 9, true)]);
+    let values: Vec<(&str, i32, bool)> = values
+        .iter()
+        .map(|v| (v.name.as_str(), v.number, v.other))
+        .collect();
+    assert_eq!(
+        values,
+        [("Red", 0, false), ("Blue", 5, false), ("Unknown", 9, true)]
+    );
 
     let TypeKind::OneOf { variants } = &schema.type_def("Event").unwrap().kind else {
         panic!("a oneof")
     };
     assert_eq!(variants[1].doc, "Moved somewhere.");
-    assert_eq!(variants.iter().map(|v| v.tag).collect::<Vec<_>>(), [1, 2, 3, 4]);
-    assert!(matches!(&variants[1].shape, VariantShape::Fields { named: true, fields } if fields.len() == 2));
+    assert_eq!(
+        variants.iter().map(|v| v.tag).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    assert!(
+        matches!(&variants[1].shape, VariantShape::Fields { named: true, fields } if fields.len() == 2)
+    );
     assert_eq!(
         variants[2].shape,
         VariantShape::Newtype(TypeRef::Named("Colour".into()))
@@ -207,7 +240,9 @@ async fn every_codec_carries_the_same_schema() {
 #[tokio::test]
 async fn describing_an_unknown_service_is_an_application_error() {
     let server = server().await;
-    let client = ReflectionClient::connect(server.local_addr()).await.unwrap();
+    let client = ReflectionClient::connect(server.local_addr())
+        .await
+        .unwrap();
     let reply = client.describe("Nope".into()).await.unwrap();
     assert_eq!(reply, Err(ReflectionError::UnknownService("Nope".into())));
     server.shutdown().await;
@@ -221,7 +256,9 @@ async fn reflection_can_be_turned_off() {
         .bind("127.0.0.1:0")
         .await
         .unwrap();
-    let client = ReflectionClient::connect(server.local_addr()).await.unwrap();
+    let client = ReflectionClient::connect(server.local_addr())
+        .await
+        .unwrap();
     let error = client.list_services().await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::UnknownMethod), "{error}");
     server.shutdown().await;
@@ -237,7 +274,9 @@ async fn reflection_obeys_the_token_and_the_authorisation_hook() {
         .await
         .unwrap();
     // No token: the connection is refused before any call.
-    assert!(ReflectionClient::connect(server.local_addr()).await.is_err());
+    assert!(ReflectionClient::connect(server.local_addr())
+        .await
+        .is_err());
     let channel = Channel::builder()
         .token("s3cret-token-for-reflection")
         .connect(server.local_addr())
@@ -272,7 +311,10 @@ async fn call_raw_carries_json_by_argument_name() {
     let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
     assert_eq!(reply["err"], "no sighting at dock");
     let error = channel
-        .call_raw(method_id("Tags", "lookup"), Bytes::from_static(b"[not json"))
+        .call_raw(
+            method_id("Tags", "lookup"),
+            Bytes::from_static(b"[not json"),
+        )
         .await
         .unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::BadRequest), "{error}");
@@ -306,7 +348,9 @@ fn protoc(dir: &std::path::Path, args: &[&str], input: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn the_proto_export_compiles_and_decodes_real_payloads_both_ways() {
     let server = server().await;
-    let client = ReflectionClient::connect(server.local_addr()).await.unwrap();
+    let client = ReflectionClient::connect(server.local_addr())
+        .await
+        .unwrap();
     let mut schemas = Vec::new();
     for summary in client.list_services().await.unwrap() {
         schemas.push(client.describe(summary.name).await.unwrap().unwrap());
@@ -340,7 +384,11 @@ async fn the_proto_export_compiles_and_decodes_real_payloads_both_ways() {
         }
         note: "n"
     "#;
-    let args = protoc(&dir, &["--encode=acme.tags.Tags_record_Args", "tags.proto"], args_text.as_bytes());
+    let args = protoc(
+        &dir,
+        &["--encode=acme.tags.Tags_record_Args", "tags.proto"],
+        args_text.as_bytes(),
+    );
     let channel = Channel::builder()
         .codec(Codec::Protobuf)
         .connect(server.local_addr())
@@ -378,7 +426,10 @@ async fn the_proto_export_compiles_and_decodes_real_payloads_both_ways() {
         "key: 9",
         "initial: 955",
     ] {
-        assert!(text.contains(expected), "`{expected}` missing from:\n{text}\n{file}");
+        assert!(
+            text.contains(expected),
+            "`{expected}` missing from:\n{text}\n{file}"
+        );
     }
 
     // The Rust side agrees with protoc: the same call through the typed client.
@@ -398,17 +449,26 @@ fn the_json_schema_names_every_method_and_type() {
     let schema = wirecall::Service::schema(&schema);
     let document = wirecall::reflect::json_schema(&schema);
     let defs = document["$defs"].as_object().unwrap();
-    for name in ["Sighting", "Colour", "Event", "record.args", "record.reply", "forget.reply"] {
+    for name in [
+        "Sighting",
+        "Colour",
+        "Event",
+        "record.args",
+        "record.reply",
+        "forget.reply",
+    ] {
         assert!(defs.contains_key(name), "{name} missing");
     }
-    assert_eq!(defs["Colour"]["enum"], serde_json::json!(["Red", "Blue", "Unknown"]));
+    assert_eq!(
+        defs["Colour"]["enum"],
+        serde_json::json!(["Red", "Blue", "Unknown"])
+    );
     assert_eq!(
         defs["record.args"]["properties"]["sighting"]["$ref"],
         "#/$defs/Sighting"
     );
     assert_eq!(
-        defs["Sighting"]["properties"]["maybe"]["anyOf"][0]["maxItems"],
-        1,
+        defs["Sighting"]["properties"]["maybe"]["anyOf"][0]["maxItems"], 1,
         "Option<Option<T>> is null or a one-element array"
     );
 }

@@ -118,7 +118,11 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
 
 /// The Rust type as written, for services whose types have no schema.
 fn type_text(ty: &Type) -> String {
-    quote!(#ty).to_string().replace(" < ", "<").replace(" >", ">").replace(" ,", ",")
+    quote!(#ty)
+        .to_string()
+        .replace(" < ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
 }
 
 /// `impl Reflect` for a named type, whose `kind` expression builds its `TypeKind` with
@@ -142,7 +146,12 @@ fn reflect_impl(ident: &Ident, doc: &str, kind: TokenStream) -> TokenStream {
 }
 
 /// `Reflect` for a `#[wirecall::message]` struct; `docs` are the fields' doc comments.
-pub fn struct_reflect(ident: &Ident, doc: &str, fields: &[FieldGen<'_>], docs: &[String]) -> TokenStream {
+pub fn struct_reflect(
+    ident: &Ident,
+    doc: &str,
+    fields: &[FieldGen<'_>],
+    docs: &[String],
+) -> TokenStream {
     let reflect = reflect_path();
     let fields = fields.iter().zip(docs).map(|(field, doc)| {
         let name = member_name(&field.member);

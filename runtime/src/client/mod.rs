@@ -276,7 +276,11 @@ impl Channel {
         Ok(reply)
     }
 
-    async fn exchange<A: Payload, R: Payload>(&self, method: MethodId, args: A) -> Result<R, Error> {
+    async fn exchange<A: Payload, R: Payload>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> Result<R, Error> {
         let connection = self.shared.connection().await?;
         let outgoing = Outgoing {
             metadata: self.metadata.as_deref(),

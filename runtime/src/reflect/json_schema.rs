@@ -5,8 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    FieldSchema, MethodSchema, ReplySchema, ServiceSchema, TypeDef, TypeKind, TypeRef,
-    VariantShape,
+    FieldSchema, MethodSchema, ReplySchema, ServiceSchema, TypeDef, TypeKind, TypeRef, VariantShape,
 };
 
 /// The JSON Schemas of one method's arguments and reply.
@@ -184,7 +183,10 @@ fn type_def(def: &TypeDef, prefix: &str) -> Value {
                     let inner = match &variant.shape {
                         VariantShape::Unit => return json!({ "const": variant.name }),
                         VariantShape::Newtype(ty) => type_ref(ty, prefix),
-                        VariantShape::Fields { named: true, fields } => object(fields, prefix, ""),
+                        VariantShape::Fields {
+                            named: true,
+                            fields,
+                        } => object(fields, prefix, ""),
                         VariantShape::Fields {
                             named: false,
                             fields,

@@ -169,7 +169,14 @@ impl ServiceSchema {
     pub fn summary(&self) -> ServiceSummary {
         ServiceSummary {
             name: self.name.clone(),
-            summary: self.doc.split("\n\n").next().unwrap_or_default().to_owned(),
+            summary: self
+                .doc
+                .split("\n\n")
+                .next()
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
             methods: self
                 .methods
                 .iter()

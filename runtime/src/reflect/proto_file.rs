@@ -55,7 +55,9 @@ pub enum ProtoFileError {
 pub fn proto_file(schemas: &[ServiceSchema], package: &str) -> Result<String, ProtoFileError> {
     let valid_package = !package.is_empty()
         && package.split('.').all(|part| {
-            part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            part.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         });
     if !valid_package {
@@ -235,8 +237,7 @@ impl Writer {
                         VariantShape::Fields { fields, .. } => {
                             let _ = writeln!(out, "  message {} {{", variant.name);
                             for (index, inner) in fields.iter().enumerate() {
-                                let name = if inner.name.starts_with(|c: char| c.is_ascii_digit())
-                                {
+                                let name = if inner.name.starts_with(|c: char| c.is_ascii_digit()) {
                                     format!("f{}", inner.name)
                                 } else {
                                     inner.name.clone()
@@ -328,7 +329,10 @@ impl Writer {
             }
             TypeRef::Map { key, value } => {
                 let line = self.field(ty, "entries", 1);
-                self.wrapper(&format!("Map_{}_{}", mangle(key), mangle(value)), vec![line])
+                self.wrapper(
+                    &format!("Map_{}_{}", mangle(key), mangle(value)),
+                    vec![line],
+                )
             }
             TypeRef::Tuple(elements) => {
                 let lines = elements

@@ -59,8 +59,7 @@ pub(crate) fn reflection_for(
     services: &[Arc<dyn crate::Service>],
 ) -> ReflectionServer<ReflectionService> {
     let own = crate::Service::schema(&ReflectionServer::new(ReflectionService::default()));
-    let mut schemas: Vec<ServiceSchema> =
-        services.iter().map(|service| service.schema()).collect();
+    let mut schemas: Vec<ServiceSchema> = services.iter().map(|service| service.schema()).collect();
     schemas.push(own);
     ReflectionServer::new(ReflectionService::new(schemas))
 }
