@@ -59,6 +59,11 @@ pub fn method_json_schemas(schema: &ServiceSchema, ref_prefix: &str) -> Vec<Meth
         .collect()
 }
 
+/// The schema of one value of type `ty`; named types are `{ref_prefix}{name}` references.
+pub fn type_json_schema(ty: &TypeRef, ref_prefix: &str) -> Value {
+    type_ref(ty, ref_prefix)
+}
+
 fn reply(method: &MethodSchema, prefix: &str) -> Value {
     let optional = |ty: &TypeRef| nullable(type_ref(ty, prefix));
     let properties = match &method.reply {

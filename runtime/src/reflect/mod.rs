@@ -24,7 +24,9 @@ use std::collections::{HashMap, HashSet};
 
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
-pub use json_schema::{json_schema, method_json_schemas, type_json_schemas, MethodJsonSchemas};
+pub use json_schema::{
+    json_schema, method_json_schemas, type_json_schema, type_json_schemas, MethodJsonSchemas,
+};
 pub use proto_file::{proto_file, ProtoFileError};
 pub use schema::{
     EnumValue, FieldSchema, MethodSchema, ReflectionError, ReplySchema, ServiceSchema,
