@@ -7,6 +7,7 @@
 //! cargo run --release --example user -- --calls 50000 --codec msgpack
 //! cargo run --example user -- --serve 127.0.0.1:7000     # server only, until Ctrl-C
 //! cargo run --example user -- --serve 127.0.0.1:7000 --tls-cert cert.pem --tls-key key.pem
+//! cargo run --example user -- --serve 127.0.0.1:7000 --gateway 127.0.0.1:8080  # + HTTP/JSON
 //! cargo run --example user -- --connect 127.0.0.1:7000   # client only
 //! cargo run --release --example user -- --tls           # the same over TLS, plus the TLS cost
 //! ```
@@ -123,6 +124,7 @@ fn fanly() -> UserModel {
   cargo run --release --example user -- --calls 50000 --codec msgpack
   cargo run --example user -- --serve 127.0.0.1:7000    # server only, until Ctrl-C
   cargo run --example user -- --serve 127.0.0.1:7000 --tls-cert cert.pem --tls-key key.pem
+  cargo run --example user -- --serve 127.0.0.1:7000 --gateway 127.0.0.1:8080
   cargo run --example user -- --connect 127.0.0.1:7000  # client only
   cargo run --release --example user -- --tls           # over TLS, plus the TLS cost"
 )]
@@ -148,6 +150,15 @@ struct Options {
     /// With --serve: the private key (PEM) of --tls-cert
     #[arg(long, value_name = "FILE", requires_all = ["serve", "tls_cert"])]
     tls_key: Option<std::path::PathBuf>,
+    /// With --serve: also serve an HTTP/JSON gateway on ADDR (POST /UserService/get_user,
+    /// OpenAPI at /openapi.json, an explorer page at /)
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "serve",
+        conflicts_with = "tls_cert"
+    )]
+    gateway: Option<String>,
     /// In-process only: TLS with a certificate made at start-up and a token generated at
     /// start-up, then the TLS cost (plain TCP vs TLS, same run)
     #[arg(long, conflicts_with_all = ["serve", "connect"])]
@@ -188,6 +199,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "serving UserService on {} (Ctrl-C to stop)",
             server.local_addr()
         );
+        if let Some(gateway_addr) = &options.gateway {
+            // The gateway reaches the server like any client: JSON codec, same token.
+            let mut channel = Channel::builder().codec(Codec::Json);
+            if let Some(token) = &options.token {
+                channel = channel.token(token.as_str());
+            }
+            let channel = channel.connect(server.local_addr()).await?;
+            let gateway = wirecall_gateway::Gateway::builder().build(channel).await?;
+            let listener = tokio::net::TcpListener::bind(gateway_addr.as_str()).await?;
+            println!(
+                "serving the HTTP gateway on http://{}",
+                listener.local_addr()?
+            );
+            tokio::spawn(gateway.serve(listener));
+        }
         server.run_until_shutdown_signal().await;
         return Ok(());
     }

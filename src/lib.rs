@@ -80,6 +80,9 @@ pub mod client {
 pub mod server {
     pub use wirecall_runtime::server::{Reply, Request};
 }
+/// Service reflection: schemas, the built-in `wirecall.Reflection` service and its client,
+/// and the `.proto` and JSON Schema exports.
+pub use wirecall_runtime::reflect;
 /// W3C trace context propagation (`traceparent` in call metadata).
 pub use wirecall_runtime::trace;
 /// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id
@@ -91,19 +94,7 @@ pub use wirecall_runtime::{ClientTlsConfig, ServerTlsConfig};
 /// Items used by the code that `#[service]` and `#[message]` generate. Not a public API:
 /// it may change in any release.
 #[doc(hidden)]
-pub mod __private {
-    pub use ::bytes;
-    pub use ::bytes::Bytes;
-    pub use ::prost;
-    pub use ::serde;
-    pub use ::std::sync::Arc;
-    pub use ::std::time::Duration;
-    pub use ::tokio::net::ToSocketAddrs;
-    pub use wirecall_runtime::codec::evolve::{self, SerdeFields};
-    pub use wirecall_runtime::codec::proto;
-    pub use wirecall_runtime::dispatch::{dispatch, result_from_parts, unknown_method};
-    pub use wirecall_runtime::{proto_message_field, proto_unit_enum, serde_message};
-}
+pub use wirecall_runtime::__private;
 
 /// The chapters of the book (`book/src`), compiled and run as doctests so that their code
 /// cannot drift from the crate. See `book/README.md`.

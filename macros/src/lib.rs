@@ -86,6 +86,19 @@ use proc_macro::TokenStream;
 /// A method marked `#[oneway]` returns `()` and gets no reply: the client method resolves once
 /// the request is queued, and the server runs the handler without answering.
 ///
+/// # `#[idempotent]`
+///
+/// A method marked `#[idempotent]` has the same effect when run twice as when run once. The
+/// mark changes nothing in the generated code; it appears in the service's reflection schema
+/// (`wirecall::reflect`), so callers and tools know a retry is safe.
+///
+/// # Reflection
+///
+/// The generated server describes the service (methods, argument names and types, reply and
+/// error types, marks, doc comments) through `wirecall::Service::schema`, which the built-in
+/// `wirecall.Reflection` service serves; argument and reply types are described through
+/// `wirecall::reflect::Reflect`, which `#[wirecall::message]` implements.
+///
 /// # `name = "..."`
 ///
 /// `#[wirecall::service(name = "pkg.UserService")]` sets the service's wire name (default: the

@@ -18,6 +18,7 @@ use syn::{
 
 use crate::codegen::messages::{message_header, struct_header};
 use crate::codegen::proto_impls::{self, FieldGen, VariantGen, VariantShape};
+use crate::codegen::reflect;
 use crate::proto_type;
 
 /// Collects errors so that the user sees all of them at once.
@@ -111,6 +112,17 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
         })
         .collect();
     let impls = proto_impls::struct_impls(&item.ident, &fields);
+    let field_docs: Vec<String> = item
+        .fields
+        .iter()
+        .map(|field| reflect::doc_string(&field.attrs))
+        .collect();
+    let reflect = reflect::struct_reflect(
+        &item.ident,
+        &reflect::doc_string(&item.attrs),
+        &fields,
+        &field_docs,
+    );
     let checks = proto_impls::travel_checks(fields.iter().map(|field| field.ty));
     let header = struct_header();
     let debug = debug_derive(skip_debug);
@@ -122,6 +134,7 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
         #[allow(clippy::all, clippy::pedantic, clippy::nursery, deprecated, unused_qualifications)]
         const _: () = {
             #impls
+            #reflect
         };
     })
 }
@@ -163,6 +176,12 @@ fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStrea
     strip_wirecall_attrs(&mut item);
 
     let ident = &item.ident;
+    let doc = reflect::doc_string(&item.attrs);
+    let variant_docs: Vec<String> = item
+        .variants
+        .iter()
+        .map(|variant| reflect::doc_string(&variant.attrs))
+        .collect();
     let checks = proto_impls::travel_checks(
         item.variants
             .iter()
@@ -181,16 +200,28 @@ fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStrea
             .find(|(_, number)| *number == 0)
             .map(|(ident, _)| *ident)
             .ok_or_else(|| syn::Error::new_spanned(ident, "no variant is numbered 0"))?;
-        (
-            quote!(),
-            proto_impls::unit_enum_impls(ident, &variants, zero, other.as_ref()),
-        )
+        let described: Vec<(&Ident, i32, String)> = variants
+            .iter()
+            .zip(&variant_docs)
+            .map(|((ident, number), doc)| (*ident, *number, doc.clone()))
+            .collect();
+        let reflect = reflect::unit_enum_reflect(ident, &doc, &described, other.as_ref());
+        let impls = proto_impls::unit_enum_impls(ident, &variants, zero, other.as_ref());
+        (quote!(), quote!(#impls #reflect))
     } else {
         let variants: Vec<VariantGen<'_>> = item.variants.iter().map(variant_gen).collect();
-        (
-            message_header(),
-            proto_impls::data_enum_impls(ident, &variants, other.as_ref()),
-        )
+        let tags = proto_impls::variant_tags(&variants, other.as_ref());
+        let impls = proto_impls::data_enum_impls(ident, &variants, other.as_ref());
+        let described: Vec<(VariantGen<'_>, u32, String)> = item
+            .variants
+            .iter()
+            .map(variant_gen)
+            .zip(tags)
+            .zip(&variant_docs)
+            .map(|((variant, tag), doc)| (variant, tag, doc.clone()))
+            .collect();
+        let reflect = reflect::data_enum_reflect(ident, &doc, &described, other.as_ref());
+        (message_header(), quote!(#impls #reflect))
     };
     if let (false, Some(other)) = (unit_only, &other) {
         // serde's catch-all: an unknown variant name decodes to this variant.

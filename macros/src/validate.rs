@@ -217,6 +217,11 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
         }
     }
 
+    if let Some(idempotent) = &method.idempotent {
+        if !matches!(idempotent.meta, syn::Meta::Path(_)) {
+            errors.spanned(idempotent, "write `#[idempotent]` without arguments");
+        }
+    }
     if let Some(oneway) = &method.oneway {
         if !matches!(oneway.meta, syn::Meta::Path(_)) {
             errors.spanned(oneway, "write `#[oneway]` without arguments");

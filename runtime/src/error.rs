@@ -274,6 +274,20 @@ impl Error {
         }
     }
 
+    /// The wire error code when the server failed the call with an `Error` frame
+    /// ([`UnknownMethod`](Self::UnknownMethod), [`HandlerPanicked`](Self::HandlerPanicked),
+    /// [`PermissionDenied`](Self::PermissionDenied), [`Remote`](Self::Remote)); `None` for
+    /// failures on this side (connection, timeout, codec, configuration).
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Self::UnknownMethod { .. } => Some(ErrorCode::UnknownMethod),
+            Self::HandlerPanicked { .. } => Some(ErrorCode::HandlerPanicked),
+            Self::PermissionDenied { .. } => Some(ErrorCode::PermissionDenied),
+            Self::Remote { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
     /// Builds the caller's error from an `Error` frame's body.
     pub(crate) fn from_remote(method: MethodId, code: ErrorCode, message: String) -> Self {
         match code {

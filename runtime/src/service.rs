@@ -23,4 +23,11 @@ pub trait Service: Send + Sync + 'static {
     /// Starts one call. Decoding the arguments happens before the future is returned, so a
     /// bad payload fails without spawning anything.
     fn call(&self, method: MethodId, codec: Codec, payload: Bytes) -> ReplyFuture;
+
+    /// The service's schema, for the reflection service. Generated servers describe every
+    /// argument and reply type; the default gives only the descriptor's names and marks the
+    /// schema as not [`described`](crate::reflect::ServiceSchema::described).
+    fn schema(&self) -> crate::reflect::ServiceSchema {
+        crate::reflect::ServiceSchema::from_descriptor(self.descriptor())
+    }
 }

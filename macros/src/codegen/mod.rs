@@ -7,6 +7,7 @@
 mod client;
 pub(crate) mod messages;
 pub(crate) mod proto_impls;
+pub(crate) mod reflect;
 mod server;
 
 use std::collections::HashSet;

@@ -269,6 +269,24 @@ fn bindings(fields: &[FieldGen<'_>]) -> Vec<Ident> {
 /// The field number of an enum's `#[wirecall(other)]` variant: protobuf's largest.
 const CATCH_ALL_FIELD: u32 = (1 << 29) - 1;
 
+/// The oneof field number of each variant: 1, 2, ... in order, and [`CATCH_ALL_FIELD`] for
+/// the catch-all. The catch-all is last in the source (serde's rule), so variants added later
+/// go before it; it takes the largest field number to keep every other number stable.
+pub fn variant_tags(variants: &[VariantGen<'_>], other: Option<&Ident>) -> Vec<u32> {
+    let mut position = 0u32;
+    variants
+        .iter()
+        .map(|variant| {
+            if other == Some(variant.ident) {
+                CATCH_ALL_FIELD
+            } else {
+                position += 1;
+                position
+            }
+        })
+        .collect()
+}
+
 /// `Message` (the oneof wrapper: variant `i` is field `i + 1`), `VariantFields` and
 /// `ProtoField` for an enum with data. `other` is the catch-all variant, if any.
 pub fn data_enum_impls(
@@ -283,16 +301,7 @@ pub fn data_enum_impls(
     let mut len_arms = Vec::new();
     let mut merge_arms = Vec::new();
     let mut field_arms = Vec::new();
-    let mut position = 0u32;
-    for variant in variants {
-        // The catch-all is last in the source (serde's rule), so variants added later go
-        // before it; it takes the largest field number to keep every other number stable.
-        let tag = if other == Some(variant.ident) {
-            CATCH_ALL_FIELD
-        } else {
-            position += 1;
-            position
-        };
+    for (variant, tag) in variants.iter().zip(variant_tags(variants, other)) {
         let tag = tag_lit(tag);
         let pattern = variant.pattern();
         let name = variant.ident;

@@ -76,6 +76,7 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
         .methods
         .iter()
         .map(|method| dispatch_arm(service, method));
+    let schema = super::reflect::service_schema(service);
     quote! {
         impl<__S: #trait_ident> #server<__S> {
             /// Wraps an implementation.
@@ -107,6 +108,8 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
                     _ => ::wirecall::__private::unknown_method(__method),
                 }
             }
+
+            #schema
         }
     }
 }

@@ -44,7 +44,7 @@ use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::{configure_tcp, Transport};
 use crate::writer::{Delivery, FrameSink};
 use pending::PendingCalls;
-use request::{Connector, EncodeArgs};
+use request::{Connector, EncodeArgs, RawArgs};
 pub use request::{Reply, Request};
 
 /// The default per-call deadline.
@@ -259,6 +259,45 @@ impl Channel {
         connection.call(method, args, self.timeout, outgoing).await
     }
 
+    /// Calls `method` with an argument payload already encoded in this channel's codec
+    /// ([`codec`](Self::codec)) and returns the reply payload as it arrived, undecoded: an
+    /// untyped call, for tools that learn a service at run time (through reflection) rather
+    /// than from its Rust trait. Name the method with [`method_id`](crate::method_id)`(service,
+    /// method)`.
+    ///
+    /// With the JSON codec the arguments are an object keyed by argument name and the reply
+    /// an object with `value` (or `ok` and `err`); the book's wire chapter has every codec's
+    /// form. Deadlines, metadata, layers, cancellation on drop and errors are those of
+    /// [`call`](Self::call).
+    ///
+    /// ```no_run
+    /// # async fn run(addr: std::net::SocketAddr) -> Result<(), wirecall_runtime::Error> {
+    /// use wirecall_runtime::{method_id, Channel, Codec};
+    ///
+    /// let channel = Channel::builder().codec(Codec::Json).connect(addr).await?;
+    /// let reply = channel
+    ///     .call_raw(method_id("UserService", "get_user_id"), r#"{"name":"fanly"}"#.into())
+    ///     .await?;
+    /// println!("{}", String::from_utf8_lossy(&reply)); // {"value":7}
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_raw(&self, method: MethodId, args: Bytes) -> Result<Bytes, Error> {
+        let args = RawArgs(args);
+        if let Some(layers) = &self.layers {
+            let request = self.layered_request(method, false, args);
+            let reply = Box::pin(layers.call_shared(request))
+                .await
+                .map_err(Error::from_layer)?;
+            return Ok(reply.payload);
+        }
+        let connection = self.shared.connection().await?;
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        connection
+            .call_encoded(method, &args, self.timeout, outgoing)
+            .await
+    }
+
     /// A call through the channel's layers: its arguments travel type-erased to the innermost
     /// service, which encodes them with the connection's codec; the reply is decoded here.
     async fn call_layered<A: WireMessage, R: WireMessage>(
@@ -275,7 +314,12 @@ impl Channel {
         Ok(reply.codec.decode(&reply.payload)?)
     }
 
-    fn layered_request<A: WireMessage>(&self, method: MethodId, one_way: bool, args: A) -> Request {
+    fn layered_request<E: EncodeArgs + 'static>(
+        &self,
+        method: MethodId,
+        one_way: bool,
+        args: E,
+    ) -> Request {
         Request {
             method,
             one_way,
@@ -289,6 +333,25 @@ impl Channel {
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
     /// waiting for (or ever receiving) a reply.
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
+        if let Some(layers) = &self.layers {
+            let request = self.layered_request(method, true, args);
+            return layers
+                .call_shared(request)
+                .await
+                .map(drop)
+                .map_err(Error::from_layer);
+        }
+        let connection = self.shared.connection().await?;
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        connection
+            .notify(method, &args, self.timeout, outgoing)
+            .await
+    }
+
+    /// Sends a one-way call whose argument payload is already encoded in this channel's
+    /// codec: the one-way counterpart of [`call_raw`](Self::call_raw).
+    pub async fn notify_raw(&self, method: MethodId, args: Bytes) -> Result<(), Error> {
+        let args = RawArgs(args);
         if let Some(layers) = &self.layers {
             let request = self.layered_request(method, true, args);
             return layers
@@ -390,11 +453,21 @@ impl Connection {
         timeout: Option<Duration>,
         outgoing: Outgoing<'_>,
     ) -> Result<R, Error> {
-        let (request_id, frame) = self.encode_request(method, &args, timeout, &outgoing)?;
-        let payload = self
-            .exchange(method, request_id, frame, timeout, outgoing.trace)
-            .await?;
+        let payload = self.call_encoded(method, &args, timeout, outgoing).await?;
         Ok(self.codec.decode(&payload)?)
+    }
+
+    /// A call whose reply payload is returned still encoded.
+    async fn call_encoded<E: EncodeArgs + ?Sized>(
+        &self,
+        method: MethodId,
+        args: &E,
+        timeout: Option<Duration>,
+        outgoing: Outgoing<'_>,
+    ) -> Result<Bytes, Error> {
+        let (request_id, frame) = self.encode_request(method, args, timeout, &outgoing)?;
+        self.exchange(method, request_id, frame, timeout, outgoing.trace)
+            .await
     }
 
     /// A call's frame, ready to send, with the request id it uses.

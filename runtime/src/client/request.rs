@@ -29,6 +29,17 @@ impl<A: WireMessage> EncodeArgs for A {
     }
 }
 
+/// Arguments already encoded in the connection's codec
+/// ([`Channel::call_raw`](crate::Channel::call_raw)), copied into the frame untouched.
+pub(crate) struct RawArgs(pub(crate) Bytes);
+
+impl EncodeArgs for RawArgs {
+    fn encode_to(&self, _codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
+        dst.extend_from_slice(&self.0);
+        Ok(())
+    }
+}
+
 /// One call, as a channel's tower layers see it
 /// ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer)): the method, its deadline, the
 /// metadata it carries (a layer may add to it) and its arguments, encoded only when the

@@ -116,6 +116,8 @@ impl Default for ServerConfig {
 #[derive(Default)]
 pub struct ServerBuilder {
     services: Vec<Arc<dyn Service>>,
+    /// `reflection(false)`; reflection is on by default.
+    no_reflection: bool,
     config: ServerConfig,
     token: Option<TokenSource>,
     authorize: Option<Authorize>,
@@ -137,6 +139,7 @@ impl std::fmt::Debug for ServerBuilder {
         let mut debug = f.debug_struct("ServerBuilder");
         debug
             .field("services", &names)
+            .field("reflection", &!self.no_reflection)
             .field("config", &self.config)
             .field("token", &self.token)
             .field("authorize", &self.authorize.is_some())
@@ -152,6 +155,17 @@ impl ServerBuilder {
     /// services; their method ids must not collide, which [`bind`](Self::bind) checks.
     pub fn serve<S: Service>(mut self, service: S) -> Self {
         self.services.push(Arc::new(service));
+        self
+    }
+
+    /// Whether to serve the built-in reflection service, `wirecall.Reflection` (default:
+    /// on). It lists the served services and describes their methods and types, which is
+    /// what the `wirecall` command-line tool and the HTTP gateway call; it is a service like
+    /// any other, so the token, TLS and the [`authorize`](Self::authorize) hook apply to it
+    /// (its calls name the service `wirecall.Reflection`). Turn it off to reveal nothing
+    /// about the services to clients that can connect.
+    pub fn reflection(mut self, on: bool) -> Self {
+        self.no_reflection = !on;
         self
     }
 
@@ -399,6 +413,10 @@ impl ServerBuilder {
         local_addr: SocketAddr,
         #[cfg(unix)] unix_path: Option<PathBuf>,
     ) -> Result<RunningServer, Error> {
+        if !self.no_reflection {
+            let reflection = crate::reflect::reflection_for(&self.services);
+            self.services.push(Arc::new(reflection));
+        }
         let router = Arc::new(Router::build(&self.services)?);
         if self.config.codecs.is_empty() {
             return Err(Error::Config(

@@ -1,0 +1,262 @@
+//! `list`, `describe` and `proto`: the reflection service's answers, for people and tools.
+
+use std::fmt::Write as _;
+
+use wirecall::reflect::{
+    proto_file, MethodSchema, ReflectionClient, ReplySchema, ServiceSchema, TypeDef, TypeKind,
+    TypeRef, VariantShape,
+};
+
+use crate::connect::ConnectOptions;
+use crate::error::CliError;
+
+async fn reflection(options: &ConnectOptions, addr: &str) -> Result<ReflectionClient, CliError> {
+    let channel = options.connect(addr, options.reflection_codec()).await?;
+    Ok(ReflectionClient::new(channel))
+}
+
+/// A failed reflection call; an unknown method there means reflection is off.
+fn reflection_error(error: wirecall::Error) -> CliError {
+    if error.code() == Some(wirecall::ErrorCode::UnknownMethod) {
+        CliError::Input(
+            "the server does not serve reflection (`wirecall.Reflection`); it was started \
+             with `ServerBuilder::reflection(false)`"
+                .to_owned(),
+        )
+    } else {
+        CliError::Call(error)
+    }
+}
+
+/// Fetches the schema of `service`.
+pub async fn fetch_schema(
+    client: &ReflectionClient,
+    service: &str,
+) -> Result<ServiceSchema, CliError> {
+    match client
+        .describe(service.to_owned())
+        .await
+        .map_err(reflection_error)?
+    {
+        Ok(schema) => Ok(schema),
+        Err(error) => {
+            let known = client
+                .list_services()
+                .await
+                .map_err(reflection_error)?
+                .into_iter()
+                .map(|summary| summary.name)
+                .collect::<Vec<_>>()
+                .join(", ");
+            Err(CliError::Input(format!("{error}; it serves: {known}")))
+        }
+    }
+}
+
+/// Fetches the schema of the service of `Service.method`, through `channel`, and finds the
+/// method.
+pub async fn fetch_method(
+    channel: &wirecall::Channel,
+    target: &str,
+) -> Result<(ServiceSchema, MethodSchema), CliError> {
+    let (service, method) = target.rsplit_once('.').ok_or_else(|| {
+        CliError::Input(format!(
+            "`{target}` does not name a method; write `Service.method`"
+        ))
+    })?;
+    let client = ReflectionClient::new(channel.clone());
+    let schema = fetch_schema(&client, service).await?;
+    let Some(found) = schema.method(method).cloned() else {
+        let names: Vec<&str> = schema.methods.iter().map(|m| m.name.as_str()).collect();
+        return Err(CliError::Input(format!(
+            "{service} has no method `{method}`; its methods are: {}",
+            names.join(", ")
+        )));
+    };
+    Ok((schema, found))
+}
+
+pub async fn list(options: &ConnectOptions, addr: &str) -> Result<(), CliError> {
+    let client = reflection(options, addr).await?;
+    for summary in client.list_services().await.map_err(reflection_error)? {
+        let mut line = summary.name.clone();
+        if !summary.summary.is_empty() {
+            let first_line = summary.summary.lines().next().unwrap_or_default();
+            let _ = write!(line, "  -- {first_line}");
+        }
+        println!("{line}");
+        for method in &summary.methods {
+            println!("  {method}");
+        }
+    }
+    Ok(())
+}
+
+pub async fn describe(
+    options: &ConnectOptions,
+    addr: &str,
+    service: &str,
+    json: bool,
+) -> Result<(), CliError> {
+    let client = reflection(options, addr).await?;
+    let schema = fetch_schema(&client, service).await?;
+    if json {
+        let text = serde_json::to_string_pretty(&schema)
+            .map_err(|error| CliError::Input(format!("cannot print the schema: {error}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", render_schema(&schema));
+    }
+    Ok(())
+}
+
+pub async fn proto(options: &ConnectOptions, addr: &str, package: &str) -> Result<(), CliError> {
+    let client = reflection(options, addr).await?;
+    let mut schemas = Vec::new();
+    for summary in client.list_services().await.map_err(reflection_error)? {
+        schemas.push(fetch_schema(&client, &summary.name).await?);
+    }
+    let file = proto_file(&schemas, package).map_err(|error| CliError::Input(error.to_string()))?;
+    print!("{file}");
+    Ok(())
+}
+
+/// A schema as text: Rust-like signatures and type definitions, doc comments as `//`.
+pub fn render_schema(schema: &ServiceSchema) -> String {
+    let mut out = String::new();
+    doc(&mut out, "", &schema.doc);
+    let _ = writeln!(
+        out,
+        "service {} (codecs: {})",
+        schema.name,
+        schema.codecs.join(", ")
+    );
+    if !schema.described {
+        out.push_str("  (argument and reply types not described by this service)\n");
+    }
+    for method in &schema.methods {
+        out.push('\n');
+        doc(&mut out, "  ", &method.doc);
+        let args: Vec<String> = method
+            .args
+            .iter()
+            .map(|arg| format!("{}: {}", arg.name, type_name(&arg.ty)))
+            .collect();
+        let reply = match &method.reply {
+            ReplySchema::Unit => String::new(),
+            ReplySchema::Value(ty) => format!(" -> {}", type_name(ty)),
+            ReplySchema::Result { ok, err } => format!(
+                " -> Result<{}, {}>",
+                ok.as_ref().map_or_else(|| "()".to_owned(), type_name),
+                type_name(err)
+            ),
+        };
+        let mut marks = String::new();
+        if method.oneway {
+            marks.push_str("  [one-way]");
+        }
+        if method.idempotent {
+            marks.push_str("  [idempotent]");
+        }
+        let _ = writeln!(out, "  {}({}){reply}{marks}", method.name, args.join(", "));
+    }
+    for def in &schema.types {
+        out.push('\n');
+        render_type(&mut out, def);
+    }
+    out
+}
+
+fn render_type(out: &mut String, def: &TypeDef) {
+    doc(out, "", &def.doc);
+    match &def.kind {
+        TypeKind::Struct { fields } => {
+            let _ = writeln!(out, "struct {} {{", def.name);
+            for field in fields {
+                doc(out, "  ", &field.doc);
+                let _ = writeln!(out, "  {}: {},", field.name, type_name(&field.ty));
+            }
+        }
+        TypeKind::Enum { values } => {
+            let _ = writeln!(out, "enum {} {{", def.name);
+            for value in values {
+                doc(out, "  ", &value.doc);
+                let other = if value.other {
+                    "  (unknown values)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "  {} = {},{other}", value.name, value.number);
+            }
+        }
+        TypeKind::OneOf { variants } => {
+            let _ = writeln!(out, "enum {} {{", def.name);
+            for variant in variants {
+                doc(out, "  ", &variant.doc);
+                let body = match &variant.shape {
+                    VariantShape::Unit => String::new(),
+                    VariantShape::Newtype(ty) => format!("({})", type_name(ty)),
+                    VariantShape::Fields {
+                        named: false,
+                        fields,
+                    } => {
+                        let types: Vec<String> =
+                            fields.iter().map(|field| type_name(&field.ty)).collect();
+                        format!("({})", types.join(", "))
+                    }
+                    VariantShape::Fields {
+                        named: true,
+                        fields,
+                    } => {
+                        let fields: Vec<String> = fields
+                            .iter()
+                            .map(|field| format!("{}: {}", field.name, type_name(&field.ty)))
+                            .collect();
+                        format!(" {{ {} }}", fields.join(", "))
+                    }
+                };
+                let _ = writeln!(out, "  {}{body},", variant.name);
+            }
+        }
+    }
+    out.push_str("}\n");
+}
+
+fn doc(out: &mut String, indent: &str, text: &str) {
+    for line in text.lines() {
+        let _ = writeln!(out, "{indent}// {line}");
+    }
+}
+
+/// A type as a Rust programmer would write it.
+pub fn type_name(ty: &TypeRef) -> String {
+    match ty {
+        TypeRef::Bool => "bool".into(),
+        TypeRef::U8 => "u8".into(),
+        TypeRef::U16 => "u16".into(),
+        TypeRef::U32 => "u32".into(),
+        TypeRef::U64 => "u64".into(),
+        TypeRef::I8 => "i8".into(),
+        TypeRef::I16 => "i16".into(),
+        TypeRef::I32 => "i32".into(),
+        TypeRef::I64 => "i64".into(),
+        TypeRef::F32 => "f32".into(),
+        TypeRef::F64 => "f64".into(),
+        TypeRef::Char => "char".into(),
+        TypeRef::String => "String".into(),
+        TypeRef::Bytes => "Bytes".into(),
+        TypeRef::Duration => "Duration".into(),
+        TypeRef::Timestamp => "SystemTime".into(),
+        TypeRef::Option(inner) => format!("Option<{}>", type_name(inner)),
+        TypeRef::List(inner) => format!("Vec<{}>", type_name(inner)),
+        TypeRef::Set(inner) => format!("Set<{}>", type_name(inner)),
+        TypeRef::Array { element, len } => format!("[{}; {len}]", type_name(element)),
+        TypeRef::Map { key, value } => format!("Map<{}, {}>", type_name(key), type_name(value)),
+        TypeRef::Tuple(elements) => {
+            let names: Vec<String> = elements.iter().map(type_name).collect();
+            format!("({})", names.join(", "))
+        }
+        TypeRef::Named(name) => name.clone(),
+        TypeRef::Opaque(rust) => rust.clone(),
+    }
+}

@@ -1,0 +1,134 @@
+//! `wirecall`: list, describe and call the services of any wirecall server from a shell.
+//!
+//! It knows no service at compile time: it asks the server's reflection service
+//! (`wirecall.Reflection`) what it serves and calls methods with the JSON codec, arguments
+//! given as a JSON object keyed by argument name.
+
+mod bench;
+mod call;
+mod connect;
+mod describe;
+mod error;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use connect::ConnectOptions;
+use error::CliError;
+
+const AFTER_HELP: &str = "\
+Examples:
+  wirecall list 127.0.0.1:7000
+  wirecall describe 127.0.0.1:7000 UserService
+  wirecall call 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}'
+  echo '{\"user_id\":7}' | wirecall call 127.0.0.1:7000 UserService.find
+  wirecall call 127.0.0.1:7000 UserService.get_user @user.json
+  wirecall proto 127.0.0.1:7000 > users.proto
+  wirecall bench 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}' --calls 10000 --concurrency 32
+
+Exit codes:
+  0  success
+  1  bad input: arguments that are not a JSON object, an unknown service, method or argument
+  2  bad command line (unknown option, missing operand)
+  3  could not connect: refused, TLS failure, wrong or missing token, codec refused
+  4  the call failed: the server answered with a wirecall error (its code and message are
+     printed), or the deadline passed, or the connection broke
+  5  the method returned its application error (`Err(e)`, printed as JSON on stderr)";
+
+/// A command-line client for wirecall services, through their built-in reflection.
+#[derive(Debug, Parser)]
+#[command(name = "wirecall", version, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(flatten)]
+    connect: ConnectOptions,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the services a server serves
+    List {
+        /// The server's address (`host:port`)
+        addr: String,
+    },
+    /// Describe a service: its methods, argument and reply types, and named types
+    Describe {
+        /// The server's address (`host:port`)
+        addr: String,
+        /// The service's name, as `list` shows it
+        service: String,
+        /// Print the schema as JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a method with arguments as a JSON object keyed by argument name
+    Call {
+        /// The server's address (`host:port`)
+        addr: String,
+        /// `Service.method`
+        target: String,
+        /// The arguments: a JSON object, `@file` to read it from a file, or `-` (or nothing)
+        /// to read it from standard input; `{}` when the method takes none
+        args: Option<String>,
+    },
+    /// Write a `.proto` file for every service that speaks Protobuf
+    Proto {
+        /// The server's address (`host:port`)
+        addr: String,
+        /// The protobuf package of the file
+        #[arg(long, default_value = "wirecall.services")]
+        package: String,
+    },
+    /// Call a method many times and print throughput and latency percentiles
+    Bench {
+        /// The server's address (`host:port`)
+        addr: String,
+        /// `Service.method`
+        target: String,
+        /// The arguments, as for `call`
+        args: Option<String>,
+        /// How many calls in total
+        #[arg(long, default_value_t = 1000)]
+        calls: u64,
+        /// How many calls in flight at once (on one connection, which multiplexes them)
+        #[arg(long, default_value_t = 16)]
+        concurrency: u64,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("wirecall: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let options = &cli.connect;
+    match cli.command {
+        Command::List { addr } => describe::list(options, &addr).await,
+        Command::Describe {
+            addr,
+            service,
+            json,
+        } => describe::describe(options, &addr, &service, json).await,
+        Command::Call { addr, target, args } => {
+            call::call(options, &addr, &target, args.as_deref()).await
+        }
+        Command::Proto { addr, package } => describe::proto(options, &addr, &package).await,
+        Command::Bench {
+            addr,
+            target,
+            args,
+            calls,
+            concurrency,
+        } => bench::bench(options, &addr, &target, args.as_deref(), calls, concurrency).await,
+    }
+}

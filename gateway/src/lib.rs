@@ -1,0 +1,264 @@
+//! An HTTP/JSON gateway for wirecall services, built from the server's reflection service.
+//!
+//! - `POST /{service}/{method}` with a JSON object of named arguments calls the method and
+//!   answers its reply as JSON (200), its application error as `{"error": "Application",
+//!   "value": ...}` (422), and a wirecall error with the status of the table in
+//!   [`status_for`] and a body `{"error": name, "code": wire code, "message": ...}`. A
+//!   one-way method answers 202 once the call is sent.
+//! - Request headers `wirecall-meta-{key}` become call metadata `{key}`; reply metadata comes
+//!   back as `wirecall-meta-{key}` response headers.
+//! - Bodies are limited in size ([`GatewayBuilder::max_body_bytes`], 413 past it) and calls in
+//!   time ([`GatewayBuilder::time_limit`], 504 past it).
+//! - `GET /openapi.json` is an OpenAPI 3.1 document of every method; `GET /services.json` the
+//!   reflected schemas; `GET /` an explorer page (no external assets) to pick a method, fill
+//!   its arguments and call it.
+//!
+//! The gateway talks to the server through a [`Channel`] on the JSON codec: a remote server,
+//! or one in the same process (connect to its address, or hand it an in-memory stream with
+//! `RunningServer::serve_stream` and `ChannelBuilder::connect_with`).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use wirecall::{Channel, Codec};
+//! use wirecall_gateway::Gateway;
+//!
+//! let channel = Channel::builder().codec(Codec::Json).connect("127.0.0.1:7000").await?;
+//! let gateway = Gateway::builder().build(channel).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! gateway.serve(listener).await?; // or mount `gateway.router()` in your own axum app
+//! # Ok(())
+//! # }
+//! ```
+
+mod openapi;
+mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde_json::Value;
+use wirecall::client::reply_metadata::with_reply_metadata;
+use wirecall::reflect::{MethodSchema, ReflectionClient, ReplySchema, ServiceSchema};
+use wirecall::{Channel, Codec, Error, MethodId};
+
+pub use status::{status_for, GatewayError};
+
+/// The prefix of headers that carry call metadata, both ways.
+pub const METADATA_HEADER_PREFIX: &str = "wirecall-meta-";
+
+/// Configures a [`Gateway`].
+#[derive(Debug, Clone)]
+pub struct GatewayBuilder {
+    max_body_bytes: usize,
+    time_limit: Duration,
+}
+
+impl Default for GatewayBuilder {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 1024 * 1024,
+            time_limit: Duration::from_secs(30),
+        }
+    }
+}
+
+impl GatewayBuilder {
+    /// The largest request body accepted (default 1 MiB); a larger one gets 413.
+    pub fn max_body_bytes(mut self, max: usize) -> Self {
+        self.max_body_bytes = max;
+        self
+    }
+
+    /// How long one call may take (default 30 s); it is also the call's deadline on the
+    /// server. A call past it gets 504.
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = limit;
+        self
+    }
+
+    /// Learns the server's services through `channel` (which must use the JSON codec) and
+    /// builds the gateway. The schemas are taken once: build a new gateway when the server's
+    /// services change.
+    pub async fn build(self, channel: Channel) -> Result<Gateway, Error> {
+        if channel.codec() != Codec::Json {
+            return Err(Error::Config(format!(
+                "the gateway passes JSON bodies through, so its channel must use the json \
+                 codec (it uses {}); connect with `Channel::builder().codec(Codec::Json)`",
+                channel.codec()
+            )));
+        }
+        let reflection = ReflectionClient::new(channel.clone());
+        let mut schemas = Vec::new();
+        for summary in reflection.list_services().await? {
+            if let Ok(schema) = reflection.describe(summary.name).await? {
+                schemas.push(schema);
+            }
+        }
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                channel: channel.with_timeout(self.time_limit),
+                schemas,
+                config: self,
+            }),
+        })
+    }
+}
+
+/// The gateway: an axum [`Router`] in front of one wirecall server.
+#[derive(Debug, Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    channel: Channel,
+    schemas: Vec<ServiceSchema>,
+    config: GatewayBuilder,
+}
+
+impl Gateway {
+    /// A builder with the default limits.
+    pub fn builder() -> GatewayBuilder {
+        GatewayBuilder::default()
+    }
+
+    /// The schemas the gateway serves.
+    pub fn schemas(&self) -> &[ServiceSchema] {
+        &self.inner.schemas
+    }
+
+    /// The OpenAPI 3.1 document of every method.
+    pub fn openapi(&self) -> Value {
+        openapi::document(&self.inner.schemas)
+    }
+
+    /// The routes: `POST /{service}/{method}`, `GET /openapi.json`, `GET /services.json` and
+    /// `GET /`.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/", get(explorer))
+            .route("/openapi.json", get(openapi_json))
+            .route("/services.json", get(services_json))
+            .route("/{service}/{method}", post(call))
+            .layer(DefaultBodyLimit::max(self.inner.config.max_body_bytes))
+            .with_state(self.clone())
+    }
+
+    /// Serves the gateway's routes on `listener` until the task is dropped or the listener
+    /// fails.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    fn method(&self, service: &str, method: &str) -> Result<&MethodSchema, GatewayError> {
+        let schema = self
+            .inner
+            .schemas
+            .iter()
+            .find(|schema| schema.name == service)
+            .ok_or_else(|| GatewayError::NotFound(format!("no service named `{service}`")))?;
+        schema
+            .method(method)
+            .ok_or_else(|| GatewayError::NotFound(format!("{service} has no method `{method}`")))
+    }
+}
+
+async fn explorer() -> Html<&'static str> {
+    Html(include_str!("explorer.html"))
+}
+
+async fn openapi_json(State(gateway): State<Gateway>) -> Json<Value> {
+    Json(gateway.openapi())
+}
+
+async fn services_json(State(gateway): State<Gateway>) -> Json<Vec<ServiceSchema>> {
+    Json(gateway.inner.schemas.clone())
+}
+
+async fn call(
+    State(gateway): State<Gateway>,
+    Path((service, method)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, GatewayError> {
+    let schema = gateway.method(&service, &method)?.clone();
+    let args = check_body(&schema, &body)?;
+    let mut channel = gateway.inner.channel.clone();
+    for (name, value) in &headers {
+        let Some(key) = name.as_str().strip_prefix(METADATA_HEADER_PREFIX) else {
+            continue;
+        };
+        let value = value
+            .to_str()
+            .map_err(|_| GatewayError::BadBody(format!("header {name} is not visible ASCII")))?;
+        channel = channel
+            .with_metadata(key, value)
+            .map_err(|error| GatewayError::BadBody(format!("header {name}: {error}")))?;
+    }
+    let id = MethodId::new(schema.id);
+    let limit = gateway.inner.config.time_limit;
+    if schema.oneway {
+        tokio::time::timeout(limit, channel.notify_raw(id, args))
+            .await
+            .map_err(|_| GatewayError::TimeLimit(limit))??;
+        return Ok(StatusCode::ACCEPTED.into_response());
+    }
+    let (reply, metadata) =
+        tokio::time::timeout(limit, with_reply_metadata(channel.call_raw(id, args)))
+            .await
+            .map_err(|_| GatewayError::TimeLimit(limit))?;
+    let reply: Value = serde_json::from_slice(&reply?).map_err(|error| {
+        GatewayError::Call(Error::Config(format!("reply is not JSON: {error}")))
+    })?;
+    let body = match &schema.reply {
+        ReplySchema::Unit => Value::Null,
+        ReplySchema::Value(_) => reply["value"].clone(),
+        ReplySchema::Result { .. } => {
+            if !reply["err"].is_null() {
+                return Err(GatewayError::Application(reply["err"].clone()));
+            }
+            reply["ok"].clone()
+        }
+    };
+    let mut response = Json(body).into_response();
+    for (key, value) in metadata.iter() {
+        let name = HeaderName::try_from(format!("{METADATA_HEADER_PREFIX}{key}"));
+        if let (Ok(name), Ok(value)) = (name, HeaderValue::from_str(value)) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    Ok(response)
+}
+
+/// The body as the method's argument object: JSON, an object, only known argument names.
+fn check_body(method: &MethodSchema, body: &[u8]) -> Result<Bytes, GatewayError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Bytes::from_static(b"{}"));
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| GatewayError::BadBody(format!("the body is not JSON: {error}")))?;
+    let Value::Object(object) = &value else {
+        return Err(GatewayError::BadBody(
+            "the body must be a JSON object keyed by argument name".to_owned(),
+        ));
+    };
+    if let Some(unknown) = object
+        .keys()
+        .find(|key| !method.args.iter().any(|arg| &arg.name == *key))
+    {
+        let names: Vec<&str> = method.args.iter().map(|arg| arg.name.as_str()).collect();
+        return Err(GatewayError::BadBody(format!(
+            "unknown argument `{unknown}`; {} takes: {}",
+            method.name,
+            names.join(", ")
+        )));
+    }
+    Ok(Bytes::copy_from_slice(body))
+}

@@ -1,0 +1,87 @@
+//! How a failed call becomes an HTTP response: the status table of the book's "Calling from
+//! outside Rust" chapter, and a JSON body `{"error": name, "code": wire code, "message": ...}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use wirecall::{Error, ErrorCode};
+
+/// The HTTP status for a wirecall error code.
+pub fn status_for(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::UnknownMethod => StatusCode::NOT_FOUND,
+        ErrorCode::BadRequest => StatusCode::BAD_REQUEST,
+        ErrorCode::HandlerPanicked | ErrorCode::EncodeFailed => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::DeadlineExceeded | ErrorCode::IdleTimeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::FrameTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::Overloaded | ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::PermissionDenied => StatusCode::FORBIDDEN,
+        ErrorCode::ProtocolViolation | ErrorCode::Other(_) => StatusCode::BAD_GATEWAY,
+        _ => StatusCode::BAD_GATEWAY,
+    }
+}
+
+/// Why the gateway could not answer with the method's reply.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// No such service or method in the reflected schemas.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request body is not what the method takes.
+    #[error("{0}")]
+    BadBody(String),
+    /// The call failed.
+    #[error(transparent)]
+    Call(#[from] Error),
+    /// The call did not finish within the gateway's time limit.
+    #[error("no reply within the gateway's limit of {0:?}")]
+    TimeLimit(std::time::Duration),
+    /// The method returned its application error.
+    #[error("the method returned an error")]
+    Application(serde_json::Value),
+}
+
+impl IntoResponse for GatewayError {
+    fn into_response(self) -> Response {
+        let (status, body) = match &self {
+            Self::NotFound(message) => (
+                StatusCode::NOT_FOUND,
+                json!({ "error": "NotFound", "message": message }),
+            ),
+            Self::BadBody(message) => (
+                StatusCode::BAD_REQUEST,
+                json!({ "error": "BadRequest", "code": 2, "message": message }),
+            ),
+            Self::TimeLimit(_) => (
+                StatusCode::GATEWAY_TIMEOUT,
+                json!({ "error": "DeadlineExceeded", "code": 4, "message": self.to_string() }),
+            ),
+            Self::Application(value) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({ "error": "Application", "value": value }),
+            ),
+            Self::Call(error) => match error.code() {
+                Some(code) => (
+                    status_for(code),
+                    json!({
+                        "error": format!("{code:?}"),
+                        "code": code.to_u16(),
+                        "message": error.to_string(),
+                    }),
+                ),
+                None => {
+                    let (status, name) = match error {
+                        Error::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "DeadlineExceeded"),
+                        _ => (StatusCode::BAD_GATEWAY, "Unavailable"),
+                    };
+                    (
+                        status,
+                        json!({ "error": name, "message": error.to_string() }),
+                    )
+                }
+            },
+        };
+        (status, Json(body)).into_response()
+    }
+}

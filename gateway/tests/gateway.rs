@@ -1,0 +1,235 @@
+//! The gateway over real HTTP (hyper's client against `axum::serve` on a TCP port), in front
+//! of a real wirecall server: replies, the error status table, metadata headers, body and
+//! time limits, one-way calls and the OpenAPI document.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use wirecall::{CallContext, Channel, Codec, RunningServer, Server};
+use wirecall_gateway::Gateway;
+
+/// A user.
+#[wirecall::message]
+#[derive(Clone, PartialEq)]
+pub struct UserModel {
+    /// The user's id.
+    pub user_id: i32,
+    /// The user's name.
+    pub name: String,
+}
+
+/// Users.
+#[wirecall::service]
+pub trait UserService {
+    /// Echoes a user back.
+    async fn get_user(&self, user: UserModel) -> UserModel;
+    /// Finds a user by id.
+    async fn find(&self, user_id: i32) -> Result<UserModel, String>;
+    /// Returns call metadata `tenant` and answers with reply metadata `served-by`.
+    async fn tenant(&self) -> String;
+    /// Sleeps.
+    async fn sleep(&self, millis: u64);
+    /// Fire and forget.
+    #[oneway]
+    async fn poke(&self);
+}
+
+struct Users;
+
+impl UserService for Users {
+    async fn get_user(&self, user: UserModel) -> UserModel {
+        user
+    }
+    async fn find(&self, user_id: i32) -> Result<UserModel, String> {
+        Err(format!("no user {user_id}"))
+    }
+    async fn tenant(&self) -> String {
+        CallContext::with_current(|context| {
+            context
+                .set_reply_metadata("served-by", "unit-test")
+                .expect("a valid key");
+            context
+                .metadata()
+                .get("tenant")
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .unwrap_or_default()
+    }
+    async fn sleep(&self, millis: u64) {
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+    }
+    async fn poke(&self) {}
+}
+
+struct Fixture {
+    server: RunningServer,
+    http: SocketAddr,
+}
+
+async fn fixture(builder: wirecall_gateway::GatewayBuilder) -> Fixture {
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let channel = Channel::builder()
+        .codec(Codec::Json)
+        .connect(server.local_addr())
+        .await
+        .unwrap();
+    let gateway = builder.build(channel).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = listener.local_addr().unwrap();
+    tokio::spawn(gateway.serve(listener));
+    Fixture { server, http }
+}
+
+/// Sends a request and returns the status, the headers and the body as JSON (or a string).
+async fn request(
+    fixture: &Fixture,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> (u16, hyper::HeaderMap, Value) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(format!("http://{}{path}", fixture.http));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = client
+        .request(request.body(Full::new(body.into())).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, headers, value)
+}
+
+async fn post(fixture: &Fixture, path: &str, body: &'static str) -> (u16, Value) {
+    let (status, _, value) = request(fixture, "POST", path, &[], body).await;
+    (status, value)
+}
+
+#[tokio::test]
+async fn post_calls_the_method_and_answers_its_reply() {
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, body) = post(
+        &fixture,
+        "/UserService/get_user",
+        r#"{"user":{"user_id":7,"name":"ada"}}"#,
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({"user_id": 7, "name": "ada"})));
+    let (status, body) = post(&fixture, "/UserService/find", r#"{"user_id":9}"#).await;
+    assert_eq!(
+        (status, body),
+        (422, json!({"error": "Application", "value": "no user 9"}))
+    );
+    let (status, body) = post(&fixture, "/UserService/poke", "").await;
+    assert_eq!((status, body), (202, json!("")));
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn errors_map_to_the_documented_statuses() {
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, body) = post(&fixture, "/UserService/find", r#"{"user_id":"nine"}"#).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        (body["error"].as_str(), body["code"].as_u64()),
+        (Some("BadRequest"), Some(2))
+    );
+    let (status, body) = post(&fixture, "/UserService/find", r#"{"id":1}"#).await;
+    assert_eq!(status, 400);
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown argument `id`"));
+    let (status, _) = post(&fixture, "/UserService/find", "[1]").await;
+    assert_eq!(status, 400);
+    let (status, _) = post(&fixture, "/UserService/nope", "{}").await;
+    assert_eq!(status, 404);
+    let (status, _) = post(&fixture, "/Nope/find", "{}").await;
+    assert_eq!(status, 404);
+    let (status, _, _) = request(&fixture, "GET", "/UserService/find", &[], "").await;
+    assert_eq!(status, 405);
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn metadata_travels_as_headers_both_ways() {
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, headers, body) = request(
+        &fixture,
+        "POST",
+        "/UserService/tenant",
+        &[("wirecall-meta-tenant", "acme")],
+        "{}",
+    )
+    .await;
+    assert_eq!((status, body), (200, json!("acme")));
+    assert_eq!(headers["wirecall-meta-served-by"], "unit-test");
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn bodies_and_calls_are_limited() {
+    let fixture = fixture(
+        Gateway::builder()
+            .max_body_bytes(64)
+            .time_limit(Duration::from_millis(200)),
+    )
+    .await;
+    let big = format!(r#"{{"user":{{"user_id":1,"name":"{}"}}}}"#, "x".repeat(100));
+    let (status, _, _) = request(&fixture, "POST", "/UserService/get_user", &[], big).await;
+    assert_eq!(status, 413);
+    let (status, body) = post(&fixture, "/UserService/sleep", r#"{"millis":2000}"#).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"], "DeadlineExceeded");
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn openapi_and_the_explorer_are_served() {
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, _, document) = request(&fixture, "GET", "/openapi.json", &[], "").await;
+    assert_eq!(status, 200);
+    assert_eq!(document["openapi"], "3.1.0");
+    let operation = &document["paths"]["/UserService/get_user"]["post"];
+    assert_eq!(operation["operationId"], "UserService.get_user");
+    assert_eq!(
+        operation["requestBody"]["content"]["application/json"]["schema"]["properties"]["user"]
+            ["$ref"],
+        "#/components/schemas/UserModel"
+    );
+    assert_eq!(
+        document["components"]["schemas"]["UserModel"]["properties"]["name"]["type"],
+        "string"
+    );
+    assert!(document["paths"]["/UserService/find"]["post"]["responses"]["422"].is_object());
+    assert!(document["paths"]["/UserService/poke"]["post"]["responses"]["202"].is_object());
+
+    let (status, _, page) = request(&fixture, "GET", "/", &[], "").await;
+    assert_eq!(status, 200);
+    let page = page.as_str().unwrap();
+    assert!(page.contains("<title>wirecall explorer</title>"));
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "no external assets"
+    );
+    let (_, _, services) = request(&fixture, "GET", "/services.json", &[], "").await;
+    assert_eq!(services[0]["name"], "UserService");
+    fixture.server.shutdown().await;
+}

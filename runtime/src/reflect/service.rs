@@ -1,0 +1,65 @@
+//! The built-in reflection service, declared with `#[wirecall::service]` like any other: it
+//! travels in every codec and describes itself.
+
+use std::sync::Arc;
+
+use super::{ReflectionError, ServiceSchema, ServiceSummary};
+
+/// Lists and describes the services a server serves. Every server serves it under the name
+/// `wirecall.Reflection` unless `ServerBuilder::reflection(false)` turns it off.
+#[wirecall_macros::service(name = "wirecall.Reflection")]
+pub trait Reflection {
+    /// The services this server serves, this one included, in the order they were added.
+    #[idempotent]
+    async fn list_services(&self) -> Vec<ServiceSummary>;
+
+    /// The schema of `service`: its methods, their argument and reply types, and every
+    /// named type they use.
+    #[idempotent]
+    async fn describe(&self, service: String) -> Result<ServiceSchema, ReflectionError>;
+}
+
+/// The server's implementation of [`Reflection`]: answers from the schemas taken when the
+/// server started.
+#[derive(Debug, Clone, Default)]
+pub struct ReflectionService {
+    schemas: Arc<Vec<ServiceSchema>>,
+}
+
+impl ReflectionService {
+    /// Answers with `schemas`.
+    pub fn new(schemas: Vec<ServiceSchema>) -> Self {
+        Self {
+            schemas: Arc::new(schemas),
+        }
+    }
+
+    /// The schemas it answers with.
+    pub fn schemas(&self) -> &[ServiceSchema] {
+        &self.schemas
+    }
+}
+
+impl Reflection for ReflectionService {
+    async fn list_services(&self) -> Vec<ServiceSummary> {
+        self.schemas.iter().map(ServiceSchema::summary).collect()
+    }
+
+    async fn describe(&self, service: String) -> Result<ServiceSchema, ReflectionError> {
+        self.schemas
+            .iter()
+            .find(|schema| schema.name == service)
+            .cloned()
+            .ok_or(ReflectionError::UnknownService(service))
+    }
+}
+
+/// The reflection service for a server serving `services`: their schemas, then its own.
+pub(crate) fn reflection_for(
+    services: &[Arc<dyn crate::Service>],
+) -> ReflectionServer<ReflectionService> {
+    let own = crate::Service::schema(&ReflectionServer::new(ReflectionService::default()));
+    let mut schemas: Vec<ServiceSchema> = services.iter().map(|service| service.schema()).collect();
+    schemas.push(own);
+    ReflectionServer::new(ReflectionService::new(schemas))
+}
