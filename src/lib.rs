@@ -46,10 +46,11 @@
 //!
 //! # Cargo features
 //!
-//! All on by default: `json`, `msgpack` and `protobuf` (the codecs: serde_json, rmp-serde and
+//! On by default: `json`, `msgpack` and `protobuf` (the codecs: serde_json, rmp-serde and
 //! prost) and `tls` (TLS and mutual TLS with rustls and the ring provider:
-//! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). docs.rs
-//! marks every item that needs a feature.
+//! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). Off by
+//! default: `etcd` (the etcd registry back-end, `discovery::Etcd`, with the etcd-client crate;
+//! building it needs `protoc`). docs.rs marks every item that needs a feature.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -61,14 +62,23 @@ pub use ::bytes::Bytes;
 pub use wirecall_macros::{message, service};
 pub use wirecall_runtime::shutdown_signal;
 pub use wirecall_runtime::{
-    method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode,
-    FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
+    method_id, CallError, CallTarget, Caller, Channel, ChannelBuilder, Codec, CodecError, Error,
+    ErrorCode, FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
     RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle, Token,
     WireMessage, PROTOCOL_VERSION,
 };
 pub use wirecall_runtime::{
     CallContext, Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
 };
+/// Service discovery and load balancing: registries ([`discovery::StaticRegistry`], and
+/// [`discovery::Etcd`] with the `etcd` feature), the [`discovery::Registration`] record a
+/// server publishes with [`ServerBuilder::register`], and [`discovery::BalancedChannel`],
+/// which generated clients use through `{Trait}Client::discover`. See the book's "Discovery
+/// and load balancing" chapter.
+pub mod discovery {
+    pub use wirecall_runtime::discovery::*;
+    pub use wirecall_runtime::server::DEFAULT_DRAIN_DELAY;
+}
 /// The client side beyond [`Channel`]: reading reply metadata.
 pub mod client {
     pub use wirecall_runtime::client::reply_metadata;

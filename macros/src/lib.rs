@@ -86,6 +86,14 @@ use proc_macro::TokenStream;
 /// A method marked `#[oneway]` returns `()` and gets no reply: the client method resolves once
 /// the request is queued, and the server runs the handler without answering.
 ///
+/// # `#[idempotent]`
+///
+/// A method marked `#[idempotent]` may run more than once with the same effect as once (a
+/// read, a put of a whole value). A client over a
+/// [`BalancedChannel`](../wirecall/discovery/struct.BalancedChannel.html) retries such a call
+/// on another endpoint when its connection fails, within the call's deadline and the retry
+/// budget; other methods are only retried when the server certainly did not run them.
+///
 /// # `name = "..."`
 ///
 /// `#[wirecall::service(name = "pkg.UserService")]` sets the service's wire name (default: the

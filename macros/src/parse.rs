@@ -127,10 +127,13 @@ pub struct ServiceDef {
 pub struct MethodDef {
     /// The method name with any `r#` removed: its name on the wire.
     pub wire_name: String,
-    /// Every attribute the user wrote, minus `#[oneway]`.
+    /// Every attribute the user wrote, minus `#[oneway]` and `#[idempotent]`.
     pub attrs: Vec<Attribute>,
     /// The `#[oneway]` attribute, kept for its span.
     pub oneway: Option<Attribute>,
+    /// The `#[idempotent]` attribute: the call may run twice with no harm, so a balanced
+    /// client may retry it on another endpoint.
+    pub idempotent: Option<Attribute>,
     /// The signature as written.
     pub sig: Signature,
     /// Whether the method has a default body (refused by validation).
@@ -185,8 +188,9 @@ pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
     let mut methods = Vec::new();
     for trait_item in &mut item.items {
         if let TraitItem::Fn(method) = trait_item {
-            let oneway = take_oneway(&mut method.attrs);
-            methods.push(parse_method(method, oneway));
+            let oneway = take_marker(&mut method.attrs, "oneway");
+            let idempotent = take_marker(&mut method.attrs, "idempotent");
+            methods.push(parse_method(method, oneway, idempotent));
             strip_patterns(&mut method.sig);
         }
     }
@@ -200,12 +204,10 @@ pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
     }
 }
 
-/// Removes `#[oneway]` from `attrs`: it is our marker, not a real attribute, and must not reach
-/// the compiler.
-fn take_oneway(attrs: &mut Vec<Attribute>) -> Option<Attribute> {
-    let index = attrs
-        .iter()
-        .position(|attr| attr.path().is_ident("oneway"))?;
+/// Removes `#[oneway]` or `#[idempotent]` from `attrs`: they are our markers, not real
+/// attributes, and must not reach the compiler.
+fn take_marker(attrs: &mut Vec<Attribute>, marker: &str) -> Option<Attribute> {
+    let index = attrs.iter().position(|attr| attr.path().is_ident(marker))?;
     Some(attrs.remove(index))
 }
 
@@ -228,7 +230,11 @@ fn strip_patterns(sig: &mut Signature) {
     }
 }
 
-fn parse_method(method: &TraitItemFn, oneway: Option<Attribute>) -> MethodDef {
+fn parse_method(
+    method: &TraitItemFn,
+    oneway: Option<Attribute>,
+    idempotent: Option<Attribute>,
+) -> MethodDef {
     let mut receiver = None;
     let mut args = Vec::new();
     for (index, input) in method.sig.inputs.iter().enumerate() {
@@ -246,6 +252,7 @@ fn parse_method(method: &TraitItemFn, oneway: Option<Attribute>) -> MethodDef {
         wire_name: method.sig.ident.unraw().to_string(),
         attrs: method.attrs.clone(),
         oneway,
+        idempotent,
         sig: method.sig.clone(),
         default_body: method.default.clone(),
         receiver,

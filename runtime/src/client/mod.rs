@@ -7,6 +7,7 @@ mod reader;
 pub mod reply_metadata;
 
 use std::fmt;
+use std::future::Future;
 use std::net::SocketAddr;
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
@@ -112,7 +113,7 @@ const CLOSED_BY_OWNER: &str = "the channel was closed with Channel::close";
 /// The first wait after a failed reconnect; it doubles per failure up to the configured cap.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
-struct Connection {
+pub(crate) struct Connection {
     codec: Codec,
     /// The negotiated protocol version: metadata travels from version 2 on.
     version: u8,
@@ -248,7 +249,33 @@ impl Channel {
             metadata: self.metadata.as_deref(),
             trace: self.shared.trace,
         };
-        connection.call(method, args, self.timeout, outgoing).await
+        // The call's future does not borrow `args` (they are encoded before it starts), so
+        // it is `Send` whenever the arguments are.
+        let exchange = connection.call(method, &args, self.timeout, outgoing);
+        exchange.await
+    }
+
+    /// The connection a call would go out on now (dialling again if the channel can and the
+    /// last one closed).
+    pub(crate) async fn ready_connection(&self) -> Result<Arc<Connection>, Error> {
+        self.shared.connection().await
+    }
+
+    /// Starts a call on `connection` (from [`ready_connection`](Self::ready_connection)) with
+    /// borrowed arguments and an explicit deadline, so that a balanced channel can send the
+    /// same arguments to another endpoint. The arguments are encoded before this returns.
+    pub(crate) fn call_on<'a, A: WireMessage, R: WireMessage>(
+        &'a self,
+        connection: &'a Connection,
+        method: MethodId,
+        args: &A,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
+        let outgoing = Outgoing {
+            metadata: self.metadata.as_deref(),
+            trace: self.shared.trace,
+        };
+        connection.call(method, args, timeout, outgoing)
     }
 
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
@@ -343,13 +370,30 @@ impl ChannelShared {
 }
 
 impl Connection {
-    async fn call<A: WireMessage, R: WireMessage>(
+    /// Encodes the call at once, then returns the exchange: a future that holds no borrow of
+    /// `args`.
+    fn call<'a, A: WireMessage, R: WireMessage>(
+        &'a self,
+        method: MethodId,
+        args: &A,
+        timeout: Option<Duration>,
+        outgoing: Outgoing<'a>,
+    ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
+        let start = self.start_call(method, args, timeout, &outgoing);
+        async move {
+            let (request_id, frame, span) = start?;
+            self.exchange(method, request_id, frame, span, timeout)
+                .await
+        }
+    }
+
+    fn start_call<A: WireMessage>(
         &self,
         method: MethodId,
-        args: A,
+        args: &A,
         timeout: Option<Duration>,
-        outgoing: Outgoing<'_>,
-    ) -> Result<R, Error> {
+        outgoing: &Outgoing<'_>,
+    ) -> Result<(u64, Bytes, tracing::Span), Error> {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let trace = outgoing.trace_context();
         let span = tracing::debug_span!(
@@ -366,10 +410,21 @@ impl Connection {
             request_id,
             method,
             deadline_ms(timeout),
-            &args,
-            &outgoing,
+            args,
+            outgoing,
             trace,
         )?;
+        Ok((request_id, frame, span))
+    }
+
+    async fn exchange<R: WireMessage>(
+        &self,
+        method: MethodId,
+        request_id: u64,
+        frame: Bytes,
+        span: tracing::Span,
+        timeout: Option<Duration>,
+    ) -> Result<R, Error> {
         let reply = self.pending.register(request_id)?;
         let mut cancel = CancelOnDrop {
             connection: self,
@@ -614,6 +669,16 @@ impl ChannelBuilder {
     pub fn codecs(mut self, codecs: impl IntoIterator<Item = Codec>) -> Self {
         self.codecs = codecs.into_iter().filter(|c| c.is_available()).collect();
         self
+    }
+
+    /// The default call deadline these options give a channel.
+    pub(crate) fn default_timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The limit for connecting plus the handshake.
+    pub(crate) fn connect_timeout_value(&self) -> Duration {
+        self.connect_timeout
     }
 
     /// Offers exactly one codec.

@@ -5,6 +5,8 @@ mod connection;
 mod descriptor_budget;
 mod identity;
 mod listener;
+mod registration;
+pub use registration::DEFAULT_DRAIN_DELAY;
 mod router;
 
 use std::future::Future;
@@ -12,7 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
@@ -24,6 +26,7 @@ use crate::auth::{
     FailureLimiter, Token, TokenCheck, DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILURES,
 };
 use crate::codec::Codec;
+use crate::discovery::{Registered, Registration, Registry};
 use crate::error::Error;
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::negotiate::{Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
@@ -55,6 +58,7 @@ pub(crate) struct ServerConfig {
     pub(crate) max_frame_len: u32,
     pub(crate) handshake_timeout: Duration,
     pub(crate) grace_period: Duration,
+    pub(crate) drain_delay: Duration,
     /// `None`: derived from the process's descriptor limit when the server starts.
     pub(crate) max_connections: Option<usize>,
     pub(crate) max_in_flight_per_connection: usize,
@@ -76,6 +80,7 @@ impl Default for ServerConfig {
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             handshake_timeout: Duration::from_secs(10),
             grace_period: Duration::from_secs(30),
+            drain_delay: registration::DEFAULT_DRAIN_DELAY,
             max_connections: None,
             max_in_flight_per_connection: 1024,
             max_in_flight: 65_536,
@@ -116,6 +121,7 @@ pub struct ServerBuilder {
     authorize: Option<Authorize>,
     #[cfg(feature = "tls")]
     tls: Option<ServerTlsConfig>,
+    registrations: Vec<(Registry, Registration)>,
 }
 
 /// Where the server's token comes from.
@@ -182,6 +188,30 @@ impl ServerBuilder {
     /// How long [`RunningServer::shutdown`] waits for in-flight calls (default 30 s).
     pub fn shutdown_grace_period(mut self, grace: Duration) -> Self {
         self.config.grace_period = grace;
+        self
+    }
+
+    /// Publishes the server in `registry` once its listener is bound, and keeps the
+    /// registration alive in the background (renewing the lease every third of
+    /// [`Registration::ttl`]). Fields left empty are filled in: the address with the bound
+    /// address, the services with those this server serves, the codecs with those it allows.
+    ///
+    /// If the registry cannot be reached, the server serves anyway and registers as soon as
+    /// it can (logged); losing the registry later never stops serving. On a graceful
+    /// shutdown the server deregisters **first**, waits [`drain_delay`](Self::drain_delay)
+    /// so that clients stop sending it calls, and only then stops reading calls and drains
+    /// the ones in flight. A server stopped at once (dropped or aborted) does not deregister:
+    /// its records expire with its lease.
+    pub fn register(mut self, registry: Registry, registration: Registration) -> Self {
+        self.registrations.push((registry, registration));
+        self
+    }
+
+    /// How long a graceful shutdown waits between deregistering and draining (default 1 s):
+    /// enough for clients watching the registry to remove this server. Only used when the
+    /// server [`register`](Self::register)s somewhere.
+    pub fn drain_delay(mut self, delay: Duration) -> Self {
+        self.config.drain_delay = delay;
         self
     }
 
@@ -392,7 +422,14 @@ impl ServerBuilder {
             .config
             .max_connections
             .unwrap_or_else(descriptor_budget::default_max_connections);
+        let registered = registration::start(
+            std::mem::take(&mut self.registrations),
+            local_addr,
+            &self.services,
+            &self.config.codecs,
+        );
         let shared = Arc::new(Shared {
+            registered: Mutex::new(registered),
             max_connections,
             router,
             calls: Arc::new(Semaphore::new(self.config.max_in_flight)),
@@ -481,6 +518,8 @@ pub(crate) struct Shared {
     pub(crate) authorize: Option<Authorize>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The registrations kept alive in the background; withdrawn first on shutdown.
+    registered: Mutex<Vec<Registered>>,
     /// A shutdown has begun (or the server was stopped at once).
     stopping: AtomicBool,
     /// The server has stopped: every connection is closed.
@@ -498,6 +537,7 @@ impl Shared {
             self.stopped.cancelled().await;
             return;
         }
+        registration::withdraw(self.take_registrations(), self.config.drain_delay).await;
         self.shutdown.cancel();
         self.tracker.close();
         if tokio::time::timeout(grace, self.tracker.wait())
@@ -511,6 +551,10 @@ impl Shared {
         self.remove_socket_file();
         tracing::info!("wirecall server stopped");
         self.stopped.cancel();
+    }
+
+    fn take_registrations(&self) -> Vec<Registered> {
+        std::mem::take(&mut *self.registered.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn remove_socket_file(&self) {
@@ -871,6 +915,8 @@ impl Drop for RunningServer {
                  or stop it with shutdown() or abort()"
             );
         }
+        // Stopped at once: the keep-alives stop, the records expire with their leases.
+        drop(self.shared.take_registrations());
         self.shared.shutdown.cancel();
         self.shared.force.cancel();
         self.shared.remove_socket_file();
