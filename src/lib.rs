@@ -126,6 +126,8 @@ mod book {
     mod client {}
     #[doc = include_str!("../book/src/metadata.md")]
     mod metadata {}
+    #[doc = include_str!("../book/src/discovery.md")]
+    mod discovery {}
     #[doc = include_str!("../book/src/wire-protocol.md")]
     mod wire_protocol {}
     #[doc = include_str!("../book/src/outside-rust.md")]
