@@ -221,3 +221,27 @@ async fn no_endpoint_is_a_clear_error() {
         other => panic!("expected NoEndpoints, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_subsetting_client_calls_only_its_subset() {
+    let registry = registry();
+    let mut servers = Vec::new();
+    for name in ["a", "b", "c", "d", "e"] {
+        servers.push(start_node(&registry, name, TTL).await);
+    }
+    let channel = wirecall::discovery::BalancedChannel::builder()
+        .subset(2)
+        .subset_seed(7)
+        .discover(&registry, "Cluster")
+        .await
+        .unwrap();
+    let client = cluster::ClusterClient::over(channel.clone());
+    // The registrations arrive one by one; the subset settles once all five are known.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(channel.endpoints().len(), 2, "{:?}", channel.endpoints());
+    let counts = shares(&client, 100).await;
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    for server in servers {
+        server.shutdown().await;
+    }
+}

@@ -72,6 +72,25 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Deterministic subsetting by rendezvous hashing: the `k` addresses with the highest
+/// `hash(seed, address)`. Each client (seed) gets its own subset, every endpoint is in about
+/// `k / n` of all subsets, and when an endpoint leaves only the clients that held it pick one
+/// replacement. Returns indices into `addresses`, in their order.
+pub(crate) fn subset(seed: u64, addresses: &[&str], k: usize) -> Vec<usize> {
+    if addresses.len() <= k {
+        return (0..addresses.len()).collect();
+    }
+    let mut scored: Vec<(u64, usize)> = addresses
+        .iter()
+        .enumerate()
+        .map(|(index, address)| (mix(seed ^ fnv1a(address.as_bytes())), index))
+        .collect();
+    scored.sort_unstable_by(|a, b| b.cmp(a));
+    let mut chosen: Vec<usize> = scored[..k].iter().map(|(_, index)| *index).collect();
+    chosen.sort_unstable();
+    chosen
+}
+
 impl Balance {
     /// The index of the endpoint to call, among those `usable` allows.
     pub(crate) fn pick<C: Candidate>(
@@ -240,6 +259,45 @@ mod tests {
                 None
             );
         }
+    }
+
+    #[test]
+    fn subsets_spread_clients_evenly_and_move_little_when_an_endpoint_leaves() {
+        let addresses: Vec<String> = (0..100)
+            .map(|i| format!("10.0.{}.{}:7000", i / 10, i))
+            .collect();
+        let all: Vec<&str> = addresses.iter().map(String::as_str).collect();
+        let clients = 1000u64;
+        let mut per_endpoint = vec![0usize; all.len()];
+        let mut moved = 0;
+        for client in 0..clients {
+            let seed = mix(client);
+            let chosen = subset(seed, &all, 10);
+            assert_eq!(chosen.len(), 10);
+            for &i in &chosen {
+                per_endpoint[i] += 1;
+            }
+            // Endpoint 0 leaves: a client that did not hold it keeps its subset exactly.
+            let without: Vec<&str> = all[1..].to_vec();
+            let after: Vec<&str> = subset(seed, &without, 10)
+                .iter()
+                .map(|&i| without[i])
+                .collect();
+            let before: Vec<&str> = chosen.iter().map(|&i| all[i]).collect();
+            if before.contains(&all[0]) {
+                moved += 1;
+                assert_eq!(after.iter().filter(|a| !before.contains(a)).count(), 1);
+            } else {
+                assert_eq!(before, after);
+            }
+        }
+        // 1000 clients x 10 = 10,000 connections over 100 endpoints: 100 each on average.
+        let (min, max) = (
+            per_endpoint.iter().min().unwrap(),
+            per_endpoint.iter().max().unwrap(),
+        );
+        assert!(*min >= 60 && *max <= 140, "min {min}, max {max}");
+        assert_eq!(moved, per_endpoint[0]);
     }
 
     #[test]

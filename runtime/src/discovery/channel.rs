@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tower::retry::budget::{Budget, TpsBudget};
 
-use super::balance::{key_hash, Balance, Candidate, Ring};
+use super::balance::{key_hash, subset, Balance, Candidate, Ring};
 use super::registry::{EndpointSet, Endpoints, Registry};
 use crate::caller::Caller;
 use crate::client::{Channel, ChannelBuilder};
@@ -58,6 +58,9 @@ struct Inner {
     balance: Balance,
     options: ChannelBuilder,
     eager: bool,
+    /// Connect to at most this many endpoints, chosen with `subset_seed`.
+    subset: Option<usize>,
+    subset_seed: u64,
     probe_backoff: Duration,
     max_probe_backoff: Duration,
     state: RwLock<Arc<State>>,
@@ -420,15 +423,24 @@ impl Inner {
     fn update(self: &Arc<Self>, set: &EndpointSet) {
         let old = self.state();
         let mut slots: Vec<Arc<Slot>> = Vec::new();
+        let mut registrations: Vec<&super::Registration> = Vec::new();
         for endpoint in set.endpoints.iter() {
-            let registration = &endpoint.registration;
-            let weight = registration.effective_weight();
-            // A server that registered again (a new lease) while its old record lingers
-            // appears twice: one slot per address.
-            if let Some(slot) = slots.iter().find(|s| s.address == registration.address) {
-                slot.weight.fetch_max(weight, Ordering::Relaxed);
-                continue;
+            if !registrations
+                .iter()
+                .any(|r| r.address == endpoint.registration.address)
+            {
+                registrations.push(&endpoint.registration);
             }
+        }
+        if let Some(k) = self.subset {
+            let addresses: Vec<&str> = registrations.iter().map(|r| r.address.as_str()).collect();
+            let chosen = subset(self.subset_seed, &addresses, k);
+            registrations = chosen.into_iter().map(|i| registrations[i]).collect();
+        }
+        for registration in registrations {
+            // A server that registered again (a new lease) while its old record lingers
+            // appears twice: one slot per address (the first record's weight).
+            let weight = registration.effective_weight();
             let slot = match old.slots.iter().find(|s| s.address == registration.address) {
                 Some(slot) => {
                     slot.weight.store(weight, Ordering::Relaxed);
@@ -572,6 +584,8 @@ pub struct BalancedChannelBuilder {
     balance: Balance,
     options: ChannelBuilder,
     eager: bool,
+    subset: Option<usize>,
+    subset_seed: Option<u64>,
     probe_backoff: Duration,
     max_probe_backoff: Duration,
     retry_ratio: f32,
@@ -584,6 +598,8 @@ impl Default for BalancedChannelBuilder {
             balance: Balance::default(),
             options: ChannelBuilder::default(),
             eager: false,
+            subset: None,
+            subset_seed: None,
             probe_backoff: DEFAULT_PROBE_BACKOFF,
             max_probe_backoff: DEFAULT_MAX_PROBE_BACKOFF,
             retry_ratio: DEFAULT_RETRY_RATIO,
@@ -609,6 +625,24 @@ impl BalancedChannelBuilder {
     /// Connect to each endpoint as soon as it appears (default: on its first call).
     pub fn eager(mut self, eager: bool) -> Self {
         self.eager = eager;
+        self
+    }
+
+    /// Deterministic subsetting: use at most `k` of the service's endpoints (default: all),
+    /// so that M clients and N servers hold M·k connections rather than M·N. Each channel
+    /// picks its `k` by rendezvous hashing of a seed with the endpoint addresses: every
+    /// endpoint is in about `k/N` of all subsets, and when one leaves, only the channels that
+    /// held it take one other endpoint. The seed is random per channel unless
+    /// [`subset_seed`](Self::subset_seed) fixes it.
+    pub fn subset(mut self, k: usize) -> Self {
+        self.subset = Some(k.max(1));
+        self
+    }
+
+    /// Fixes the subsetting seed (for example a hash of the host name), so that a restarted
+    /// client connects to the same subset.
+    pub fn subset_seed(mut self, seed: u64) -> Self {
+        self.subset_seed = Some(seed);
         self
     }
 
@@ -653,6 +687,8 @@ impl BalancedChannelBuilder {
             balance: self.balance,
             options: self.options.reconnect(false),
             eager: self.eager,
+            subset: self.subset,
+            subset_seed: self.subset_seed.unwrap_or_else(|| fastrand::u64(..)),
             probe_backoff: self.probe_backoff,
             max_probe_backoff: self.max_probe_backoff,
             state: RwLock::new(Arc::new(State::default())),
