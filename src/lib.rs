@@ -55,6 +55,11 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The health service is written with `#[service]`, whose code names `::wirecall`.
+extern crate self as wirecall;
+
+pub mod health;
+
 /// Cheaply cloneable bytes (the `bytes` crate's), for binary payloads: `Bytes` fields and
 /// arguments travel as `bin` in MessagePack and `bytes` in Protobuf, where `Vec<u8>` would be an
 /// array of integers in MessagePack and JSON.

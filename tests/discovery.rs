@@ -245,3 +245,57 @@ async fn a_subsetting_client_calls_only_its_subset() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn the_health_service_reports_draining_as_soon_as_a_graceful_shutdown_begins() {
+    use wirecall::health::{HealthClient, HealthReporter, ServingStatus};
+
+    let registry = registry();
+    let health = HealthReporter::new();
+    health.set("Cluster", ServingStatus::Serving);
+    let server = wirecall::Server::builder()
+        .serve(cluster::ClusterServer::new(cluster::Node {
+            name: "h".to_owned(),
+            recorded: Default::default(),
+        }))
+        .serve(health.service())
+        .register(
+            registry.clone(),
+            wirecall::discovery::Registration::bound_address(),
+        )
+        .drain_delay(Duration::from_millis(500))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    health.drain_on_shutdown(server.shutdown_handle());
+    let probe = HealthClient::connect(server.local_addr()).await.unwrap();
+    assert_eq!(
+        probe.check("Cluster".to_owned()).await.unwrap(),
+        ServingStatus::Serving
+    );
+    assert_eq!(
+        probe.check(String::new()).await.unwrap(),
+        ServingStatus::Serving
+    );
+    assert_eq!(
+        probe.check("Other".to_owned()).await.unwrap(),
+        ServingStatus::Unknown
+    );
+
+    let handle = server.shutdown_handle();
+    let stopping = tokio::spawn(async move { handle.shutdown().await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Within the drain delay: deregistered, still answering, and saying so.
+    assert_eq!(
+        probe.check("Cluster".to_owned()).await.unwrap(),
+        ServingStatus::Draining
+    );
+    assert_eq!(
+        probe.check(String::new()).await.unwrap(),
+        ServingStatus::Draining
+    );
+    let (_, channel) = client(&registry, Balance::RoundRobin).await;
+    assert!(channel.endpoints().is_empty(), "{:?}", channel.endpoints());
+    stopping.await.unwrap();
+    drop(server);
+}

@@ -445,6 +445,7 @@ impl ServerBuilder {
             #[cfg(feature = "tls")]
             tls,
             stopping: AtomicBool::new(false),
+            draining: CancellationToken::new(),
             stopped: CancellationToken::new(),
             #[cfg(unix)]
             unix_path: unix_path.clone(),
@@ -522,6 +523,8 @@ pub(crate) struct Shared {
     registered: Mutex<Vec<Registered>>,
     /// A shutdown has begun (or the server was stopped at once).
     stopping: AtomicBool,
+    /// Cancelled when a graceful shutdown begins, before deregistration.
+    draining: CancellationToken,
     /// The server has stopped: every connection is closed.
     stopped: CancellationToken,
     #[cfg(unix)]
@@ -537,6 +540,7 @@ impl Shared {
             self.stopped.cancelled().await;
             return;
         }
+        self.draining.cancel();
         registration::withdraw(self.take_registrations(), self.config.drain_delay).await;
         self.shutdown.cancel();
         self.tracker.close();
@@ -726,6 +730,16 @@ impl ShutdownHandle {
         let grace = shared.config.grace_period;
         tokio::spawn(async move { shared.shut_down(grace).await });
         self.stopped().await;
+    }
+
+    /// Waits until a graceful shutdown begins (before the server deregisters and drains),
+    /// or until the server has stopped, however it was stopped. A health service uses it
+    /// to report `Draining`.
+    pub async fn shutting_down(&self) {
+        tokio::select! {
+            () = self.shared.draining.cancelled() => {}
+            () = self.shared.stopped.cancelled() => {}
+        }
     }
 
     /// Waits until the server has stopped, however it was stopped.
