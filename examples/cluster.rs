@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run --example cluster                                     # static registry, in-process
 //! cargo run --example cluster --features etcd -- --registry etcd://127.0.0.1:2379
+//! cargo run --example cluster --features zookeeper -- --registry zk://127.0.0.1:2181
 //! ```
 
 use std::collections::BTreeMap;
@@ -40,7 +41,8 @@ impl Greeter for Node {
     override_usage = "cargo run --example cluster -- [OPTIONS]"
 )]
 struct Options {
-    /// `static` (in-process, the default) or `etcd://HOST:PORT` (needs `--features etcd`)
+    /// `static` (in-process, the default), `etcd://HOST:PORT` (needs `--features etcd`) or
+    /// `zk://HOST:PORT` (needs `--features zookeeper`)
     #[arg(long, default_value = "static")]
     registry: String,
     /// How many servers to start
@@ -67,7 +69,19 @@ async fn connect(spec: &str) -> Result<Registry, Box<dyn std::error::Error>> {
         )
         .into());
     }
-    Err(format!("unknown registry {spec:?}: use `static` or `etcd://HOST:PORT`").into())
+    if let Some(cluster) = spec.strip_prefix("zk://") {
+        #[cfg(feature = "zookeeper")]
+        return Ok(wirecall::discovery::ZooKeeper::connect(cluster));
+        #[cfg(not(feature = "zookeeper"))]
+        return Err(format!(
+            "zookeeper {cluster}: build with `--features zookeeper` to use the ZooKeeper back-end"
+        )
+        .into());
+    }
+    Err(
+        format!("unknown registry {spec:?}: use `static`, `etcd://HOST:PORT` or `zk://HOST:PORT`")
+            .into(),
+    )
 }
 
 async fn start(registry: &Registry, name: String) -> Result<RunningServer, wirecall::Error> {

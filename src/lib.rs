@@ -50,7 +50,9 @@
 //! prost) and `tls` (TLS and mutual TLS with rustls and the ring provider:
 //! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). Off by
 //! default: `etcd` (the etcd registry back-end, `discovery::Etcd`, with the etcd-client crate;
-//! building it needs `protoc`). docs.rs marks every item that needs a feature.
+//! building it needs `protoc`) and `zookeeper` (the ZooKeeper back-end,
+//! `discovery::ZooKeeper`, with the zookeeper-client crate). docs.rs marks every item that
+//! needs a feature.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -76,10 +78,11 @@ pub use wirecall_runtime::{
     CallContext, Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
 };
 /// Service discovery and load balancing: registries ([`discovery::StaticRegistry`], and
-/// [`discovery::Etcd`] with the `etcd` feature), the [`discovery::Registration`] record a
-/// server publishes with [`ServerBuilder::register`], and [`discovery::BalancedChannel`],
-/// which generated clients use through `{Trait}Client::discover`. See the book's "Discovery
-/// and load balancing" chapter.
+/// `discovery::Etcd` and `discovery::ZooKeeper` with the `etcd` and `zookeeper` features),
+/// the [`discovery::Registration`] record a server publishes with
+/// [`ServerBuilder::register`], and [`discovery::BalancedChannel`], which generated clients
+/// use through `{Trait}Client::discover`. See the book's "Discovery and load balancing"
+/// chapter.
 pub mod discovery {
     pub use wirecall_runtime::discovery::*;
     pub use wirecall_runtime::server::DEFAULT_DRAIN_DELAY;

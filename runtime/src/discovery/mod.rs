@@ -3,8 +3,9 @@
 //!
 //! - [`Registration`]: the JSON record a server publishes (services, address, codecs, weight,
 //!   version, metadata), under a lease that it renews in the background.
-//! - [`Registry`]: a handle on a back-end ([`StaticRegistry`] in memory, [`Etcd`] with the
-//!   `etcd` feature, or your own [`Backend`]); one shared, coalescing watch per service name.
+//! - [`Registry`]: a handle on a back-end ([`StaticRegistry`] in memory, `Etcd` with the
+//!   `etcd` feature, `ZooKeeper` with the `zookeeper` feature, or your own [`Backend`]); one
+//!   shared, coalescing watch per service name.
 //! - [`BalancedChannel`]: one multiplexed [`Channel`](crate::Channel) per endpoint, a
 //!   [`Balance`] policy, passive health checks and failover for idempotent methods.
 
@@ -16,6 +17,9 @@ mod etcd;
 mod record;
 mod registry;
 mod static_registry;
+#[cfg(feature = "zookeeper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
+mod zookeeper;
 
 pub use balance::Balance;
 pub use channel::{BalancedChannel, BalancedChannelBuilder, EndpointStats};
@@ -28,3 +32,6 @@ pub use registry::{
     DEFAULT_COALESCE,
 };
 pub use static_registry::StaticRegistry;
+#[cfg(feature = "zookeeper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
+pub use zookeeper::{ZooKeeper, DEFAULT_ROOT, DEFAULT_SESSION_TIMEOUT};
