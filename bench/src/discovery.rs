@@ -4,7 +4,8 @@
 //!
 //! Each server is a separate process (`wirecall-bench server`, wirecall, MessagePack); the
 //! client runs here. The load is W2's shape: `get_user` calls, `in_flight` at a time, each a
-//! task sharing one client.
+//! task sharing one client. Each channel runs three rounds, alternating with the others; the
+//! median round of each is reported.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,6 +39,11 @@ pub struct DiscoveryResult {
     pub discovered_p99_us: f64,
     /// discovered / direct calls/s.
     pub ratio: f64,
+    /// A balanced channel over the direct channel's server alone: calls/s (the cost of the
+    /// balanced channel itself, without the other processes).
+    pub one_endpoint_calls_per_s: f64,
+    /// one-endpoint balanced / direct calls/s.
+    pub one_endpoint_ratio: f64,
     /// From SIGKILL of one server to its ejection from the balanced channel, in ms.
     pub kill_to_ejected_ms: f64,
     /// From SIGKILL to the first call that failed on the killed server (and was retried on
@@ -53,11 +59,13 @@ pub async fn run(calls: usize, in_flight: usize, repeat: u32) -> BenchResult<()>
         let result = run_once(calls, in_flight).await?;
         println!("{}", serde_json::to_string(&result)?);
         println!(
-            "discovered/direct calls/s: {:.0} / {:.0} = {:.2}; p99 {:.0} us vs {:.0} us; \
+            "discovered/direct calls/s: {:.0} / {:.0} = {:.2} (balanced over the direct \
+             channel's server alone: {:.2}); p99 {:.0} us vs {:.0} us; \
              kill -9 to ejected {:.1} ms, to first retry {}; {} failed",
             result.discovered_calls_per_s,
             result.direct_calls_per_s,
             result.ratio,
+            result.one_endpoint_ratio,
             result.discovered_p99_us,
             result.direct_p99_us,
             result.kill_to_ejected_ms,
@@ -158,12 +166,35 @@ async fn run_once(calls: usize, in_flight: usize) -> BenchResult<DiscoveryResult
         .discover(&registry, UserServiceClient::SERVICE_NAME)
         .await?;
     let discovered = UserServiceClient::over(balanced.clone());
+    let alone = Registry::new(
+        StaticRegistry::new().endpoint(UserServiceClient::SERVICE_NAME, servers[0].1.as_str()),
+    );
+    let one_endpoint = UserServiceClient::over(
+        BalancedChannel::builder()
+            .channel(Channel::builder().codec(Codec::MessagePack))
+            .eager(true)
+            .discover(&alone, UserServiceClient::SERVICE_NAME)
+            .await?,
+    );
 
-    // Warm both up, then measure them back to back.
+    // Warm each up, then measure them in turn, three rounds (so that noise from other work on
+    // the machine lands on every channel alike), and keep each channel's median round.
     load(&direct, calls / 10 + 1, in_flight).await?;
     load(&discovered, calls / 10 + 1, in_flight).await?;
-    let (direct_rate, mut direct_latencies) = load(&direct, calls, in_flight).await?;
-    let (discovered_rate, mut discovered_latencies) = load(&discovered, calls, in_flight).await?;
+    load(&one_endpoint, calls / 10 + 1, in_flight).await?;
+    let mut rounds: [Vec<(f64, Latencies)>; 3] = Default::default();
+    for _ in 0..3 {
+        rounds[0].push(load(&direct, calls, in_flight).await?);
+        rounds[1].push(load(&discovered, calls, in_flight).await?);
+        rounds[2].push(load(&one_endpoint, calls, in_flight).await?);
+    }
+    let [direct_rounds, discovered_rounds, one_endpoint_rounds] = rounds.map(|mut runs| {
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        runs.swap_remove(1)
+    });
+    let (direct_rate, mut direct_latencies) = direct_rounds;
+    let (discovered_rate, mut discovered_latencies) = discovered_rounds;
+    let (one_endpoint_rate, _) = one_endpoint_rounds;
 
     // kill -9 of one server under load.
     let failed = Arc::new(AtomicU64::new(0));
@@ -224,6 +255,8 @@ async fn run_once(calls: usize, in_flight: usize) -> BenchResult<DiscoveryResult
         discovered_calls_per_s: discovered_rate,
         discovered_p99_us: discovered_latencies.quantile_us(0.99).unwrap_or_default(),
         ratio: discovered_rate / direct_rate,
+        one_endpoint_calls_per_s: one_endpoint_rate,
+        one_endpoint_ratio: one_endpoint_rate / direct_rate,
         kill_to_ejected_ms: ejected.as_secs_f64() * 1e3,
         kill_to_first_retry_ms: first_failover.map(|d| d.as_secs_f64() * 1e3),
         failed_during_kill: failed.load(Ordering::Relaxed),

@@ -95,7 +95,7 @@ struct Slot {
     weight: AtomicU32,
     in_flight: AtomicUsize,
     ejected: AtomicBool,
-    ready: Mutex<Option<Channel>>,
+    ready: RwLock<Option<Channel>>,
     /// One dial at a time.
     dial: tokio::sync::Mutex<()>,
     calls: AtomicU64,
@@ -393,7 +393,7 @@ impl Inner {
             return Ok(channel);
         }
         let channel = self.options.clone().connect(slot.address.as_str()).await?;
-        *slot.ready.lock().unwrap_or_else(|p| p.into_inner()) = Some(channel.clone());
+        *slot.ready.write().unwrap_or_else(|p| p.into_inner()) = Some(channel.clone());
         Ok(channel)
     }
 
@@ -408,7 +408,7 @@ impl Inner {
             %err,
             "endpoint ejected; probing it with backoff"
         );
-        slot.ready.lock().unwrap_or_else(|p| p.into_inner()).take();
+        slot.ready.write().unwrap_or_else(|p| p.into_inner()).take();
         tokio::spawn(probe(
             Arc::downgrade(slot),
             self.options.clone(),
@@ -505,7 +505,7 @@ impl Slot {
             weight: AtomicU32::new(weight),
             in_flight: AtomicUsize::new(0),
             ejected: AtomicBool::new(false),
-            ready: Mutex::new(None),
+            ready: RwLock::new(None),
             dial: tokio::sync::Mutex::new(()),
             calls: AtomicU64::new(0),
             failures: AtomicU64::new(0),
@@ -514,7 +514,7 @@ impl Slot {
 
     fn ready_channel(&self) -> Option<Channel> {
         self.ready
-            .lock()
+            .read()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .filter(|channel| !channel.is_closed())
@@ -540,7 +540,7 @@ async fn probe(
         match options.clone().connect(address.as_str()).await {
             Ok(channel) => {
                 let Some(slot) = slot.upgrade() else { return };
-                *slot.ready.lock().unwrap_or_else(|p| p.into_inner()) = Some(channel);
+                *slot.ready.write().unwrap_or_else(|p| p.into_inner()) = Some(channel);
                 slot.ejected.store(false, Ordering::Release);
                 tracing::info!(%service, endpoint = %address, "endpoint answers again; re-added");
                 return;
