@@ -46,13 +46,21 @@
 //!
 //! # Cargo features
 //!
-//! All on by default: `json`, `msgpack` and `protobuf` (the codecs: serde_json, rmp-serde and
+//! On by default: `json`, `msgpack` and `protobuf` (the codecs: serde_json, rmp-serde and
 //! prost) and `tls` (TLS and mutual TLS with rustls and the ring provider:
-//! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). docs.rs
-//! marks every item that needs a feature.
+//! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). Off by
+//! default: `etcd` (the etcd registry back-end, `discovery::Etcd`, with the etcd-client crate;
+//! building it needs `protoc`) and `zookeeper` (the ZooKeeper back-end,
+//! `discovery::ZooKeeper`, with the zookeeper-client crate). docs.rs marks every item that
+//! needs a feature.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+// The health service is written with `#[service]`, whose code names `::wirecall`.
+extern crate self as wirecall;
+
+pub mod health;
 
 /// Cheaply cloneable bytes (the `bytes` crate's), for binary payloads: `Bytes` fields and
 /// arguments travel as `bin` in MessagePack and `bytes` in Protobuf, where `Vec<u8>` would be an
@@ -61,14 +69,24 @@ pub use ::bytes::Bytes;
 pub use wirecall_macros::{message, service};
 pub use wirecall_runtime::shutdown_signal;
 pub use wirecall_runtime::{
-    method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode,
-    FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
+    method_id, CallError, CallTarget, Caller, Channel, ChannelBuilder, Codec, CodecError, Error,
+    ErrorCode, FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
     RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle, Token,
     WireMessage, PROTOCOL_VERSION,
 };
 pub use wirecall_runtime::{
     BoxError, CallContext, Metadata, MetadataError, Next, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
 };
+/// Service discovery and load balancing: registries ([`discovery::StaticRegistry`], and
+/// `discovery::Etcd` and `discovery::ZooKeeper` with the `etcd` and `zookeeper` features),
+/// the [`discovery::Registration`] record a server publishes with
+/// [`ServerBuilder::register`], and [`discovery::BalancedChannel`], which generated clients
+/// use through `{Trait}Client::discover`. See the book's "Discovery and load balancing"
+/// chapter.
+pub mod discovery {
+    pub use wirecall_runtime::discovery::*;
+    pub use wirecall_runtime::server::DEFAULT_DRAIN_DELAY;
+}
 /// The client side beyond [`Channel`]: reading reply metadata, and what a channel's tower
 /// layers see ([`ChannelBuilder::layer`]).
 pub mod client {
@@ -114,6 +132,8 @@ mod book {
     mod client {}
     #[doc = include_str!("../book/src/metadata.md")]
     mod metadata {}
+    #[doc = include_str!("../book/src/discovery.md")]
+    mod discovery {}
     #[doc = include_str!("../book/src/wire-protocol.md")]
     mod wire_protocol {}
     #[doc = include_str!("../book/src/outside-rust.md")]

@@ -6,6 +6,7 @@
 mod alloc_count;
 mod cell;
 mod client;
+mod discovery;
 mod measure;
 mod model;
 mod options;
@@ -59,6 +60,16 @@ fn main() -> ExitCode {
                 Err(err) => fail("benchmark aborted", &*err),
             }
         }
+        Command::Discovery {
+            calls,
+            in_flight,
+            repeat,
+        } => match multi_thread()
+            .and_then(|runtime| runtime.block_on(discovery::run(calls, in_flight, repeat)))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => fail("discovery cell failed", &*err),
+        },
         Command::Server {
             target,
             workload,

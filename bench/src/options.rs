@@ -42,6 +42,9 @@ pub enum Sub {
     /// The same with tiny counts and one run per cell; exits non-zero if any cell failed
     #[command(after_help = WORKLOADS)]
     Smoke(RunArgs),
+    /// Calls/s and p99 through a balanced channel over 3 servers against a direct channel to
+    /// one (same run), and the time from kill -9 of a server to its ejection
+    Discovery(DiscoveryArgs),
     /// (internal) Serve one target, print its address, stop when stdin closes
     Server(ServerArgs),
     /// (internal) Run one cell against --addr and print one JSON line
@@ -96,6 +99,23 @@ pub struct ServerArgs {
     lifetime_secs: u64,
 }
 
+/// Options of `discovery`.
+#[derive(Debug, Args)]
+pub struct DiscoveryArgs {
+    /// Calls per channel per run
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    calls: usize,
+    /// Calls in flight at once
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    in_flight: usize,
+    /// Runs
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    repeat: u32,
+    /// Tiny counts, one run (for CI)
+    #[arg(long)]
+    smoke: bool,
+}
+
 /// Options of `client`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
@@ -117,6 +137,15 @@ pub struct ClientArgs {
 pub enum Command {
     /// `all` or `smoke`.
     Run(Plan),
+    /// `discovery`.
+    Discovery {
+        /// Calls per channel per run.
+        calls: usize,
+        /// Calls in flight.
+        in_flight: usize,
+        /// Runs.
+        repeat: u32,
+    },
     /// `server`.
     Server {
         /// What to serve.
@@ -148,6 +177,19 @@ impl Sub {
         match self {
             Sub::All(args) => args.plan(false).map(Command::Run),
             Sub::Smoke(args) => args.plan(true).map(Command::Run),
+            Sub::Discovery(args) => Ok(if args.smoke {
+                Command::Discovery {
+                    calls: 2_000,
+                    in_flight: args.in_flight.clamp(1, 64),
+                    repeat: 1,
+                }
+            } else {
+                Command::Discovery {
+                    calls: args.calls.max(1),
+                    in_flight: args.in_flight.clamp(1, args.calls.max(1)),
+                    repeat: args.repeat.max(1),
+                }
+            }),
             Sub::Server(args) => Ok(Command::Server {
                 target: args.target.target()?,
                 workload: args.target.workload,

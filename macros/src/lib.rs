@@ -88,9 +88,13 @@ use proc_macro::TokenStream;
 ///
 /// # `#[idempotent]`
 ///
-/// A method marked `#[idempotent]` has the same effect when run twice as when run once. The
-/// mark changes nothing in the generated code; it appears in the service's reflection schema
-/// (`wirecall::reflect`), so callers and tools know a retry is safe.
+/// A method marked `#[idempotent]` may run more than once with the same effect as once (a
+/// read, a put of a whole value). A client over a
+/// [`BalancedChannel`](../wirecall/discovery/struct.BalancedChannel.html) retries such a call
+/// on another endpoint when its connection fails, within the call's deadline and the retry
+/// budget; other methods are only retried when the server certainly did not run them. The
+/// mark also appears in the service's reflection schema (`wirecall::reflect`), so callers and
+/// tools know a retry is safe.
 ///
 /// # Reflection
 ///

@@ -131,7 +131,8 @@ pub struct MethodDef {
     pub attrs: Vec<Attribute>,
     /// The `#[oneway]` attribute, kept for its span.
     pub oneway: Option<Attribute>,
-    /// The `#[idempotent]` attribute: a mark in the service's schema.
+    /// The `#[idempotent]` attribute: the call may run twice with no harm, so a balanced
+    /// client may retry it on another endpoint.
     pub idempotent: Option<Attribute>,
     /// The signature as written.
     pub sig: Signature,
@@ -205,8 +206,8 @@ pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
 
 /// Removes `#[oneway]` or `#[idempotent]` from `attrs`: they are our markers, not real
 /// attributes, and must not reach the compiler.
-fn take_marker(attrs: &mut Vec<Attribute>, name: &str) -> Option<Attribute> {
-    let index = attrs.iter().position(|attr| attr.path().is_ident(name))?;
+fn take_marker(attrs: &mut Vec<Attribute>, marker: &str) -> Option<Attribute> {
+    let index = attrs.iter().position(|attr| attr.path().is_ident(marker))?;
     Some(attrs.remove(index))
 }
 

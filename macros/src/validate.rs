@@ -17,6 +17,8 @@ use crate::proto_type;
 /// service method of the same name would collide with them or silently shadow them.
 const CLIENT_METHODS: &[&str] = &[
     "connect",
+    "discover",
+    "over",
     "new",
     "channel",
     "codec",
@@ -225,6 +227,17 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
     if let Some(oneway) = &method.oneway {
         if !matches!(oneway.meta, syn::Meta::Path(_)) {
             errors.spanned(oneway, "write `#[oneway]` without arguments");
+        }
+    }
+    if let Some(idempotent) = &method.idempotent {
+        if !matches!(idempotent.meta, syn::Meta::Path(_)) {
+            errors.spanned(idempotent, "write `#[idempotent]` without arguments");
+        } else if method.oneway.is_some() {
+            errors.spanned(
+                idempotent,
+                "a #[oneway] method is never retried (it has no reply to wait for); \
+                 remove #[idempotent]",
+            );
         }
     }
 

@@ -255,6 +255,25 @@ pub enum Error {
     /// using TLS).
     #[error("TLS failed: {0}; check that both sides use TLS and trust each other's certificates")]
     Tls(std::io::Error),
+    /// A call through a balanced channel failed on this endpoint and was not (or no longer)
+    /// retried elsewhere: it was not idempotent and may have run, or the deadline or the
+    /// retry budget ran out. The cause says what happened there.
+    #[error("call to endpoint {endpoint} failed: {cause}")]
+    Endpoint {
+        /// The endpoint's address.
+        endpoint: String,
+        /// What failed there (shown in the message, not returned by `source()`).
+        cause: Box<Error>,
+    },
+    /// A balanced channel has no endpoint to call: none is registered, or every one is
+    /// ejected after failing or already failed this call.
+    #[error("no endpoint of service {service} is available: {reason}")]
+    NoEndpoints {
+        /// The service name.
+        service: String,
+        /// Why.
+        reason: String,
+    },
     /// The server's or the channel's configuration is invalid (for example two methods share
     /// an id, or a TLS certificate does not parse).
     #[error("invalid configuration: {0}")]

@@ -9,7 +9,8 @@
 //! - [`negotiate`]: the hello exchange that opens a connection and picks its codec;
 //! - [`frame`]: length-prefixed frames (a tokio-util `Decoder`/`Encoder`);
 //! - [`codec`]: JSON, MessagePack and Protobuf payloads;
-//! - [`client`] and [`server`]: multiplexed calls on top.
+//! - [`client`] and [`server`]: multiplexed calls on top;
+//! - [`discovery`]: registries, and a balanced channel over every endpoint of a service.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -19,9 +20,11 @@
 extern crate self as wirecall;
 
 mod auth;
+mod caller;
 pub mod client;
 pub mod codec;
 mod context;
+pub mod discovery;
 #[doc(hidden)]
 pub mod dispatch;
 mod error;
@@ -52,6 +55,7 @@ pub use ::prost as __prost;
 pub use ::serde as __serde;
 
 pub use auth::Token;
+pub use caller::Caller;
 pub use client::{Channel, ChannelBuilder};
 pub use codec::{Codec, CodecError, WireMessage};
 pub use context::CallContext;

@@ -51,6 +51,11 @@ pub const fn method_id(service: &str, method: &str) -> MethodId {
     MethodId(hash)
 }
 
+/// FNV-1a (64 bit) of `bytes`: the hash the consistent-hash balancer places keys with.
+pub(crate) const fn fnv1a(bytes: &[u8]) -> u64 {
+    fnv1a_extend(FNV_OFFSET_BASIS, bytes)
+}
+
 const fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     let mut i = 0;
     while i < bytes.len() {

@@ -18,7 +18,9 @@ use crate::model::{big_request_users, fanly, Case, Fixtures, UserModel, RECORD_L
 pub trait UserService {
     /// A small dictionary, no arguments (the 0-object case).
     async fn get_dictionary(&self) -> HashMap<String, String>;
-    /// Echoes a user back (the 1-object case).
+    /// Echoes a user back (the 1-object case). Idempotent: the discovery cell's balanced
+    /// channel may retry it on another server.
+    #[idempotent]
     async fn get_user(&self, user: UserModel) -> UserModel;
     /// Accepts a list of users (the 10- and 100-object cases).
     async fn get(&self, users: Vec<UserModel>) -> bool;

@@ -7,19 +7,22 @@ use quote::quote;
 use super::{client_attrs, doc_attrs, MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
 
-/// `pub struct {Trait}Client { channel: Channel }`.
+/// `pub struct {Trait}Client<C = Channel> { channel: C }`: a single channel by default, or any
+/// other `Caller` (a balanced channel over discovered endpoints).
 pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
     let vis = &service.def.item.vis;
     let client = &service.client;
     let doc = format!(
-        " Typed client for [`{}`]. Cheap to clone; clones share one connection.",
+        " Typed client for [`{}`]. Cheap to clone; clones share one connection.\n\n \
+         Calls go through one `Channel` by default, or through any `wirecall::Caller`, such \
+         as a `wirecall::discovery::BalancedChannel` (see `discover`).",
         service.def.item.ident
     );
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone, ::core::fmt::Debug)]
-        #vis struct #client {
-            channel: ::wirecall::Channel,
+        #vis struct #client<__C = ::wirecall::Channel> {
+            channel: __C,
         }
     }
 }
@@ -28,6 +31,12 @@ pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
 pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
     let client = &service.client;
     let wire_name = &service.def.wire_name;
+    let offer = if service.def.protobuf() {
+        quote!(::wirecall::Codec::available())
+    } else {
+        let codecs = super::codec_paths(service);
+        quote!([#(#codecs),*])
+    };
     let connect = if service.def.protobuf() {
         quote! {
             /// Connects to `addr` with default options (all codecs offered).
@@ -78,11 +87,37 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
             pub fn codec(&self) -> ::wirecall::Codec {
                 self.channel.codec()
             }
+        }
+
+        impl #client<::wirecall::discovery::BalancedChannel> {
+            /// A client over every live endpoint of this service in `registry`, balanced by
+            /// `balance`, with default channel options. Waits until the registry has answered
+            /// once (at most the connect timeout, 10 s).
+            pub async fn discover(
+                registry: &::wirecall::discovery::Registry,
+                balance: ::wirecall::discovery::Balance,
+            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+                ::core::result::Result::map(
+                    ::wirecall::discovery::BalancedChannel::builder()
+                        .balance(balance)
+                        .channel(::wirecall::Channel::builder().codecs(#offer))
+                        .discover(registry, #wire_name)
+                        .await,
+                    Self::over,
+                )
+            }
+        }
+
+        impl<__C: ::wirecall::Caller> #client<__C> {
+            /// A client whose calls go through `caller` (a `Channel`, a `BalancedChannel`, ...).
+            pub fn over(caller: __C) -> Self {
+                Self { channel: caller }
+            }
 
             /// A client whose calls use `timeout` as their deadline.
             pub fn with_timeout(&self, timeout: ::wirecall::__private::Duration) -> Self {
                 Self {
-                    channel: self.channel.with_timeout(timeout),
+                    channel: ::wirecall::Caller::with_timeout(&self.channel, timeout),
                 }
             }
 
@@ -119,6 +154,11 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     let arg_idents = &method.arg_idents;
     let id = method.method_id_expr();
     let args = quote!(#args_struct { #(#arg_idents),* });
+    let call = if method.def.idempotent.is_some() {
+        quote!(::wirecall::Caller::call_idempotent)
+    } else {
+        quote!(::wirecall::Caller::call)
+    };
 
     if method.def.oneway.is_some() {
         return Ok(quote! {
@@ -126,7 +166,7 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             ///
             /// One-way: resolves once the request is queued; the server sends no reply.
             pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<(), ::wirecall::Error> {
-                self.channel.notify(#id, #args).await
+                ::wirecall::Caller::notify(&self.channel, #id, #args).await
             }
         });
     }
@@ -135,14 +175,14 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         ReplyShape::Unit => (
             quote!(()),
             quote! {
-                let _: #reply_struct = self.channel.call(#id, #args).await?;
+                let _: #reply_struct = #call(&self.channel, #id, #args).await?;
                 ::core::result::Result::Ok(())
             },
         ),
         ReplyShape::Value(ty) => (
             quote!(#ty),
             quote! {
-                let __reply: #reply_struct = self.channel.call(#id, #args).await?;
+                let __reply: #reply_struct = #call(&self.channel, #id, #args).await?;
                 ::core::result::Result::Ok(__reply.value)
             },
         ),
@@ -151,14 +191,14 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         } => (
             quote!(::core::result::Result<#ok, #err>),
             quote! {
-                let __reply: #reply_struct = self.channel.call(#id, #args).await?;
+                let __reply: #reply_struct = #call(&self.channel, #id, #args).await?;
                 ::wirecall::__private::result_from_parts(__reply.ok, __reply.err)
             },
         ),
         ReplyShape::Result { ok: None, err, .. } => (
             quote!(::core::result::Result<(), #err>),
             quote! {
-                let __reply: #reply_struct = self.channel.call(#id, #args).await?;
+                let __reply: #reply_struct = #call(&self.channel, #id, #args).await?;
                 ::core::result::Result::Ok(match __reply.err {
                     ::core::option::Option::Some(__err) => ::core::result::Result::Err(__err),
                     ::core::option::Option::None => ::core::result::Result::Ok(()),

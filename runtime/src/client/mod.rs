@@ -8,6 +8,7 @@ pub mod reply_metadata;
 mod request;
 
 use std::fmt;
+use std::future::Future;
 use std::net::SocketAddr;
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
@@ -120,7 +121,7 @@ const CLOSED_BY_OWNER: &str = "the channel was closed with Channel::close";
 /// The first wait after a failed reconnect; it doubles per failure up to the configured cap.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
-struct Connection {
+pub(crate) struct Connection {
     codec: Codec,
     /// The negotiated protocol version: metadata travels from version 2 on.
     version: u8,
@@ -257,6 +258,36 @@ impl Channel {
         let connection = self.shared.connection().await?;
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         connection.call(method, args, self.timeout, outgoing).await
+    }
+
+    /// The connection a call would go out on now (dialling again if the channel can and the
+    /// last one closed).
+    pub(crate) async fn ready_connection(&self) -> Result<Arc<Connection>, Error> {
+        self.shared.connection().await
+    }
+
+    /// Starts a call on `connection` (from [`ready_connection`](Self::ready_connection)) with
+    /// borrowed arguments and an explicit deadline, so that a balanced channel can send the
+    /// same arguments to another endpoint. The arguments are encoded before this returns, so
+    /// the future holds no borrow of them. (A balanced channel calls its endpoints' connections
+    /// directly: layers of the endpoint channels are not on this path.)
+    pub(crate) fn call_on<'a, A: WireMessage, R: WireMessage>(
+        &'a self,
+        connection: &'a Connection,
+        method: MethodId,
+        args: &A,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        let trace = outgoing.trace;
+        let start = connection.encode_request(method, args, timeout, &outgoing);
+        async move {
+            let (request_id, frame) = start?;
+            let payload = connection
+                .exchange(method, request_id, frame, timeout, trace)
+                .await?;
+            Ok(connection.codec.decode(&payload)?)
+        }
     }
 
     /// Calls `method` with an argument payload already encoded in this channel's codec
@@ -453,7 +484,13 @@ impl Connection {
         timeout: Option<Duration>,
         outgoing: Outgoing<'_>,
     ) -> Result<R, Error> {
-        let payload = self.call_encoded(method, &args, timeout, outgoing).await?;
+        // Encoded before the first await: the future then holds `args` (`Send`), never a
+        // borrow of them (which would need `A: Sync`).
+        let (request_id, frame) = self.encode_request(method, &args, timeout, &outgoing)?;
+        drop(args);
+        let payload = self
+            .exchange(method, request_id, frame, timeout, outgoing.trace)
+            .await?;
         Ok(self.codec.decode(&payload)?)
     }
 
@@ -564,15 +601,18 @@ impl Connection {
     }
 
     /// Sends a one-way call; resolves once it is queued.
-    async fn notify<E: EncodeArgs + ?Sized>(
+    ///
+    /// Encoded before this returns: the future holds no borrow of `args`, so it is `Send`
+    /// whatever they are.
+    fn notify<E: EncodeArgs + ?Sized>(
         &self,
         method: MethodId,
         args: &E,
         timeout: Option<Duration>,
         outgoing: Outgoing<'_>,
-    ) -> Result<(), Error> {
-        let frame = self.encode_notify(method, args, &outgoing)?;
-        self.send_notify(frame, timeout).await
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        let frame = self.encode_notify(method, args, &outgoing);
+        async move { self.send_notify(frame?, timeout).await }
     }
 
     fn encode_notify<E: EncodeArgs + ?Sized>(
@@ -771,6 +811,16 @@ impl ChannelBuilder {
     pub fn codecs(mut self, codecs: impl IntoIterator<Item = Codec>) -> Self {
         self.codecs = codecs.into_iter().filter(|c| c.is_available()).collect();
         self
+    }
+
+    /// The default call deadline these options give a channel.
+    pub(crate) fn default_timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The limit for connecting plus the handshake.
+    pub(crate) fn connect_timeout_value(&self) -> Duration {
+        self.connect_timeout
     }
 
     /// Offers exactly one codec.

@@ -6,7 +6,9 @@ mod descriptor_budget;
 mod identity;
 mod layer;
 mod listener;
+mod registration;
 mod request;
+pub use registration::DEFAULT_DRAIN_DELAY;
 mod router;
 
 use std::future::Future;
@@ -14,7 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
@@ -26,6 +28,7 @@ use crate::auth::{
     FailureLimiter, Token, TokenCheck, DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILURES,
 };
 use crate::codec::Codec;
+use crate::discovery::{Registered, Registration, Registry};
 use crate::error::{BoxError, Error};
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::layers::{Layers, Next};
@@ -60,6 +63,7 @@ pub(crate) struct ServerConfig {
     pub(crate) max_frame_len: u32,
     pub(crate) handshake_timeout: Duration,
     pub(crate) grace_period: Duration,
+    pub(crate) drain_delay: Duration,
     /// `None`: derived from the process's descriptor limit when the server starts.
     pub(crate) max_connections: Option<usize>,
     pub(crate) max_in_flight_per_connection: usize,
@@ -81,6 +85,7 @@ impl Default for ServerConfig {
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             handshake_timeout: Duration::from_secs(10),
             grace_period: Duration::from_secs(30),
+            drain_delay: registration::DEFAULT_DRAIN_DELAY,
             max_connections: None,
             max_in_flight_per_connection: 1024,
             max_in_flight: 65_536,
@@ -124,6 +129,7 @@ pub struct ServerBuilder {
     layers: Layers<Request, Reply>,
     #[cfg(feature = "tls")]
     tls: Option<ServerTlsConfig>,
+    registrations: Vec<(Registry, Registration)>,
 }
 
 /// Where the server's token comes from.
@@ -203,6 +209,30 @@ impl ServerBuilder {
     /// How long [`RunningServer::shutdown`] waits for in-flight calls (default 30 s).
     pub fn shutdown_grace_period(mut self, grace: Duration) -> Self {
         self.config.grace_period = grace;
+        self
+    }
+
+    /// Publishes the server in `registry` once its listener is bound, and keeps the
+    /// registration alive in the background (renewing the lease every third of
+    /// [`Registration::ttl`]). Fields left empty are filled in: the address with the bound
+    /// address, the services with those this server serves, the codecs with those it allows.
+    ///
+    /// If the registry cannot be reached, the server serves anyway and registers as soon as
+    /// it can (logged); losing the registry later never stops serving. On a graceful
+    /// shutdown the server deregisters **first**, waits [`drain_delay`](Self::drain_delay)
+    /// so that clients stop sending it calls, and only then stops reading calls and drains
+    /// the ones in flight. A server stopped at once (dropped or aborted) does not deregister:
+    /// its records expire with its lease.
+    pub fn register(mut self, registry: Registry, registration: Registration) -> Self {
+        self.registrations.push((registry, registration));
+        self
+    }
+
+    /// How long a graceful shutdown waits between deregistering and draining (default 1 s):
+    /// enough for clients watching the registry to remove this server. Only used when the
+    /// server [`register`](Self::register)s somewhere.
+    pub fn drain_delay(mut self, delay: Duration) -> Self {
+        self.config.drain_delay = delay;
         self
     }
 
@@ -470,7 +500,14 @@ impl ServerBuilder {
             &AuthorizeLayer::new(self.authorize),
             tower::Layer::layer(&InFlightLimitLayer::new(Arc::clone(&calls)), core),
         );
+        let registered = registration::start(
+            std::mem::take(&mut self.registrations),
+            local_addr,
+            &self.services,
+            &self.config.codecs,
+        );
         let shared = Arc::new(Shared {
+            registered: Mutex::new(registered),
             max_connections,
             router,
             pipeline,
@@ -486,6 +523,7 @@ impl ServerBuilder {
             #[cfg(feature = "tls")]
             tls,
             stopping: AtomicBool::new(false),
+            draining: CancellationToken::new(),
             stopped: CancellationToken::new(),
             #[cfg(unix)]
             unix_path: unix_path.clone(),
@@ -561,8 +599,12 @@ pub(crate) struct Shared {
     pub(crate) failures: FailureLimiter,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The registrations kept alive in the background; withdrawn first on shutdown.
+    registered: Mutex<Vec<Registered>>,
     /// A shutdown has begun (or the server was stopped at once).
     stopping: AtomicBool,
+    /// Cancelled when a graceful shutdown begins, before deregistration.
+    draining: CancellationToken,
     /// The server has stopped: every connection is closed.
     stopped: CancellationToken,
     #[cfg(unix)]
@@ -578,6 +620,8 @@ impl Shared {
             self.stopped.cancelled().await;
             return;
         }
+        self.draining.cancel();
+        registration::withdraw(self.take_registrations(), self.config.drain_delay).await;
         self.shutdown.cancel();
         self.tracker.close();
         if tokio::time::timeout(grace, self.tracker.wait())
@@ -591,6 +635,10 @@ impl Shared {
         self.remove_socket_file();
         tracing::info!("wirecall server stopped");
         self.stopped.cancel();
+    }
+
+    fn take_registrations(&self) -> Vec<Registered> {
+        std::mem::take(&mut *self.registered.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn remove_socket_file(&self) {
@@ -762,6 +810,16 @@ impl ShutdownHandle {
         let grace = shared.config.grace_period;
         tokio::spawn(async move { shared.shut_down(grace).await });
         self.stopped().await;
+    }
+
+    /// Waits until a graceful shutdown begins (before the server deregisters and drains),
+    /// or until the server has stopped, however it was stopped. A health service uses it
+    /// to report `Draining`.
+    pub async fn shutting_down(&self) {
+        tokio::select! {
+            () = self.shared.draining.cancelled() => {}
+            () = self.shared.stopped.cancelled() => {}
+        }
     }
 
     /// Waits until the server has stopped, however it was stopped.
@@ -951,6 +1009,8 @@ impl Drop for RunningServer {
                  or stop it with shutdown() or abort()"
             );
         }
+        // Stopped at once: the keep-alives stop, the records expire with their leases.
+        drop(self.shared.take_registrations());
         self.shared.shutdown.cancel();
         self.shared.force.cancel();
         self.shared.remove_socket_file();

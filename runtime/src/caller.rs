@@ -1,0 +1,65 @@
+//! [`Caller`]: what a generated client calls through. A [`Channel`] is one; a
+//! [`BalancedChannel`](crate::discovery::BalancedChannel) over discovered endpoints is another.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::client::Channel;
+use crate::codec::WireMessage;
+use crate::error::Error;
+use crate::method::MethodId;
+
+/// Something a generated `{Trait}Client` sends its calls through.
+///
+/// Generated clients are generic over it (`{Trait}Client<C = Channel>`), so a client over a
+/// single [`Channel`] compiles to the same code as calling the channel directly.
+pub trait Caller: Clone + Send + Sync + 'static {
+    /// Calls `method` with `args` and waits for the reply (see [`Channel::call`]).
+    fn call<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send;
+
+    /// Like [`call`](Self::call) for a method marked `#[idempotent]`: the caller may run it
+    /// again (on another endpoint) when the connection it went out on fails.
+    fn call_idempotent<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send {
+        self.call(method, args)
+    }
+
+    /// Sends a one-way call (see [`Channel::notify`]).
+    fn notify<A: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// A handle whose calls use `timeout` as their deadline.
+    fn with_timeout(&self, timeout: Duration) -> Self;
+}
+
+impl Caller for Channel {
+    fn call<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send {
+        Channel::call(self, method, args)
+    }
+
+    fn notify<A: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        Channel::notify(self, method, args)
+    }
+
+    fn with_timeout(&self, timeout: Duration) -> Self {
+        Channel::with_timeout(self, timeout)
+    }
+}

@@ -1,0 +1,37 @@
+//! Service discovery and load balancing: servers register in a [`Registry`], clients call a
+//! service by name over every live endpoint.
+//!
+//! - [`Registration`]: the JSON record a server publishes (services, address, codecs, weight,
+//!   version, metadata), under a lease that it renews in the background.
+//! - [`Registry`]: a handle on a back-end ([`StaticRegistry`] in memory, `Etcd` with the
+//!   `etcd` feature, `ZooKeeper` with the `zookeeper` feature, or your own [`Backend`]); one
+//!   shared, coalescing watch per service name.
+//! - [`BalancedChannel`]: one multiplexed [`Channel`](crate::Channel) per endpoint, a
+//!   [`Balance`] policy, passive health checks and failover for idempotent methods.
+
+mod balance;
+mod channel;
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+mod etcd;
+mod record;
+mod registry;
+mod static_registry;
+#[cfg(feature = "zookeeper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
+mod zookeeper;
+
+pub use balance::Balance;
+pub use channel::{BalancedChannel, BalancedChannelBuilder, EndpointStats};
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+pub use etcd::{Etcd, DEFAULT_PREFIX};
+pub use record::{RecordError, Registration, DEFAULT_TTL, DEFAULT_WEIGHT, MAX_RECORD_BYTES};
+pub use registry::{
+    Backend, Endpoint, EndpointSet, Endpoints, Registered, Registry, RegistryError, WatchEvent,
+    DEFAULT_COALESCE,
+};
+pub use static_registry::StaticRegistry;
+#[cfg(feature = "zookeeper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
+pub use zookeeper::{ZooKeeper, DEFAULT_ROOT, DEFAULT_SESSION_TIMEOUT};
