@@ -340,3 +340,108 @@ async fn calls_flow_while_the_registry_is_down_and_registrations_come_back() {
     drop(etcd);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Three etcd members of this test's own, each stopped by PID when dropped.
+struct PrivateCluster {
+    members: Vec<Child>,
+    clients: Vec<String>,
+    dir: std::path::PathBuf,
+}
+
+impl PrivateCluster {
+    fn start(dir: &std::path::Path) -> Self {
+        let names = ["m0", "m1", "m2"];
+        let clients: Vec<String> = names
+            .iter()
+            .map(|_| format!("127.0.0.1:{}", free_port()))
+            .collect();
+        let peers: Vec<String> = names
+            .iter()
+            .map(|_| format!("127.0.0.1:{}", free_port()))
+            .collect();
+        let initial = names
+            .iter()
+            .zip(&peers)
+            .map(|(name, peer)| format!("{name}=http://{peer}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let members = names
+            .iter()
+            .zip(clients.iter().zip(&peers))
+            .map(|(name, (client, peer))| {
+                let args = vec![
+                    "--name".to_owned(),
+                    (*name).to_owned(),
+                    "--data-dir".to_owned(),
+                    dir.join(name).display().to_string(),
+                    "--listen-client-urls".to_owned(),
+                    format!("http://{client}"),
+                    "--advertise-client-urls".to_owned(),
+                    format!("http://{client}"),
+                    "--listen-peer-urls".to_owned(),
+                    format!("http://{peer}"),
+                    "--initial-advertise-peer-urls".to_owned(),
+                    format!("http://{peer}"),
+                    "--initial-cluster".to_owned(),
+                    initial.clone(),
+                    "--initial-cluster-state".to_owned(),
+                    "new".to_owned(),
+                ];
+                PrivateEtcd::spawn(&args, dir)
+            })
+            .collect();
+        Self {
+            members,
+            clients,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn kill(&mut self, member: usize) {
+        let _ = self.members[member].kill();
+        let _ = self.members[member].wait();
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        for member in 0..self.members.len() {
+            self.kill(member);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test]
+async fn discovery_keeps_working_when_one_member_of_a_three_member_cluster_dies() {
+    let dir = std::env::temp_dir().join(format!("wirecall-etcd-cluster-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cluster = PrivateCluster::start(&dir);
+    let endpoints = cluster.clients.clone();
+    let connect = || async {
+        let prefix = "/wirecall-test/members/";
+        let registry = Etcd::connect_with_prefix(&endpoints, prefix).await.unwrap();
+        let mut probe = registry.watch("probe");
+        tokio::time::timeout(Duration::from_secs(20), probe.ready())
+            .await
+            .expect("the 3-member cluster answers within 20 s");
+        registry
+    };
+    let registry = connect().await;
+    let a = start_node(&registry, "a", TTL).await;
+    let (client, channel) = client(&registry, Balance::RoundRobin).await;
+    wait_for_endpoints(&channel, 1, Duration::from_secs(10)).await;
+
+    cluster.kill(0);
+    // Registrations and watches go on through the two members left: a new server appears,
+    // and the first one's lease keeps being renewed (it is still there after 3 TTLs).
+    let b = start_node(&registry, "b", TTL).await;
+    wait_for_endpoints(&channel, 2, Duration::from_secs(20)).await;
+    tokio::time::sleep(TTL * 3).await;
+    assert_eq!(channel.endpoints().len(), 2, "{:?}", channel.endpoints());
+    let counts = shares(&client, 40).await;
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    a.shutdown().await;
+    b.shutdown().await;
+}

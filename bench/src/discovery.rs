@@ -44,6 +44,11 @@ pub struct DiscoveryResult {
     pub one_endpoint_calls_per_s: f64,
     /// one-endpoint balanced / direct calls/s.
     pub one_endpoint_ratio: f64,
+    /// tower's power-of-two-choices balancer (`tower::balance::p2c` over the same three
+    /// servers, pending-request load, behind a `Buffer` so that tasks can share it): calls/s.
+    pub tower_p2c_calls_per_s: f64,
+    /// tower p2c / direct calls/s.
+    pub tower_p2c_ratio: f64,
     /// From SIGKILL of one server to its ejection from the balanced channel, in ms.
     pub kill_to_ejected_ms: f64,
     /// From SIGKILL to the first call that failed on the killed server (and was retried on
@@ -60,12 +65,13 @@ pub async fn run(calls: usize, in_flight: usize, repeat: u32) -> BenchResult<()>
         println!("{}", serde_json::to_string(&result)?);
         println!(
             "discovered/direct calls/s: {:.0} / {:.0} = {:.2} (balanced over the direct \
-             channel's server alone: {:.2}); p99 {:.0} us vs {:.0} us; \
-             kill -9 to ejected {:.1} ms, to first retry {}; {} failed",
+             channel's server alone: {:.2}; tower p2c + Buffer over the 3 servers: {:.2}); \
+             p99 {:.0} us vs {:.0} us; kill -9 to ejected {:.1} ms, to first retry {}; {} failed",
             result.discovered_calls_per_s,
             result.direct_calls_per_s,
             result.ratio,
             result.one_endpoint_ratio,
+            result.tower_p2c_ratio,
             result.discovered_p99_us,
             result.direct_p99_us,
             result.kill_to_ejected_ms,
@@ -182,19 +188,24 @@ async fn run_once(calls: usize, in_flight: usize) -> BenchResult<DiscoveryResult
     load(&direct, calls / 10 + 1, in_flight).await?;
     load(&discovered, calls / 10 + 1, in_flight).await?;
     load(&one_endpoint, calls / 10 + 1, in_flight).await?;
-    let mut rounds: [Vec<(f64, Latencies)>; 3] = Default::default();
+    let tower_p2c = tower_balancer(&servers).await?;
+    load_tower(&tower_p2c, calls / 10 + 1, in_flight).await?;
+    let mut rounds: [Vec<(f64, Latencies)>; 4] = Default::default();
     for _ in 0..3 {
         rounds[0].push(load(&direct, calls, in_flight).await?);
         rounds[1].push(load(&discovered, calls, in_flight).await?);
         rounds[2].push(load(&one_endpoint, calls, in_flight).await?);
+        rounds[3].push(load_tower(&tower_p2c, calls, in_flight).await?);
     }
-    let [direct_rounds, discovered_rounds, one_endpoint_rounds] = rounds.map(|mut runs| {
-        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        runs.swap_remove(1)
-    });
+    let [direct_rounds, discovered_rounds, one_endpoint_rounds, tower_rounds] =
+        rounds.map(|mut runs| {
+            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+            runs.swap_remove(1)
+        });
     let (direct_rate, mut direct_latencies) = direct_rounds;
     let (discovered_rate, mut discovered_latencies) = discovered_rounds;
     let (one_endpoint_rate, _) = one_endpoint_rounds;
+    let (tower_rate, _) = tower_rounds;
 
     // kill -9 of one server under load.
     let failed = Arc::new(AtomicU64::new(0));
@@ -257,8 +268,93 @@ async fn run_once(calls: usize, in_flight: usize) -> BenchResult<DiscoveryResult
         ratio: discovered_rate / direct_rate,
         one_endpoint_calls_per_s: one_endpoint_rate,
         one_endpoint_ratio: one_endpoint_rate / direct_rate,
+        tower_p2c_calls_per_s: tower_rate,
+        tower_p2c_ratio: tower_rate / direct_rate,
         kill_to_ejected_ms: ejected.as_secs_f64() * 1e3,
         kill_to_first_retry_ms: first_failover.map(|d| d.as_secs_f64() * 1e3),
         failed_during_kill: failed.load(Ordering::Relaxed),
     })
+}
+
+/// One server as a tower `Service`, for tower's balancer.
+#[derive(Clone)]
+struct TowerEndpoint(UserServiceClient);
+
+impl tower::Service<crate::model::UserModel> for TowerEndpoint {
+    type Response = crate::model::UserModel;
+    type Error = wirecall::Error;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, user: crate::model::UserModel) -> Self::Future {
+        let client = self.0.clone();
+        Box::pin(async move { client.get_user(user).await })
+    }
+}
+
+type TowerBalancer = tower::buffer::Buffer<
+    crate::model::UserModel,
+    futures::future::BoxFuture<'static, Result<crate::model::UserModel, tower::BoxError>>,
+>;
+
+/// tower's p2c over the three servers (pending requests as the load), behind a `Buffer`:
+/// what a shared, cloneable client needs, since tower services are driven through `&mut`.
+async fn tower_balancer(servers: &[(Child, String)]) -> BenchResult<TowerBalancer> {
+    let mut endpoints = Vec::new();
+    for (_, addr) in servers {
+        let channel = Channel::builder()
+            .codec(Codec::MessagePack)
+            .connect(addr.as_str())
+            .await?;
+        endpoints.push(tower::load::PendingRequests::new(
+            TowerEndpoint(UserServiceClient::new(channel)),
+            tower::load::CompleteOnResponse::default(),
+        ));
+    }
+    let balance = tower::balance::p2c::Balance::new(tower::discover::ServiceList::new(endpoints));
+    Ok(tower::buffer::Buffer::new(
+        tower::util::BoxService::new(balance),
+        1024,
+    ))
+}
+
+async fn load_tower(
+    balancer: &TowerBalancer,
+    calls: usize,
+    in_flight: usize,
+) -> BenchResult<(f64, Latencies)> {
+    use tower::Service as _;
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..in_flight)
+        .map(|_| {
+            let balancer = balancer.clone();
+            let next = Arc::clone(&next);
+            tokio::spawn(async move {
+                let mut latencies = Latencies::with_capacity(calls / in_flight + 1);
+                while next.fetch_add(1, Ordering::Relaxed) < calls as u64 {
+                    let call = Instant::now();
+                    let mut service = balancer.clone();
+                    let result = match futures::future::poll_fn(|cx| service.poll_ready(cx)).await {
+                        Ok(()) => service.call(fanly()).await.map(drop),
+                        Err(err) => Err(err),
+                    };
+                    result.map_err(|err| err.to_string())?;
+                    latencies.record(call.elapsed());
+                }
+                Ok::<_, String>(latencies)
+            })
+        })
+        .collect();
+    let mut all = Latencies::with_capacity(calls);
+    for task in tasks {
+        all.extend(task.await??);
+    }
+    Ok((calls as f64 / started.elapsed().as_secs_f64(), all))
 }

@@ -69,8 +69,8 @@ pub enum WatchEvent {
 }
 
 /// A registry back-end: where registrations live. Implemented by
-/// [`StaticRegistry`](super::StaticRegistry) and, with the `etcd` feature,
-/// [`Etcd`](super::Etcd); implement it to plug in another coordination service.
+/// [`StaticRegistry`](super::StaticRegistry) and, with the `etcd` and `zookeeper` features,
+/// `Etcd` and `ZooKeeper`; implement it to plug in another coordination service.
 pub trait Backend: Send + Sync + 'static {
     /// A short description for logs and errors (`etcd 127.0.0.1:2379`).
     fn describe(&self) -> String;
