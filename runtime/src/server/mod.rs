@@ -6,6 +6,7 @@ mod descriptor_budget;
 mod identity;
 mod layer;
 mod listener;
+pub mod metrics;
 mod request;
 mod router;
 
@@ -453,6 +454,7 @@ impl ServerBuilder {
             tower::Layer::layer(&InFlightLimitLayer::new(Arc::clone(&calls)), core),
         );
         let shared = Arc::new(Shared {
+            metrics: metrics::ServerMetrics::register(),
             max_connections,
             router,
             pipeline,
@@ -525,6 +527,7 @@ pub(crate) struct Shared {
     /// What every call goes through (see [`layer::Pipeline`]); cloned per call, which costs
     /// a few reference counts.
     pub(crate) pipeline: Pipeline,
+    pub(crate) metrics: metrics::ServerMetrics,
     pub(crate) config: ServerConfig,
     pub(crate) connections: AtomicUsize,
     /// The connection limit in force (configured, or derived from the descriptor limit).
