@@ -448,7 +448,7 @@ async fn start_call(
         payload,
     };
     // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
-    let work = tower::Service::call(&mut shared.pipeline.clone(), request);
+    let work = tower::Service::call(&mut &shared.pipeline, request);
     // A disabled span (no subscriber wants it) costs nothing if the future is not wrapped.
     let work = if span.is_disabled() {
         Either::Left(work)

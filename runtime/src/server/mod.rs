@@ -524,8 +524,7 @@ async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, 
 /// State every connection task of one server shares.
 pub(crate) struct Shared {
     pub(crate) router: Arc<Router>,
-    /// What every call goes through (see [`layer::Pipeline`]); cloned per call, which costs
-    /// a few reference counts.
+    /// What every call goes through (see [`layer::Pipeline`]), called by reference.
     pub(crate) pipeline: Pipeline,
     pub(crate) metrics: metrics::ServerMetrics,
     pub(crate) config: ServerConfig,

@@ -43,6 +43,12 @@ impl Service<Request> for Dispatch {
     }
 
     fn call(&mut self, request: Request) -> DispatchFuture {
+        self.dispatch(request)
+    }
+}
+
+impl Dispatch {
+    fn dispatch(&self, request: Request) -> DispatchFuture {
         let Request {
             context,
             codec,
@@ -79,13 +85,34 @@ impl Service<Request> for Core {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        (&*self).call_ref(request)
+    }
+}
+
+impl Core {
+    fn call_ref(&self, request: Request) -> <Self as Service<Request>>::Future {
         match self {
-            Self::Direct(dispatch) => Either::Left(dispatch.call(request)),
+            Self::Direct(dispatch) => Either::Left(dispatch.dispatch(request)),
             Self::Layered(layers) => Either::Right(
                 layers
-                    .call(request)
+                    .call_shared(request)
                     .map_err(CallError::from_layer as fn(BoxError) -> CallError),
             ),
         }
+    }
+}
+
+/// Called through a shared reference, like the built-in layers around it.
+impl Service<Request> for &Core {
+    type Response = Reply;
+    type Error = CallError;
+    type Future = <Core as Service<Request>>::Future;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), CallError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        self.call_ref(request)
     }
 }
