@@ -85,7 +85,7 @@ impl Service<Request> for Core {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        (&*self).call_ref(request)
+        self.call_ref(request)
     }
 }
 
