@@ -54,6 +54,7 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
         match check(self.hook.as_ref(), &request) {
             Ok(()) => Either::Right(self.inner.call(request)),
@@ -77,6 +78,7 @@ where
         (&mut &self.inner).poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
         match check(self.hook.as_ref(), &request) {
             Ok(()) => Either::Right((&mut &self.inner).call(request)),
@@ -86,6 +88,7 @@ where
 }
 
 /// Asks the hook, if there is one, about `request`.
+#[inline]
 fn check(hook: Option<&Hook>, request: &Request) -> Result<(), CallError> {
     let Some(hook) = hook else {
         return Ok(());

@@ -57,6 +57,7 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
         match admit(&self.calls, &request) {
             Ok(permit) => Either::Right(Admitted {
@@ -83,6 +84,7 @@ where
         (&mut &self.inner).poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
         match admit(&self.calls, &request) {
             Ok(permit) => Either::Right(Admitted {
@@ -95,6 +97,7 @@ where
 }
 
 /// A permit for one more call, or the refusal.
+#[inline]
 fn admit(calls: &Arc<Semaphore>, request: &Request) -> Result<OwnedSemaphorePermit, CallError> {
     Arc::clone(calls).try_acquire_owned().map_err(|_| {
         tracing::warn!(method = %request.method_id(), "server at max_in_flight; refusing a call");
