@@ -10,7 +10,12 @@
 //! cargo run --example user -- --serve 127.0.0.1:7000 --gateway 127.0.0.1:8080  # + HTTP/JSON
 //! cargo run --example user -- --connect 127.0.0.1:7000   # client only
 //! cargo run --release --example user -- --tls           # the same over TLS, plus the TLS cost
+//! cargo run --example user -- --serve 127.0.0.1:7000 --metrics 127.0.0.1:9000
 //! ```
+//!
+//! With `--metrics ADDR` the server's metrics (calls by method and outcome, latency, calls in
+//! flight, connections, bytes, handshake failures) are served as a Prometheus page at
+//! `http://ADDR/metrics`.
 //!
 //! With `--tls` the example makes a throw-away CA and a `localhost` certificate at start-up
 //! (rcgen), requires a token generated at start-up (printed once), runs the tour and the
@@ -126,7 +131,8 @@ fn fanly() -> UserModel {
   cargo run --example user -- --serve 127.0.0.1:7000 --tls-cert cert.pem --tls-key key.pem
   cargo run --example user -- --serve 127.0.0.1:7000 --gateway 127.0.0.1:8080
   cargo run --example user -- --connect 127.0.0.1:7000  # client only
-  cargo run --release --example user -- --tls           # over TLS, plus the TLS cost"
+  cargo run --release --example user -- --tls           # over TLS, plus the TLS cost
+  cargo run --example user -- --serve 127.0.0.1:7000 --metrics 127.0.0.1:9000"
 )]
 struct Options {
     /// Sequential calls per benchmark case
@@ -163,6 +169,9 @@ struct Options {
     /// start-up, then the TLS cost (plain TCP vs TLS, same run)
     #[arg(long, conflicts_with_all = ["serve", "connect"])]
     tls: bool,
+    /// Serve the server's metrics as a Prometheus scrape page at http://ADDR/metrics
+    #[arg(long, value_name = "ADDR", conflicts_with = "connect")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 impl Options {
@@ -178,6 +187,14 @@ impl Options {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = <Options as clap::Parser>::parse();
+
+    // Before any server starts: a server registers its metrics when it starts.
+    if let Some(addr) = options.metrics {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install()?;
+        println!("metrics on http://{addr}/metrics");
+    }
 
     if options.tls {
         return run_over_tls(&options).await;

@@ -20,12 +20,13 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::identity::PeerIdentity;
+use super::metrics::{self, Outcome as Ended};
 use super::request::{Reply, Request};
 use super::Shared;
 use crate::codec::Codec;
 use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
-use crate::frame::{Frame, FrameCodec, FrameError, FrameKind, FLAG_METADATA};
+use crate::frame::{Frame, FrameCodec, FrameError, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
 use crate::frame_reader::FrameReader;
 use crate::id_hash::IdMap;
 use crate::liveness::{Liveness, Silence};
@@ -72,7 +73,10 @@ pub(crate) async fn serve_connection<T: Transport>(
     let peer = identity.peer_addr;
     identity.token_authenticated = shared.token.is_some();
     tracing::debug!(?peer, codec = %negotiated.codec, version = negotiated.version, "connection accepted");
+    shared.metrics.connections_total.increment(1);
+    shared.metrics.connections.increment(1.0);
     run_connection(stream, negotiated, identity, &shared).await;
+    shared.metrics.connections.decrement(1.0);
     tracing::debug!(?peer, "connection closed");
 }
 
@@ -101,14 +105,17 @@ async fn handshake<T: Transport>(
             Ok(Ok(negotiated)) => Some(negotiated),
             Ok(Err(NegotiationError::AuthenticationFailed)) => {
                 tracing::warn!(?peer, "authentication failed");
+                metrics::handshake_failed("authentication");
                 None
             }
             Ok(Err(err)) => {
                 tracing::debug!(?peer, %err, "handshake failed");
+                metrics::handshake_failed(metrics::handshake_reason(&err));
                 None
             }
             Err(_) => {
                 tracing::debug!(?peer, "handshake timed out");
+                metrics::handshake_failed("timeout");
                 None
             }
         },
@@ -367,9 +374,14 @@ async fn start_call(
         flags,
         payload,
     } = frame;
-    // The deadline clock starts when the frame is read (wire chapter, "Deadlines").
-    let deadline =
-        (deadline_ms != 0).then(|| Instant::now() + Duration::from_millis(deadline_ms.into()));
+    // The deadline clock starts when the frame is read (wire chapter, "Deadlines"); so does
+    // the call's duration.
+    let received = Instant::now();
+    let deadline = (deadline_ms != 0).then(|| received + Duration::from_millis(deadline_ms.into()));
+    shared
+        .metrics
+        .received_bytes
+        .increment((payload.len() + FRAME_OVERHEAD) as u64);
     // Checked before anything else: a duplicate id is a violation whatever the method.
     if context.calls.contains(request_id) {
         return Err(CallRejected::Violation(format!(
@@ -386,6 +398,7 @@ async fn start_call(
     let one_way = kind == FrameKind::Notify;
     let Some(route) = shared.router.get(method) else {
         tracing::debug!(%method, "call to an unknown method");
+        metrics::unknown_method();
         if !one_way {
             let error = Frame::error(
                 request_id,
@@ -431,7 +444,7 @@ async fn start_call(
         payload,
     };
     // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
-    let work = tower::Service::call(&mut shared.pipeline.clone(), request);
+    let work = tower::Service::call(&mut &shared.pipeline, request);
     // A disabled span (no subscriber wants it) costs nothing if the future is not wrapped.
     let work = if span.is_disabled() {
         Either::Left(work)
@@ -447,12 +460,19 @@ async fn start_call(
     };
     // Most handlers finish without ever waiting: run them here, saving a task spawn and a
     // timer. Only a handler that is still pending after its first poll gets its own task.
+    shared.metrics.in_flight.increment(1.0);
     if let Poll::Ready(outcome) = futures::poll!(&mut work) {
         drop(permit);
-        let outcome = within(deadline, outcome);
-        span.record("outcome", outcome_label(&outcome));
+        let now = Instant::now();
+        let outcome = within(deadline, now, outcome);
+        let ended = Ended::of(&outcome);
+        span.record("outcome", ended.label());
+        route.metrics.record(ended, now - received);
+        shared.metrics.in_flight.decrement(1.0);
         if !one_way {
-            send_reply(&context.sink, reply.frame(outcome)).await?;
+            let frame = reply.frame(outcome);
+            shared.metrics.sent_bytes.increment(frame.len() as u64);
+            send_reply(&context.sink, frame).await?;
         }
         return Ok(());
     }
@@ -460,45 +480,74 @@ async fn start_call(
     context.calls.insert(request_id, abort);
     let sink = context.sink.clone();
     let calls = Arc::clone(&context.calls);
+    let route_metrics = Arc::clone(&route.metrics);
+    let in_flight = shared.metrics.in_flight.clone();
+    let sent_bytes = shared.metrics.sent_bytes.clone();
     tasks.spawn(async move {
         let _permit = permit;
+        // Counts the call out however the task ends (an abort at shutdown included).
+        let _in_flight = InFlightGauge(in_flight);
         let work = Abortable::new(work, registration);
         let outcome = match deadline {
             Some(at) => tokio::time::timeout_at(at, work).await.ok(),
             None => Some(work.await),
         };
         calls.remove(request_id);
+        let now = Instant::now();
         let outcome = match outcome {
             // Cancelled by the caller or by the end of the connection: no reply is wanted.
-            Some(Err(Aborted)) => return,
+            Some(Err(Aborted)) => {
+                span.record("outcome", Ended::Cancelled.label());
+                route_metrics.record(Ended::Cancelled, now - received);
+                return;
+            }
             // `timeout_at` polls the call before its timer, so a call that became ready after
             // the deadline (say, once a long decode finished) still needs the check.
-            Some(Ok(outcome)) => within(deadline, outcome),
+            Some(Ok(outcome)) => within(deadline, now, outcome),
             None => None,
         };
-        span.record("outcome", outcome_label(&outcome));
+        let ended = Ended::of(&outcome);
+        span.record("outcome", ended.label());
+        route_metrics.record(ended, now - received);
         if !one_way {
-            let _ = sink.send(reply.frame(outcome), Delivery::Now).await;
+            let frame = reply.frame(outcome);
+            sent_bytes.increment(frame.len() as u64);
+            let _ = sink.send(frame, Delivery::Now).await;
         }
     });
     Ok(())
 }
 
-/// A short word for a call's outcome, for its span.
-fn outcome_label(outcome: &Option<HandlerOutcome>) -> &'static str {
-    match outcome {
-        None => "deadline exceeded",
-        Some(Err(_)) => "panicked",
-        Some(Ok(Err(_))) => "failed",
-        Some(Ok(Ok(_))) => "ok",
+impl Ended {
+    /// How a handler's outcome ends its call (`None`: the deadline passed first).
+    fn of(outcome: &Option<HandlerOutcome>) -> Self {
+        match outcome {
+            None => Self::Failed(ErrorCode::DeadlineExceeded),
+            Some(Err(_)) => Self::Failed(ErrorCode::HandlerPanicked),
+            Some(Ok(Err(call_error))) => Self::Failed(call_error.code()),
+            Some(Ok(Ok(_))) => Self::Ok,
+        }
     }
 }
 
-/// A finished call's outcome, or `None` when it finished after its deadline: a caller that
-/// has given up must get a timeout, not a late success.
-fn within(deadline: Option<Instant>, outcome: HandlerOutcome) -> Option<HandlerOutcome> {
+/// Takes a call off the in-flight gauge when dropped.
+struct InFlightGauge(::metrics::Gauge);
+
+impl Drop for InFlightGauge {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
+
+/// A finished call's outcome, or `None` when it finished (`now`) after its deadline: a caller
+/// that has given up must get a timeout, not a late success.
+fn within(
+    deadline: Option<Instant>,
+    now: Instant,
+    outcome: HandlerOutcome,
+) -> Option<HandlerOutcome> {
     match deadline {
-        Some(at) if Instant::now() > at => None,
+        Some(at) if now > at => None,
         _ => Some(outcome),
     }
 }

@@ -129,6 +129,7 @@ async fn serve_tls<S: Transport>(
 
 #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
 async fn secure_then_refuse<S: Transport>(mut stream: S, deadline: Instant, shared: Arc<Shared>) {
+    super::metrics::handshake_failed("busy");
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
         Box::pin(async move {
@@ -161,10 +162,12 @@ async fn tls_accept<S: Transport>(
             Ok(Ok(stream)) => Some(stream),
             Ok(Err(err)) => {
                 tracing::debug!(?peer, %err, "TLS handshake failed");
+                super::metrics::handshake_failed("tls");
                 None
             }
             Err(_) => {
                 tracing::debug!(?peer, "TLS handshake timed out");
+                super::metrics::handshake_failed("timeout");
                 None
             }
         },

@@ -7,6 +7,7 @@ mod identity;
 mod layer;
 mod listener;
 mod registration;
+pub mod metrics;
 mod request;
 pub use registration::DEFAULT_DRAIN_DELAY;
 mod router;
@@ -508,6 +509,7 @@ impl ServerBuilder {
         );
         let shared = Arc::new(Shared {
             registered: Mutex::new(registered),
+            metrics: metrics::ServerMetrics::register(),
             max_connections,
             router,
             pipeline,
@@ -578,9 +580,9 @@ async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, 
 /// State every connection task of one server shares.
 pub(crate) struct Shared {
     pub(crate) router: Arc<Router>,
-    /// What every call goes through (see [`layer::Pipeline`]); cloned per call, which costs
-    /// a few reference counts.
+    /// What every call goes through (see [`layer::Pipeline`]), called by reference.
     pub(crate) pipeline: Pipeline,
+    pub(crate) metrics: metrics::ServerMetrics,
     pub(crate) config: ServerConfig,
     pub(crate) connections: AtomicUsize,
     /// The connection limit in force (configured, or derived from the descriptor limit).

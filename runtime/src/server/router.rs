@@ -5,12 +5,14 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::id_hash::IdMap;
 use crate::method::{MethodDescriptor, MethodId};
+use crate::server::metrics::RouteMetrics;
 use crate::service::Service;
 
 /// One routable method.
 pub(crate) struct Route {
     pub(crate) service: Arc<dyn Service>,
     pub(crate) method: &'static MethodDescriptor,
+    pub(crate) metrics: Arc<RouteMetrics>,
 }
 
 impl Route {
@@ -35,6 +37,7 @@ impl Router {
                 let route = Route {
                     service: Arc::clone(service),
                     method,
+                    metrics: Arc::new(RouteMetrics::new(service.descriptor().name, method.name)),
                 };
                 if let Some(existing) = routes.get(&method.id) {
                     return Err(Error::Config(format!(

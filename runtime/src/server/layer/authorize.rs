@@ -54,26 +54,60 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
-        if let Some(hook) = &self.hook {
-            let target = CallTarget {
-                service: request.service(),
-                method: request.method_name(),
-                method_id: request.method_id(),
-            };
-            if !hook(request.peer(), &target) {
-                tracing::debug!(
-                    method = %target.method_id,
-                    peer = ?request.peer().peer_addr,
-                    "call refused by the authorisation hook"
-                );
-                let error = CallError::PermissionDenied(format!(
-                    "this caller may not call {}.{}",
-                    target.service, target.method
-                ));
-                return Either::Left(ready(Err(error.into())));
-            }
+        match check(self.hook.as_ref(), &request) {
+            Ok(()) => Either::Right(self.inner.call(request)),
+            Err(error) => Either::Left(ready(Err(error.into()))),
         }
-        Either::Right(self.inner.call(request))
     }
+}
+
+/// The server calls its pipeline through a shared reference: no clone (and no reference
+/// count touched) per call.
+impl<'a, S> Service<Request> for &'a Authorize<S>
+where
+    &'a S: Service<Request, Response = Reply>,
+    <&'a S as Service<Request>>::Error: From<CallError>,
+{
+    type Response = Reply;
+    type Error = <&'a S as Service<Request>>::Error;
+    type Future = Either<Ready<Result<Reply, Self::Error>>, <&'a S as Service<Request>>::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        (&mut &self.inner).poll_ready(cx)
+    }
+
+    #[inline]
+    fn call(&mut self, request: Request) -> Self::Future {
+        match check(self.hook.as_ref(), &request) {
+            Ok(()) => Either::Right((&mut &self.inner).call(request)),
+            Err(error) => Either::Left(ready(Err(error.into()))),
+        }
+    }
+}
+
+/// Asks the hook, if there is one, about `request`.
+#[inline]
+fn check(hook: Option<&Hook>, request: &Request) -> Result<(), CallError> {
+    let Some(hook) = hook else {
+        return Ok(());
+    };
+    let target = CallTarget {
+        service: request.service(),
+        method: request.method_name(),
+        method_id: request.method_id(),
+    };
+    if hook(request.peer(), &target) {
+        return Ok(());
+    }
+    tracing::debug!(
+        method = %target.method_id,
+        peer = ?request.peer().peer_addr,
+        "call refused by the authorisation hook"
+    );
+    Err(CallError::PermissionDenied(format!(
+        "this caller may not call {}.{}",
+        target.service, target.method
+    )))
 }

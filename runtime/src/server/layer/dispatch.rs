@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::future::{Either, MapErr, MapOk};
+use std::future::Future;
+use std::pin::Pin;
+
+use futures::future::{Either, MapErr};
 use futures::TryFutureExt;
 use tower::Service;
 
@@ -12,7 +15,6 @@ use crate::context::InCall;
 use crate::dispatch::unknown_method;
 use crate::error::BoxError;
 use crate::error::CallError;
-use crate::frame::FrameBuf;
 use crate::layers::{Next, NextFuture};
 use crate::server::request::{Reply, Request};
 use crate::server::router::Router;
@@ -30,8 +32,18 @@ impl Dispatch {
     }
 }
 
-/// A handler's future, with its context, its reply wrapped for the layers.
-pub(crate) type DispatchFuture = MapOk<InCall<ReplyFuture>, fn(FrameBuf) -> Reply>;
+/// A handler's future, with its context, its reply wrapped for the layers. Not futures'
+/// `MapOk`, which moves its whole state (the call's context included) out when it completes.
+pub(crate) struct DispatchFuture(InCall<ReplyFuture>);
+
+impl Future for DispatchFuture {
+    type Output = Result<Reply, CallError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.get_mut().0).poll(cx).map_ok(Reply)
+    }
+}
 
 impl Service<Request> for Dispatch {
     type Response = Reply;
@@ -42,7 +54,15 @@ impl Service<Request> for Dispatch {
         Poll::Ready(Ok(()))
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> DispatchFuture {
+        self.dispatch(request)
+    }
+}
+
+impl Dispatch {
+    #[inline]
+    fn dispatch(&self, request: Request) -> DispatchFuture {
         let Request {
             context,
             codec,
@@ -53,9 +73,7 @@ impl Service<Request> for Dispatch {
             Some(route) => route.service.call(method, codec, payload),
             None => unknown_method(method),
         };
-        context
-            .around(handler)
-            .map_ok(Reply as fn(FrameBuf) -> Reply)
+        DispatchFuture(context.around(handler))
     }
 }
 
@@ -78,14 +96,38 @@ impl Service<Request> for Core {
         Poll::Ready(Ok(()))
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
+        self.call_ref(request)
+    }
+}
+
+impl Core {
+    #[inline]
+    fn call_ref(&self, request: Request) -> <Self as Service<Request>>::Future {
         match self {
-            Self::Direct(dispatch) => Either::Left(dispatch.call(request)),
+            Self::Direct(dispatch) => Either::Left(dispatch.dispatch(request)),
             Self::Layered(layers) => Either::Right(
                 layers
-                    .call(request)
+                    .call_shared(request)
                     .map_err(CallError::from_layer as fn(BoxError) -> CallError),
             ),
         }
+    }
+}
+
+/// Called through a shared reference, like the built-in layers around it.
+impl Service<Request> for &Core {
+    type Response = Reply;
+    type Error = CallError;
+    type Future = <Core as Service<Request>>::Future;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), CallError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    #[inline]
+    fn call(&mut self, request: Request) -> Self::Future {
+        self.call_ref(request)
     }
 }

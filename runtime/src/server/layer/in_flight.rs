@@ -57,21 +57,54 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
-        match Arc::clone(&self.calls).try_acquire_owned() {
+        match admit(&self.calls, &request) {
             Ok(permit) => Either::Right(Admitted {
                 permit: Some(permit),
                 inner: self.inner.call(request),
             }),
-            Err(_) => {
-                tracing::warn!(method = %request.method_id(), "server at max_in_flight; refusing a call");
-                let error = CallError::Overloaded(
-                    "the server is at its limit of calls in flight; retry later".to_owned(),
-                );
-                Either::Left(ready(Err(error.into())))
-            }
+            Err(error) => Either::Left(ready(Err(error.into()))),
         }
     }
+}
+
+/// Called through a shared reference, like [`Authorize`](super::authorize::Authorize).
+impl<'a, S> Service<Request> for &'a InFlightLimit<S>
+where
+    &'a S: Service<Request, Response = Reply>,
+    <&'a S as Service<Request>>::Error: From<CallError>,
+{
+    type Response = Reply;
+    type Error = <&'a S as Service<Request>>::Error;
+    type Future =
+        Either<Ready<Result<Reply, Self::Error>>, Admitted<<&'a S as Service<Request>>::Future>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        (&mut &self.inner).poll_ready(cx)
+    }
+
+    #[inline]
+    fn call(&mut self, request: Request) -> Self::Future {
+        match admit(&self.calls, &request) {
+            Ok(permit) => Either::Right(Admitted {
+                permit: Some(permit),
+                inner: (&mut &self.inner).call(request),
+            }),
+            Err(error) => Either::Left(ready(Err(error.into()))),
+        }
+    }
+}
+
+/// A permit for one more call, or the refusal.
+#[inline]
+fn admit(calls: &Arc<Semaphore>, request: &Request) -> Result<OwnedSemaphorePermit, CallError> {
+    Arc::clone(calls).try_acquire_owned().map_err(|_| {
+        tracing::warn!(method = %request.method_id(), "server at max_in_flight; refusing a call");
+        CallError::Overloaded(
+            "the server is at its limit of calls in flight; retry later".to_owned(),
+        )
+    })
 }
 
 pin_project_lite::pin_project! {
