@@ -21,6 +21,7 @@ use futures::future::Either;
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -32,7 +33,6 @@ use crate::error::{Error, ErrorCode};
 use crate::frame::{
     ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA,
 };
-use crate::frame_reader::FrameReader;
 use crate::layers::{Layers, Next};
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
@@ -1132,7 +1132,7 @@ impl ChannelBuilder {
             }
         });
         let pending = Arc::new(PendingCalls::default());
-        let frames = FrameReader::new(
+        let frames = FramedRead::new(
             read_half,
             FrameCodec::for_version(self.max_frame_len, version),
         );

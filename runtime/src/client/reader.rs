@@ -4,13 +4,14 @@
 use std::sync::Arc;
 use std::task::Poll;
 
+use futures::StreamExt;
 use tokio::io::AsyncRead;
 use tokio::time::Instant;
+use tokio_util::codec::FramedRead;
 
 use super::pending::PendingCalls;
 use super::Keepalive;
-use crate::frame::{ErrorBody, Frame, FrameKind};
-use crate::frame_reader::FrameReader;
+use crate::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
 use crate::liveness::{Liveness, Silence};
 use crate::writer::FrameSink;
 
@@ -19,7 +20,7 @@ const NEVER: std::time::Duration = std::time::Duration::from_secs(60 * 60 * 24 *
 
 /// Reads frames until the connection ends, then fails every call still waiting.
 pub(crate) async fn run_reader<R>(
-    mut frames: FrameReader<R>,
+    mut frames: FramedRead<R, FrameCodec>,
     pending: Arc<PendingCalls>,
     sink: FrameSink,
     keepalive: Option<Keepalive>,
@@ -42,7 +43,6 @@ pub(crate) async fn run_reader<R>(
                 if let Some(liveness) = &mut liveness {
                     liveness.before_wait();
                 }
-                frames.park();
                 tokio::select! {
                     next = frames.next() => next,
                     _ = &mut silence => {
