@@ -323,18 +323,20 @@ async fn call_raw_carries_json_by_argument_name() {
 
 /// Runs protoc with `args`, feeding `input`; returns stdout, failing with protoc's stderr.
 fn protoc(dir: &std::path::Path, args: &[&str], input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("protoc")
+    let protoc =
+        protoc_bin_vendored::protoc_bin_path().expect("a vendored protoc for this platform");
+    let well_known = protoc_bin_vendored::include_path().expect("protoc's bundled .proto files");
+    let mut child = Command::new(protoc)
         .current_dir(dir)
         .args(["-I", "."])
+        .arg("-I")
+        .arg(well_known)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect(
-            "protoc runs (install it: `apt-get install protobuf-compiler libprotobuf-dev`; \
-             .ci/run does)",
-        );
+        .expect("the vendored protoc runs");
     child.stdin.take().unwrap().write_all(input).unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(
