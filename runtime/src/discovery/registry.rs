@@ -450,9 +450,21 @@ async fn keep_registered_task(
         logged_unreachable = false;
         delay = FIRST_RETRY_DELAY;
         let mut renewed = Instant::now();
+        let mut pause = renew_every;
         loop {
-            tokio::time::sleep(renew_every).await;
-            match backend.keep_alive(lease).await {
+            tokio::time::sleep(pause).await;
+            pause = renew_every;
+            // Bounded: a renewal sent to a registry member that died can hang, and an unbounded
+            // one would let the lease expire while it waits. A failed or stuck attempt is
+            // retried soon, well inside the TTL.
+            let attempt = tokio::time::timeout(renew_every, backend.keep_alive(lease));
+            let outcome = attempt.await.unwrap_or_else(|_| {
+                Err(RegistryError::Unavailable {
+                    registry: backend.describe(),
+                    message: format!("the lease renewal did not answer within {renew_every:?}"),
+                })
+            });
+            match outcome {
                 Ok(()) => renewed = Instant::now(),
                 Err(err @ RegistryError::LeaseExpired { .. }) => {
                     tracing::warn!(%err, "lease lost");
@@ -465,6 +477,7 @@ async fn keep_registered_task(
                     if renewed.elapsed() >= ttl {
                         break;
                     }
+                    pause = renew_every / 4;
                 }
             }
         }
