@@ -1,6 +1,7 @@
 //! `bench`: many calls of one method, `concurrency` at a time on one connection; prints
 //! throughput and latency percentiles.
 
+use crate::output::out;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,25 +63,25 @@ pub async fn bench(
     let elapsed = started.elapsed();
     latencies.sort_unstable();
 
-    println!(
+    out!(
         "{target}: {calls} calls, {concurrency} in flight, 1 connection, json codec{}",
         if prepared.method.oneway {
             " (one-way: latency is the time to queue)"
         } else {
             ""
         }
-    );
-    println!("  total       {:.3} s", elapsed.as_secs_f64());
-    println!(
+    )?;
+    out!("  total       {:.3} s", elapsed.as_secs_f64())?;
+    out!(
         "  throughput  {:.0} calls/s",
         latencies.len() as f64 / elapsed.as_secs_f64()
-    );
+    )?;
     if !latencies.is_empty() {
         let at = |q: f64| {
             let index = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len());
             millis(latencies[index - 1])
         };
-        println!(
+        out!(
             "  latency     min {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
             millis(latencies[0]),
             at(0.50),
@@ -88,9 +89,9 @@ pub async fn bench(
             at(0.99),
             at(0.999),
             millis(latencies[latencies.len() - 1])
-        );
+        )?;
     }
-    println!("  ok {}  errors {}", latencies.len(), errors.len());
+    out!("  ok {}  errors {}", latencies.len(), errors.len())?;
     match errors.into_iter().next() {
         Some(first) => Err(CliError::Call(first)),
         None => Ok(()),

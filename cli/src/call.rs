@@ -1,5 +1,6 @@
 //! `call`: one call with JSON arguments keyed by argument name, the reply printed as JSON.
 
+use crate::output::out;
 use std::io::Read as _;
 
 use bytes::Bytes;
@@ -78,7 +79,7 @@ pub async fn call(
     let pretty = |value: &Value| serde_json::to_string_pretty(value).unwrap_or_default();
     match &prepared.method.reply {
         ReplySchema::Unit => {}
-        ReplySchema::Value(_) => println!("{}", pretty(&reply["value"])),
+        ReplySchema::Value(_) => out!("{}", pretty(&reply["value"]))?,
         ReplySchema::Result { ok, .. } => {
             if !reply["err"].is_null() {
                 eprintln!("{}", pretty(&reply["err"]));
@@ -87,7 +88,7 @@ pub async fn call(
                 });
             }
             if ok.is_some() {
-                println!("{}", pretty(&reply["ok"]));
+                out!("{}", pretty(&reply["ok"]))?;
             }
         }
     }

@@ -1,5 +1,6 @@
 //! `list`, `describe` and `proto`: the reflection service's answers, for people and tools.
 
+use crate::output::out;
 use std::fmt::Write as _;
 
 use wirecall::reflect::{
@@ -84,9 +85,9 @@ pub async fn list(options: &ConnectOptions, addr: &str) -> Result<(), CliError> 
             let first_line = summary.summary.lines().next().unwrap_or_default();
             let _ = write!(line, "  -- {first_line}");
         }
-        println!("{line}");
+        out!("{line}")?;
         for method in &summary.methods {
-            println!("  {method}");
+            out!("  {method}")?;
         }
     }
     Ok(())
@@ -103,9 +104,9 @@ pub async fn describe(
     if json {
         let text = serde_json::to_string_pretty(&schema)
             .map_err(|error| CliError::Input(format!("cannot print the schema: {error}")))?;
-        println!("{text}");
+        out!("{text}")?;
     } else {
-        print!("{}", render_schema(&schema));
+        out!("{}", render_schema(&schema).trim_end_matches('\n'))?;
     }
     Ok(())
 }
@@ -117,7 +118,7 @@ pub async fn proto(options: &ConnectOptions, addr: &str, package: &str) -> Resul
         schemas.push(fetch_schema(&client, &summary.name).await?);
     }
     let file = proto_file(&schemas, package).map_err(|error| CliError::Input(error.to_string()))?;
-    print!("{file}");
+    out!("{}", file.trim_end_matches('\n'))?;
     Ok(())
 }
 

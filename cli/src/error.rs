@@ -25,6 +25,12 @@ pub enum CliError {
         /// `Service.method`.
         method: String,
     },
+    /// The reader of stdout went away (`| head`, `| grep -q`): not a failure.
+    #[error("stdout was closed")]
+    StdoutClosed,
+    /// Writing to stdout failed for another reason (a full disk, say).
+    #[error("cannot write to stdout: {0}")]
+    Output(std::io::Error),
 }
 
 impl CliError {
@@ -35,6 +41,8 @@ impl CliError {
             Self::Connect { .. } => 3,
             Self::Call(_) => 4,
             Self::Application { .. } => 5,
+            Self::StdoutClosed => 0,
+            Self::Output(_) => 1,
         }
     }
 }

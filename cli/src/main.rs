@@ -9,6 +9,7 @@ mod call;
 mod connect;
 mod describe;
 mod error;
+mod output;
 
 use std::process::ExitCode;
 
@@ -28,8 +29,9 @@ Examples:
   wirecall bench 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}' --calls 10000 --concurrency 32
 
 Exit codes:
-  0  success
-  1  bad input: arguments that are not a JSON object, an unknown service, method or argument
+  0  success, or stdout was closed early (`| head`, `| grep -q`)
+  1  bad input: arguments that are not a JSON object, an unknown service, method or argument;
+     or stdout could not be written
   2  bad command line (unknown option, missing operand)
   3  could not connect: refused, TLS failure, wrong or missing token, codec refused
   4  the call failed: the server answered with a wirecall error (its code and message are
@@ -102,7 +104,7 @@ enum Command {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli).await {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) | Err(CliError::StdoutClosed) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("wirecall: {error}");
             ExitCode::from(error.exit_code())

@@ -435,3 +435,29 @@ async fn proto_and_bench_work_from_reflection_alone() {
     assert!(text.contains("ok 300  errors 0"), "{text}");
     server.shutdown().await;
 }
+
+/// `wirecall list ADDR | grep -q X` closes the pipe as soon as it has seen enough: the
+/// CLI must stop quietly there, not panic on the failed write.
+#[tokio::test]
+async fn a_closed_stdout_ends_the_command_quietly() {
+    let server = server().await;
+    let addr = server.local_addr().to_string();
+    for args in [
+        vec!["list", addr.as_str()],
+        vec!["describe", addr.as_str(), "UserService"],
+        vec!["proto", addr.as_str()],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wirecall"))
+            .args(&args)
+            .env_remove("WIRECALL_TOKEN")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        // Close the read end before the command has its answer to print.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().await.unwrap();
+        assert_exit(&output, 0);
+        assert_eq!(stderr(&output), "", "{args:?}");
+    }
+}
