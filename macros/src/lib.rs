@@ -6,15 +6,15 @@
 //! Layout: `parse.rs` reads the trait into a model, `validate.rs` checks it, `codegen/` writes
 //! the trait, client, server and wire messages (`codegen/proto_impls.rs`: the Protobuf and
 //! serde impls of every wire struct and enum, shared with `message.rs`), `proto_type.rs`
-//! holds the rules for which types can travel, and `method_id.rs` computes method ids. How
-//! each type looks on the wire is decided by trait impls in the runtime (`codec/proto`).
+//! holds the rules for which types can travel; method ids come from `wirecall-wire`, the crate
+//! the runtime uses too, so both compute the same hash. How each type looks on the wire is
+//! decided by trait impls in the runtime (`codec/proto`).
 
 #![warn(missing_docs)]
 
 mod codegen;
 mod expansion;
 mod message;
-mod method_id;
 mod parse;
 mod proto_type;
 mod service;

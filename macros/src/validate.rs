@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use quote::ToTokens;
 use syn::{TraitItem, Type};
 
-use crate::method_id::method_id;
 use crate::parse::{MethodDef, ReplyShape, ServiceDef};
 use crate::proto_type;
+use wirecall_wire::method_id;
 
 /// Names of the generated client's own methods, and of the methods of the traits it
 /// implements (`Clone`, `Debug`, and the blanket `ToOwned`, `Borrow`, `Into`, `Any`, ...); a

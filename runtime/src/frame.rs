@@ -21,61 +21,15 @@ use tokio_util::codec::{Decoder, Encoder};
 use crate::error::ErrorCode;
 use crate::method::MethodId;
 
-/// Bytes of the length prefix.
-pub const LENGTH_PREFIX_LEN: usize = 4;
-/// Bytes of the header that follows the length prefix.
-pub const HEADER_LEN: usize = 22;
-/// Length prefix plus header: the smallest possible frame on the wire.
-pub const FRAME_OVERHEAD: usize = LENGTH_PREFIX_LEN + HEADER_LEN;
-/// The default maximum of the length prefix: 16 MiB.
-pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
-
-/// Frame flag (protocol version 2): the payload starts with a metadata block
-/// ([`Metadata`](crate::Metadata)), then the codec's payload. Allowed on Request, Notify,
-/// Response and Error frames.
-pub const FLAG_METADATA: u8 = 0x01;
+pub use wirecall_wire::{
+    FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN, LENGTH_PREFIX_LEN,
+};
 
 /// Read buffers larger than this are released once they are empty.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
 /// A buffer that a read fills completely doubles, up to this size.
 const GROW_UP_TO: usize = 64 * 1024;
-
-/// What a frame is for. The numeric values are the wire values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum FrameKind {
-    /// A call that expects exactly one `Response` or `Error` with the same request id.
-    Request = 1,
-    /// The successful result of a request.
-    Response = 2,
-    /// A failed request (request id != 0) or a connection-level error (request id 0).
-    Error = 3,
-    /// The caller gave up on a request; the server stops working on it.
-    Cancel = 4,
-    /// Liveness probe; answered with `Pong` carrying the same request id.
-    Ping = 5,
-    /// Answer to `Ping`.
-    Pong = 6,
-    /// A one-way call: no reply of any kind is sent.
-    Notify = 7,
-}
-
-impl FrameKind {
-    /// Parses a wire value.
-    pub const fn from_u8(value: u8) -> Option<Self> {
-        Some(match value {
-            1 => Self::Request,
-            2 => Self::Response,
-            3 => Self::Error,
-            4 => Self::Cancel,
-            5 => Self::Ping,
-            6 => Self::Pong,
-            7 => Self::Notify,
-            _ => return None,
-        })
-    }
-}
 
 /// One decoded frame.
 #[derive(Clone, Debug, PartialEq, Eq)]

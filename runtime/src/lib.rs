@@ -46,6 +46,11 @@ pub mod trace;
 pub mod transport;
 mod writer;
 
+/// The wire vocabulary: frame kinds and header layout, error codes, hello fields and
+/// statuses, codec ids and the method-id hash (the crate `wirecall-wire`, which the macros
+/// use too, so the two cannot disagree).
+pub use wirecall_wire as wire;
+
 // Paths for the `macro_rules!` macros that generated code calls (`proto_message_field!`, ...).
 #[doc(hidden)]
 pub use ::bytes as __bytes;

@@ -17,50 +17,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::codec::Codec;
 
-/// First four bytes of both hellos.
-pub const MAGIC: [u8; 4] = *b"WCAL";
-/// The newest protocol version this build speaks. Version 2 adds call metadata (frame flag
-/// [`FLAG_METADATA`](crate::frame::FLAG_METADATA)); everything else is as in version 1.
-pub const PROTOCOL_VERSION: u8 = 2;
-/// The oldest protocol version this build still speaks.
-pub const MIN_PROTOCOL_VERSION: u8 = 1;
-/// The most codec ids a hello may list.
-pub const MAX_CODECS: usize = 16;
-/// The longest token a client hello can carry (its length travels in one byte).
-pub const MAX_TOKEN_LEN: usize = 255;
-
-/// The server's verdict in its hello.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum HelloStatus {
-    /// A codec was chosen; frames follow.
-    Accepted = 0,
-    /// None of the offered codecs is allowed by the server.
-    NoCommonCodec = 1,
-    /// The client speaks another protocol version.
-    UnsupportedVersion = 2,
-    /// The client hello was malformed (bad magic, empty or oversized codec list).
-    Malformed = 3,
-    /// The server is at its connection limit or shutting down.
-    Busy = 4,
-    /// The server requires a token and the client sent a wrong one, none, or too many wrong
-    /// ones recently.
-    AuthenticationFailed = 5,
-}
-
-impl HelloStatus {
-    fn from_u8(value: u8) -> Option<Self> {
-        Some(match value {
-            0 => Self::Accepted,
-            1 => Self::NoCommonCodec,
-            2 => Self::UnsupportedVersion,
-            3 => Self::Malformed,
-            4 => Self::Busy,
-            5 => Self::AuthenticationFailed,
-            _ => return None,
-        })
-    }
-}
+pub use wirecall_wire::{
+    HelloStatus, MAGIC, MAX_CODECS, MAX_TOKEN_LEN, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
 
 /// A list of codec ids as seen on the wire, printed by name where known.
 #[derive(Clone, Debug, PartialEq, Eq)]

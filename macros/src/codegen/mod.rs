@@ -16,8 +16,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, LitInt, TraitItem};
 
-use crate::method_id::method_id;
 use crate::parse::{CodecName, MethodDef, ServiceDef};
+use wirecall_wire::method_id;
 
 /// Per-method names and facts shared by the generators.
 pub struct MethodGen<'a> {

@@ -7,6 +7,8 @@ use std::str::FromStr;
 
 use bytes::BytesMut;
 
+use crate::wire;
+
 #[doc(hidden)]
 pub mod evolve;
 #[cfg(feature = "json")]
@@ -75,18 +77,18 @@ impl Codec {
     /// The handshake id.
     pub const fn id(self) -> u8 {
         match self {
-            Self::Json => 1,
-            Self::MessagePack => 2,
-            Self::Protobuf => 3,
+            Self::Json => wire::CODEC_JSON,
+            Self::MessagePack => wire::CODEC_MSGPACK,
+            Self::Protobuf => wire::CODEC_PROTOBUF,
         }
     }
 
     /// Parses a handshake id.
     pub const fn from_id(id: u8) -> Option<Self> {
         match id {
-            1 => Some(Self::Json),
-            2 => Some(Self::MessagePack),
-            3 => Some(Self::Protobuf),
+            wire::CODEC_JSON => Some(Self::Json),
+            wire::CODEC_MSGPACK => Some(Self::MessagePack),
+            wire::CODEC_PROTOBUF => Some(Self::Protobuf),
             _ => None,
         }
     }

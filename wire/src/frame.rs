@@ -1,0 +1,77 @@
+//! The frame header (book: "Frames").
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  length      u32 BE, bytes after this field (header + payload)
+//!      4     1  kind        FrameKind
+//!      5     1  flags       0, or FLAG_METADATA on a protocol-version-2 connection
+//!      6     8  request id  u64 BE
+//!     14     8  method id   u64 BE (0 where the kind has no method)
+//!     22     4  deadline    u32 BE, milliseconds the caller will wait; 0 = no deadline
+//!     26     -  payload
+//! ```
+
+/// Bytes of the length prefix.
+pub const LENGTH_PREFIX_LEN: usize = 4;
+/// Bytes of the header that follows the length prefix.
+pub const HEADER_LEN: usize = 22;
+/// Length prefix plus header: the smallest possible frame on the wire.
+pub const FRAME_OVERHEAD: usize = LENGTH_PREFIX_LEN + HEADER_LEN;
+/// The default maximum of the length prefix: 16 MiB.
+pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
+
+/// Frame flag (protocol version 2): the payload starts with a metadata block, then the
+/// codec's payload. Allowed on Request, Notify, Response and Error frames.
+pub const FLAG_METADATA: u8 = 0x01;
+
+/// What a frame is for. The numeric values are the wire values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// A call that expects exactly one `Response` or `Error` with the same request id.
+    Request = 1,
+    /// The successful result of a request.
+    Response = 2,
+    /// A failed request (request id != 0) or a connection-level error (request id 0).
+    Error = 3,
+    /// The caller gave up on a request; the server stops working on it.
+    Cancel = 4,
+    /// Liveness probe; answered with `Pong` carrying the same request id.
+    Ping = 5,
+    /// Answer to `Ping`.
+    Pong = 6,
+    /// A one-way call: no reply of any kind is sent.
+    Notify = 7,
+}
+
+impl FrameKind {
+    /// Parses a wire value.
+    pub const fn from_u8(value: u8) -> Option<Self> {
+        Some(match value {
+            1 => Self::Request,
+            2 => Self::Response,
+            3 => Self::Error,
+            4 => Self::Cancel,
+            5 => Self::Ping,
+            6 => Self::Pong,
+            7 => Self::Notify,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameKind;
+
+    #[test]
+    fn every_kind_parses_back_from_its_wire_value() {
+        for value in 0..=u8::MAX {
+            if let Some(kind) = FrameKind::from_u8(value) {
+                assert_eq!(kind as u8, value);
+            }
+        }
+        assert_eq!(FrameKind::from_u8(0), None);
+        assert_eq!(FrameKind::from_u8(8), None);
+    }
+}

@@ -1,0 +1,64 @@
+//! The handshake's fields (book: "Handshake").
+//!
+//! ```text
+//! client hello:  "WCAL"  version:u8  count:u8 (1..=16)  codec ids:[u8; count]
+//!                token_len:u8  token:[u8; token_len]
+//!                (version >= 2) extensions_len:u16 BE  extensions:[u8; extensions_len]
+//! server hello:  "WCAL"  version:u8  status:u8  codec:u8  count:u8 (0..=16)  codec ids:[u8; count]
+//!                (version >= 2) extensions_len:u16 BE  extensions:[u8; extensions_len]
+//! extension:     type:u8  len:u8  value:[u8; len]
+//! ```
+
+/// First four bytes of both hellos.
+pub const MAGIC: [u8; 4] = *b"WCAL";
+/// The newest protocol version this build speaks. Version 2 adds call metadata (frame flag
+/// [`FLAG_METADATA`](crate::FLAG_METADATA)) and the hellos' extension block.
+pub const PROTOCOL_VERSION: u8 = 2;
+/// The oldest protocol version this build still speaks.
+pub const MIN_PROTOCOL_VERSION: u8 = 1;
+/// The most codec ids a hello may list.
+pub const MAX_CODECS: usize = 16;
+/// The longest token a client hello can carry (its length travels in one byte).
+pub const MAX_TOKEN_LEN: usize = 255;
+/// The longest extension block a hello may carry; a longer one is malformed.
+pub const MAX_EXTENSIONS_LEN: usize = 1024;
+
+/// Extension type 1: the largest frame (its length prefix) the sender of the hello accepts,
+/// a `u32` BE. The peer sends no larger frame: a reply that would be larger fails its call
+/// with `FrameTooLarge` instead of closing the connection.
+pub const EXTENSION_MAX_FRAME_LEN: u8 = 1;
+
+/// The server's verdict in its hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum HelloStatus {
+    /// A codec was chosen; frames follow.
+    Accepted = 0,
+    /// None of the offered codecs is allowed by the server.
+    NoCommonCodec = 1,
+    /// The client speaks another protocol version.
+    UnsupportedVersion = 2,
+    /// The client hello was malformed (bad magic, a codec count of 0 or over 16, a codec
+    /// listed twice, a bad extension block).
+    Malformed = 3,
+    /// The server is at its connection limit or shutting down.
+    Busy = 4,
+    /// The server requires a token and the client sent a wrong one, none, or too many wrong
+    /// ones recently.
+    AuthenticationFailed = 5,
+}
+
+impl HelloStatus {
+    /// Parses a wire value.
+    pub const fn from_u8(value: u8) -> Option<Self> {
+        Some(match value {
+            0 => Self::Accepted,
+            1 => Self::NoCommonCodec,
+            2 => Self::UnsupportedVersion,
+            3 => Self::Malformed,
+            4 => Self::Busy,
+            5 => Self::AuthenticationFailed,
+            _ => return None,
+        })
+    }
+}

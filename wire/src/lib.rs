@@ -1,0 +1,26 @@
+//! The wirecall wire vocabulary: every number the protocol puts on the wire, and the method-id
+//! hash, with no I/O and no dependencies.
+//!
+//! The runtime frames, negotiates and reports errors with these definitions and the
+//! procedural macros compute method ids with [`method_id`], so both sides of the crate
+//! boundary share one copy. The normative description is the wire-protocol chapter of the
+//! book; each item here names the section it implements.
+
+#![no_std]
+
+mod codec_id;
+mod error_code;
+mod frame;
+mod hello;
+mod method_id;
+
+pub use codec_id::{CODEC_JSON, CODEC_MSGPACK, CODEC_PROTOBUF};
+pub use error_code::ErrorCode;
+pub use frame::{
+    FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN, LENGTH_PREFIX_LEN,
+};
+pub use hello::{
+    HelloStatus, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS, MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
+pub use method_id::{fnv1a, method_id};
