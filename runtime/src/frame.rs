@@ -18,7 +18,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::error::ErrorCode;
+use crate::wire::ErrorCode;
 use crate::method::MethodId;
 
 pub use wirecall_wire::{
