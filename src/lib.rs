@@ -68,16 +68,16 @@ pub mod health;
 pub use ::bytes::Bytes;
 pub use wirecall_macros::{message, service};
 pub use wirecall_runtime::shutdown_signal;
+/// The wire vocabulary in one place: frame kinds and header layout, error codes, hello
+/// fields and statuses, codec ids and the method-id hash. The book's wire-protocol chapter
+/// is the normative description; this is the code both the runtime and the macros use.
+pub use wirecall_runtime::wire;
 pub use wirecall_runtime::{
     method_id, CallError, CallTarget, Caller, Channel, ChannelBuilder, Codec, CodecError, Error,
     ErrorCode, FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
     RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle, Token,
     WireMessage, PROTOCOL_VERSION,
 };
-/// The wire vocabulary in one place: frame kinds and header layout, error codes, hello
-/// fields and statuses, codec ids and the method-id hash. The book's wire-protocol chapter
-/// is the normative description; this is the code both the runtime and the macros use.
-pub use wirecall_runtime::wire;
 pub use wirecall_runtime::{
     BoxError, CallContext, Metadata, MetadataError, Next, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
 };

@@ -114,6 +114,61 @@ async fn an_oversized_reply_becomes_an_error_for_that_call() {
     assert_eq!(lab.blob(16).await.unwrap().len(), 16);
 }
 
+/// The client announces its frame limit in its hello (protocol version 2): a reply larger
+/// than the client accepts fails that one call on the server's side, with the limit named,
+/// and the connection carries on. (Before the announcement the server sent the reply, the
+/// client's reader refused the frame and every call on the connection failed.)
+#[tokio::test]
+async fn a_reply_over_the_clients_announced_limit_fails_only_that_call() {
+    let lab_state = std::sync::Arc::new(LabImpl::default());
+    let server = Server::builder()
+        .serve(LabServer::new(lab_state))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let channel = Channel::builder()
+        .codec(Codec::MessagePack)
+        .max_frame_len(4096)
+        // Without reconnection a closed connection would fail the calls after the big one.
+        .reconnect(false)
+        .connect(server.local_addr())
+        .await
+        .unwrap();
+    let lab = LabClient::new(channel);
+    let slow = lab.blob(16);
+    let (big, small) = tokio::join!(lab.blob(64 * 1024), slow);
+    match big.unwrap_err() {
+        Error::Remote {
+            code: wirecall::ErrorCode::FrameTooLarge,
+            message,
+            ..
+        } => assert!(message.contains("4096"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(small.unwrap().len(), 16);
+    assert_eq!(lab.blob(1000).await.unwrap().len(), 1000);
+}
+
+/// The server announces its limit too: a request over it fails before it is sent, even when
+/// the channel's own limit is larger.
+#[tokio::test]
+async fn a_request_over_the_servers_announced_limit_fails_locally() {
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .max_frame_len(2048)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let channel = Channel::connect(server.local_addr()).await.unwrap();
+    let users = UserServiceClient::new(channel);
+    let err = users.get_user_id("x".repeat(4096)).await.unwrap_err();
+    assert!(
+        matches!(err, Error::FrameTooLarge { max: 2048, .. }),
+        "{err:?}"
+    );
+    assert_eq!(users.get_user_id("abc".to_owned()).await.unwrap(), 3);
+}
+
 /// Reads everything the server sends until it closes, failing if that takes over 5 s.
 async fn read_until_closed(socket: &mut TcpStream) -> Vec<u8> {
     let mut received = Vec::new();

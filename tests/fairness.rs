@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio_util::codec::Decoder;
 use wirecall::{Codec, MethodId, RunningServer, Server, WireMessage};
 use wirecall_runtime::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
-use wirecall_runtime::negotiate::ClientHello;
+use wirecall_runtime::negotiate::{ClientHello, HelloStatus, ServerHello};
 
 #[wirecall::service]
 trait Bulk {
@@ -82,12 +82,18 @@ impl Peer {
             .write_all(&ClientHello::encode(&[Codec::Json]))
             .await
             .unwrap();
-        let mut hello = [0u8; 11];
-        socket.read_exact(&mut hello).await.expect("server hello");
-        assert_eq!(hello[5], 0, "the server accepts the hello");
+        let mut received = BytesMut::new();
+        let hello = loop {
+            if let Some((hello, used)) = ServerHello::parse(&received).expect("a server hello") {
+                let _ = received.split_to(used);
+                break hello;
+            }
+            socket.read_buf(&mut received).await.expect("server hello");
+        };
+        assert_eq!(hello.status, HelloStatus::Accepted);
         Self {
             socket,
-            received: BytesMut::new(),
+            received,
             frames: FrameCodec::default(),
         }
     }

@@ -102,6 +102,14 @@ const CASES: &[Case] = &[
     ),
     case("seventeen codecs get a malformed verdict", too_many_codecs),
     case(
+        "a codec listed twice gets a malformed verdict",
+        duplicate_codec,
+    ),
+    case(
+        "a malformed extension block gets a malformed verdict",
+        bad_extensions,
+    ),
+    case(
         "unknown codec ids only get a no-common-codec verdict",
         unknown_codecs_only,
     ),
@@ -474,7 +482,7 @@ impl RawPeer {
     async fn handshaken(addr: SocketAddr, codec: Codec) -> Self {
         let mut peer = Self::connect(addr).await;
         peer.send(&ClientHello::encode(&[codec])).await;
-        let hello = peer.read_exact(11).await;
+        let hello = peer.read_exact(accepted_hello(Codec::Json).len()).await;
         assert_eq!(
             hello,
             accepted_hello(codec),
@@ -605,18 +613,24 @@ impl RawPeer {
     }
 }
 
+/// The server's acceptance: version 2, status 0, the codec, its list, then the extension
+/// block announcing the server's frame limit.
 fn accepted_hello(codec: Codec) -> Vec<u8> {
     let mut hello = b"WCAL\x02\x00".to_vec();
     hello.push(codec.id());
     hello.extend_from_slice(&SUPPORTED);
+    hello.extend_from_slice(&[0, 6, 1, 4]);
+    hello.extend_from_slice(&MAX_FRAME_LEN.to_be_bytes());
     hello
 }
 
+/// A refusal: version 2, the status, no codec, the server's list, an empty extension block.
 fn refusal(status: u8) -> Vec<u8> {
     let mut hello = b"WCAL\x02".to_vec();
     hello.push(status);
     hello.push(0);
     hello.extend_from_slice(&SUPPORTED);
+    hello.extend_from_slice(&[0, 0]);
     hello
 }
 
@@ -681,6 +695,25 @@ fn empty_codec_list(arena: Arena) -> BoxFuture<'static, ()> {
     async move { expect_refusal(&arena, b"WCAL\x01\x00", 3).await }.boxed()
 }
 
+fn duplicate_codec(arena: Arena) -> BoxFuture<'static, ()> {
+    async move { expect_refusal(&arena, b"WCAL\x02\x02\x01\x01\x00\x00\x00", 3).await }.boxed()
+}
+
+fn bad_extensions(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        // An extension block longer than 1024 bytes is refused from its length alone, with
+        // nothing more read; a frame limit of 3 bytes once the block is in.
+        expect_refusal(&arena, b"WCAL\x02\x01\x01\x00\x04\x01", 3).await;
+        expect_refusal(
+            &arena,
+            b"WCAL\x02\x01\x01\x00\x00\x05\x01\x03\x00\x00\x01",
+            3,
+        )
+        .await;
+    }
+    .boxed()
+}
+
 fn too_many_codecs(arena: Arena) -> BoxFuture<'static, ()> {
     async move {
         let mut hello = b"WCAL\x01\x11".to_vec();
@@ -691,8 +724,9 @@ fn too_many_codecs(arena: Arena) -> BoxFuture<'static, ()> {
 }
 
 fn unknown_codecs_only(arena: Arena) -> BoxFuture<'static, ()> {
-    async move { expect_refusal(&arena, &[b'W', b'C', b'A', b'L', 2, 2, 9, 200, 0], 1).await }
-        .boxed()
+    // Version 2: two unknown ids, no token, an empty extension block.
+    let hello = [b'W', b'C', b'A', b'L', 2, 2, 9, 200, 0, 0, 0];
+    async move { expect_refusal(&arena, &hello, 1).await }.boxed()
 }
 
 fn one_byte_handshake(arena: Arena) -> BoxFuture<'static, ()> {
@@ -702,7 +736,10 @@ fn one_byte_handshake(arena: Arena) -> BoxFuture<'static, ()> {
             peer.send(&[byte]).await;
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(peer.read_exact(11).await, accepted_hello(Codec::Json));
+        assert_eq!(
+            peer.read_exact(accepted_hello(Codec::Json).len()).await,
+            accepted_hello(Codec::Json)
+        );
         // The first frame, split the same way, is read as well.
         let frame = request(1, ADD, encode(Codec::Json, &AddArgs { a: 1, b: 2 })).to_bytes();
         for byte in frame.iter() {

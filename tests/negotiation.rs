@@ -111,3 +111,43 @@ async fn connect_failure_is_a_connect_error() {
     let err = Channel::connect(addr).await.unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
 }
+
+/// A hello cannot carry a codec twice (the peer refuses such a hello as malformed), so a
+/// codec list with a repeat is a configuration error on both builders, never cut or
+/// deduplicated behind the user's back.
+#[tokio::test]
+async fn a_codec_listed_twice_is_a_configuration_error_on_both_sides() {
+    let twice = [Codec::Json, Codec::MessagePack, Codec::Json];
+    let err = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .codecs(twice)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Config(message) if message.contains("json twice")),
+        "{err}"
+    );
+
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let err = Channel::builder()
+        .codecs(twice)
+        .connect(server.local_addr())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Config(message) if message.contains("json twice")),
+        "{err}"
+    );
+    // Each codec once is fine.
+    let channel = Channel::builder()
+        .codecs([Codec::Json, Codec::MessagePack])
+        .connect(server.local_addr())
+        .await
+        .unwrap();
+    assert_eq!(channel.codec(), Codec::Json);
+}

@@ -272,7 +272,8 @@ async fn a_token_server_reveals_no_codecs_before_authentication() {
                 assert_ne!(reply[5], 0, "refused: {reply:02x?}");
                 let listed = reply[7];
                 assert_eq!(listed > 0, lists_codecs, "{hello:02x?} -> {reply:02x?}");
-                assert_eq!(reply.len(), 8 + listed as usize);
+                // Then the version-2 extension block, empty in a refusal.
+                assert_eq!(&reply[8 + listed as usize..], [0, 0], "{reply:02x?}");
             }
         }
     })

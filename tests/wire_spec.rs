@@ -16,6 +16,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use wirecall::{method_id, Channel, Codec, RunningServer, Server};
 use wirecall_runtime::frame::{Frame, FrameKind};
+use wirecall_runtime::negotiate::{ClientHello, ServerHello};
 
 const CHAPTER: &str = include_str!("../book/src/wire-protocol.md");
 
@@ -164,10 +165,9 @@ async fn relay(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, log: Arc<Mutex<V
 /// Splits a recorded direction into its hello and its frames.
 fn split(stream: &[u8], from_client: bool) -> (&[u8], Vec<&[u8]>) {
     let hello_len = if from_client {
-        let token_len_at = 6 + stream[5] as usize;
-        token_len_at + 1 + stream[token_len_at] as usize
+        ClientHello::parse(stream).unwrap().unwrap().1
     } else {
-        8 + stream[7] as usize
+        ServerHello::parse(stream).unwrap().unwrap().1
     };
     let (hello, mut rest) = stream.split_at(hello_len);
     let mut frames = Vec::new();
@@ -253,12 +253,39 @@ fn annotate_client_hello(hello: &[u8]) -> String {
         &hello[token_len_at..=token_len_at],
         &described,
     );
+    let token_end = token_len_at + 1 + token_len as usize;
     if token_len > 0 {
-        let token = &hello[token_len_at + 1..];
+        let token = &hello[token_len_at + 1..token_end];
         let text = format!("{:?}", String::from_utf8_lossy(token));
         field(&mut out, "token", token, &text);
     }
+    if hello[4] >= 2 {
+        annotate_extensions(&mut out, &hello[token_end..]);
+    }
     out
+}
+
+/// The extension block of a version-2 hello: its length, then each `type len value` entry.
+fn annotate_extensions(out: &mut String, block: &[u8]) {
+    let len = u16::from_be_bytes([block[0], block[1]]) as usize;
+    let described = match len {
+        0 => "no extensions".to_owned(),
+        n => format!("{n} bytes of extensions follow"),
+    };
+    field(out, "ext_len", &block[..2], &described);
+    let mut rest = &block[2..2 + len];
+    while let [kind, value_len, tail @ ..] = rest {
+        let value = &tail[..*value_len as usize];
+        let described = match kind {
+            1 => format!(
+                "max_frame_len = {}",
+                u32::from_be_bytes(value.try_into().unwrap())
+            ),
+            _ => format!("unknown extension {kind}"),
+        };
+        field(out, "extension", &rest[..2 + value.len()], &described);
+        rest = &tail[value.len()..];
+    }
 }
 
 fn annotate_server_hello(hello: &[u8]) -> String {
@@ -287,12 +314,16 @@ fn annotate_server_hello(hello: &[u8]) -> String {
         &hello[7..8],
         &format!("{} codec id(s) follow", hello[7]),
     );
+    let ids_end = 8 + hello[7] as usize;
     field(
         &mut out,
         "supported",
-        &hello[8..],
-        &codec_names(&hello[8..]),
+        &hello[8..ids_end],
+        &codec_names(&hello[8..ids_end]),
     );
+    if hello[4] >= 2 {
+        annotate_extensions(&mut out, &hello[ids_end..]);
+    }
     out
 }
 

@@ -18,8 +18,8 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::wire::ErrorCode;
 use crate::method::MethodId;
+use crate::wire::ErrorCode;
 
 pub use wirecall_wire::{
     FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN, LENGTH_PREFIX_LEN,

@@ -78,20 +78,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn matches_the_published_fnv1a_vector() {
-        // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c in the reference test suite.
-        assert_eq!(fnv1a_extend(FNV_OFFSET_BASIS, b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
-
-    #[test]
     fn joins_service_and_method_with_a_dot() {
-        assert_eq!(
-            method_id("", "").get(),
-            fnv1a_extend(FNV_OFFSET_BASIS, b".")
-        );
+        assert_eq!(method_id("", "").get(), fnv1a(b"."));
         assert_eq!(
             method_id("UserService", "get_user").get(),
-            fnv1a_extend(FNV_OFFSET_BASIS, b"UserService.get_user")
+            fnv1a(b"UserService.get_user")
         );
     }
 }

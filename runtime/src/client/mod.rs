@@ -37,7 +37,8 @@ use crate::layers::{Layers, Next};
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 use crate::negotiate::{
-    client_handshake, Negotiated, NegotiationError, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+    check_codec_list, client_handshake, ClientHello, CodecList, Negotiated, NegotiationError,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
@@ -128,7 +129,9 @@ pub(crate) struct Connection {
     sink: FrameSink,
     pending: Arc<PendingCalls>,
     next_request_id: AtomicU64,
-    max_frame_len: u32,
+    /// The largest frame this connection may send: the channel's `max_frame_len`, lowered to
+    /// the server's announced limit (version 2).
+    send_limit: u32,
     peer: Option<SocketAddr>,
     reader: JoinHandle<()>,
     /// The reader and writer tasks, so that closing can wait for both to end.
@@ -659,7 +662,7 @@ impl Connection {
             }
         };
         args.encode_to(self.codec, frame.payload_writer())?;
-        Ok(frame.finish(kind, request_id, method, deadline_ms, self.max_frame_len)?)
+        Ok(frame.finish(kind, request_id, method, deadline_ms, self.send_limit)?)
     }
 
     /// The payload of a Response frame, or the caller's error for an Error frame.
@@ -807,7 +810,8 @@ impl Default for ChannelBuilder {
 
 impl ChannelBuilder {
     /// The codecs to offer, most preferred first (default: every compiled-in codec,
-    /// MessagePack, Protobuf, JSON). Codecs not compiled in are dropped from the offer.
+    /// MessagePack, Protobuf, JSON). Codecs not compiled in are dropped from the offer; a
+    /// codec listed twice makes `connect` fail with [`Error::Config`].
     pub fn codecs(mut self, codecs: impl IntoIterator<Item = Codec>) -> Self {
         self.codecs = codecs.into_iter().filter(|c| c.is_available()).collect();
         self
@@ -1046,7 +1050,7 @@ impl ChannelBuilder {
         if let Some(err) = &self.metadata_error {
             return Err(Error::Config(format!("channel metadata: {err}")));
         }
-        Ok(())
+        check_codec_list(&self.codecs).map_err(Error::Config)
     }
 
     fn default_metadata(&self) -> Option<Arc<Metadata>> {
@@ -1120,9 +1124,18 @@ impl ChannelBuilder {
         peer: Option<SocketAddr>,
         version: u8,
     ) -> Result<Connection, Error> {
-        let token = self.token.as_ref().map_or(&[][..], Token::as_bytes);
-        let Negotiated { codec, version } =
-            client_handshake(&mut stream, version, &self.codecs, token).await?;
+        let hello = ClientHello {
+            version,
+            codecs: CodecList::of(&self.codecs).0,
+            token: self
+                .token
+                .as_ref()
+                .map_or(&[][..], Token::as_bytes)
+                .to_vec(),
+            max_frame_len: Some(self.max_frame_len),
+        };
+        let negotiated = client_handshake(&mut stream, &hello).await?;
+        let Negotiated { codec, version, .. } = negotiated;
         let (read_half, write_half) = stream.split_io();
         let (sink, sink_writer) = FrameSink::new(write_half);
         let tasks = TaskTracker::new();
@@ -1148,7 +1161,7 @@ impl ChannelBuilder {
             sink,
             pending,
             next_request_id: AtomicU64::new(1),
-            max_frame_len: self.max_frame_len,
+            send_limit: negotiated.send_limit(self.max_frame_len),
             peer,
             reader,
             tasks,

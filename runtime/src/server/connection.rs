@@ -32,7 +32,7 @@ use crate::id_hash::IdMap;
 use crate::liveness::{Liveness, Silence};
 use crate::metadata::Metadata;
 use crate::method::MethodId;
-use crate::negotiate::{server_handshake, Negotiated, NegotiationError};
+use crate::negotiate::{server_handshake, Negotiated, NegotiationError, ServerHandshake};
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::Transport;
 use crate::writer::{Delivery, FrameSink, TryCork};
@@ -92,14 +92,14 @@ async fn handshake<T: Transport>(
     let ip = peer.map(|addr| addr.ip());
     let authenticate = |token: &[u8]| shared.authenticate(ip, token);
     let reveal_codecs = shared.token_check.is_none();
-    let handshake = server_handshake(
-        stream,
-        &config.codecs,
-        config.preference,
-        config.max_protocol_version,
+    let offer = ServerHandshake {
+        supported: &config.codecs,
+        preference: config.preference,
+        max_version: config.max_protocol_version,
         reveal_codecs,
-        authenticate,
-    );
+        max_frame_len: config.max_frame_len,
+    };
+    let handshake = server_handshake(stream, offer, authenticate);
     tokio::select! {
         outcome = tokio::time::timeout_at(deadline, handshake) => match outcome {
             Ok(Ok(negotiated)) => Some(negotiated),
@@ -146,7 +146,7 @@ async fn run_connection<T: Transport>(
         version: negotiated.version,
         sink: sink.clone(),
         calls: Arc::clone(&calls),
-        max_frame_len: config.max_frame_len,
+        send_limit: negotiated.send_limit(config.max_frame_len),
         identity: Arc::new(identity),
     };
     let mut liveness = Liveness::new(config.idle_timeout, config.ping_timeout);
@@ -353,7 +353,9 @@ struct ConnectionState {
     version: u8,
     sink: FrameSink,
     calls: Arc<InFlight>,
-    max_frame_len: u32,
+    /// The largest frame this connection may send: the server's `max_frame_len`, lowered to
+    /// the client's announced limit (version 2).
+    send_limit: u32,
     /// Who is calling, for the authorisation hook and the handlers' call context.
     identity: Arc<PeerIdentity>,
 }
@@ -456,7 +458,7 @@ async fn start_call(
         request_id,
         method,
         deadline_ms,
-        max_frame_len: context.max_frame_len,
+        send_limit: context.send_limit,
     };
     // Most handlers finish without ever waiting: run them here, saving a task spawn and a
     // timer. Only a handler that is still pending after its first poll gets its own task.
@@ -596,7 +598,8 @@ struct ReplyTo {
     request_id: u64,
     method: MethodId,
     deadline_ms: u32,
-    max_frame_len: u32,
+    /// The largest reply frame the client accepts.
+    send_limit: u32,
 }
 
 impl ReplyTo {
@@ -624,10 +627,15 @@ impl ReplyTo {
                 self.request_id,
                 self.method,
                 0,
-                self.max_frame_len,
+                self.send_limit,
             ) {
                 Ok(bytes) => bytes,
-                Err(err) => error(ErrorCode::FrameTooLarge, &format!("the reply {err}")),
+                // The client would close the connection on a frame over its limit: fail
+                // this one call instead.
+                Err(err) => error(
+                    ErrorCode::FrameTooLarge,
+                    &format!("the reply {err} that the client accepts (its max_frame_len)"),
+                ),
             },
         }
     }

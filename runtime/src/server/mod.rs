@@ -33,7 +33,7 @@ use crate::discovery::{Registered, Registration, Registry};
 use crate::error::{BoxError, Error};
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::layers::{Layers, Next};
-use crate::negotiate::{Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+use crate::negotiate::{check_codec_list, Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use crate::service::Service;
 #[cfg(feature = "tls")]
 use crate::tls::ServerTlsConfig;
@@ -177,7 +177,8 @@ impl ServerBuilder {
     }
 
     /// The codecs clients may pick, in the server's preference order (default: every
-    /// compiled-in codec). Codecs not compiled in are ignored.
+    /// compiled-in codec). Codecs not compiled in are ignored; a codec listed twice makes
+    /// `bind` fail with [`Error::Config`].
     pub fn codecs(mut self, codecs: impl IntoIterator<Item = Codec>) -> Self {
         self.config.codecs = codecs.into_iter().filter(|c| c.is_available()).collect();
         self
@@ -454,6 +455,7 @@ impl ServerBuilder {
                 "no codec is enabled; list at least one compiled-in codec".to_owned(),
             ));
         }
+        check_codec_list(&self.config.codecs).map_err(Error::Config)?;
         // The codec is negotiated per connection, before any call names a service, so a
         // connection may only use a codec that every service supports.
         let services = &self.services;

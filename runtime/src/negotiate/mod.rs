@@ -3,50 +3,30 @@
 //! ```text
 //! client hello:  "WCAL"  version:u8  count:u8 (1..=16)  codec ids:[u8; count]  (preference order)
 //!                token_len:u8 (0 = no token)  token:[u8; token_len]
+//!                (version >= 2) extensions_len:u16  extensions (the client's frame limit)
 //! server hello:  "WCAL"  version:u8  status:u8  chosen codec id:u8  count:u8  server codec ids:[u8; count]
+//!                (version >= 2) extensions_len:u16  extensions (the server's frame limit)
 //! ```
 //!
-//! The server answers every hello it can parse, even a refusal, so that the client can say
-//! precisely why it was refused; after a refusal it closes the connection. A server that
-//! requires a token checks it before it chooses a codec, and answers a wrong or missing one
-//! with [`HelloStatus::AuthenticationFailed`], listing no codecs.
+//! `hello.rs` turns hellos into bytes and back without I/O; the two drivers here read exactly
+//! the bytes its parser asks for. The server answers every hello it can parse, even a
+//! refusal, so that the client can say precisely why it was refused; after a refusal it
+//! closes the connection. A server that requires a token checks it before it chooses a codec,
+//! and answers a wrong or missing one with [`HelloStatus::AuthenticationFailed`], listing no
+//! codecs.
 
-use std::fmt;
+mod hello;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::codec::Codec;
 
+pub use hello::{ClientHello, CodecList, ServerHello};
 pub use wirecall_wire::{
     HelloStatus, MAGIC, MAX_CODECS, MAX_TOKEN_LEN, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 
-/// A list of codec ids as seen on the wire, printed by name where known.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CodecList(pub Vec<u8>);
-
-impl CodecList {
-    /// The ids of `codecs`.
-    pub fn of(codecs: &[Codec]) -> Self {
-        Self(codecs.iter().map(|c| c.id()).collect())
-    }
-}
-
-impl fmt::Display for CodecList {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, id) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            match Codec::from_id(*id) {
-                Some(codec) => f.write_str(codec.name())?,
-                None => write!(f, "unknown({id})")?,
-            }
-        }
-        f.write_str("]")
-    }
-}
+use hello::Progress;
 
 /// Errors of the handshake.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +54,12 @@ pub enum NegotiationError {
     /// The hello lists no codec, or more than [`MAX_CODECS`].
     #[error("the hello lists {0} codecs; 1 to {MAX_CODECS} are allowed")]
     BadCodecCount(u8),
+    /// The hello lists a codec id twice.
+    #[error("the hello lists codec id {0} twice")]
+    DuplicateCodec(u8),
+    /// The hello's extension block (protocol version 2) is malformed.
+    #[error("the hello's extensions are malformed: {0}")]
+    BadExtensions(String),
     /// The server named a codec the client did not offer, or an unknown status.
     #[error("the server's hello is invalid: {0}")]
     BadServerHello(String),
@@ -108,158 +94,6 @@ impl From<std::io::Error> for NegotiationError {
     }
 }
 
-/// A parsed client hello.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ClientHello {
-    /// The client's protocol version.
-    pub version: u8,
-    /// The offered codec ids, most preferred first (unknown ids are kept).
-    pub codecs: Vec<u8>,
-    /// The token (empty: none sent).
-    pub token: Vec<u8>,
-}
-
-impl fmt::Debug for ClientHello {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClientHello")
-            .field("version", &self.version)
-            .field("codecs", &self.codecs)
-            .field(
-                "token",
-                &format_args!("<{} bytes, redacted>", self.token.len()),
-            )
-            .finish()
-    }
-}
-
-impl ClientHello {
-    /// Encodes a hello offering `codecs`, without a token.
-    pub fn encode(codecs: &[Codec]) -> Vec<u8> {
-        Self::encode_with_token(codecs, &[])
-    }
-
-    /// Encodes a hello offering `codecs` and presenting `token` (at most [`MAX_TOKEN_LEN`]
-    /// bytes; longer tokens are refused by the builders before this is called).
-    pub fn encode_with_token(codecs: &[Codec], token: &[u8]) -> Vec<u8> {
-        Self::encode_for_version(PROTOCOL_VERSION, codecs, token)
-    }
-
-    /// Encodes a hello of protocol `version` (every version has this layout).
-    pub fn encode_for_version(version: u8, codecs: &[Codec], token: &[u8]) -> Vec<u8> {
-        let token = &token[..token.len().min(MAX_TOKEN_LEN)];
-        let mut out = Vec::with_capacity(7 + codecs.len() + token.len());
-        out.extend_from_slice(&MAGIC);
-        out.push(version);
-        out.push(codecs.len() as u8);
-        out.extend(codecs.iter().map(|c| c.id()));
-        out.push(token.len() as u8);
-        out.extend_from_slice(token);
-        out
-    }
-
-    /// Parses a hello from the start of `buf`. `Ok(None)` means more bytes are needed; on
-    /// success also returns how many bytes the hello used.
-    pub fn parse(buf: &[u8]) -> Result<Option<(Self, usize)>, NegotiationError> {
-        check_magic(buf)?;
-        let Some(&[version, count]) = buf.get(4..6) else {
-            return Ok(None);
-        };
-        if count == 0 || count as usize > MAX_CODECS {
-            return Err(NegotiationError::BadCodecCount(count));
-        }
-        let ids_end = 6 + count as usize;
-        let (Some(ids), Some(&token_len)) = (buf.get(6..ids_end), buf.get(ids_end)) else {
-            return Ok(None);
-        };
-        let end = ids_end + 1 + token_len as usize;
-        let Some(token) = buf.get(ids_end + 1..end) else {
-            return Ok(None);
-        };
-        Ok(Some((
-            Self {
-                version,
-                codecs: ids.to_vec(),
-                token: token.to_vec(),
-            },
-            end,
-        )))
-    }
-}
-
-/// A parsed server hello.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerHello {
-    /// The server's protocol version.
-    pub version: u8,
-    /// The verdict.
-    pub status: HelloStatus,
-    /// The chosen codec id (0 unless accepted).
-    pub codec: u8,
-    /// The codecs the server allows, in its preference order.
-    pub supported: Vec<u8>,
-}
-
-impl ServerHello {
-    /// Encodes this hello.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(8 + self.supported.len());
-        out.extend_from_slice(&MAGIC);
-        out.push(self.version);
-        out.push(self.status as u8);
-        out.push(self.codec);
-        out.push(self.supported.len() as u8);
-        out.extend_from_slice(&self.supported);
-        out
-    }
-
-    /// Parses a hello from the start of `buf`; `Ok(None)` means more bytes are needed.
-    pub fn parse(buf: &[u8]) -> Result<Option<(Self, usize)>, NegotiationError> {
-        check_magic(buf)?;
-        let Some(&[version, status, codec, count]) = buf.get(4..8) else {
-            return Ok(None);
-        };
-        let status = HelloStatus::from_u8(status)
-            .ok_or_else(|| NegotiationError::BadServerHello(format!("unknown status {status}")))?;
-        if count as usize > MAX_CODECS {
-            return Err(NegotiationError::BadCodecCount(count));
-        }
-        let end = 8 + count as usize;
-        let Some(ids) = buf.get(8..end) else {
-            return Ok(None);
-        };
-        Ok(Some((
-            Self {
-                version,
-                status,
-                codec,
-                supported: ids.to_vec(),
-            },
-            end,
-        )))
-    }
-}
-
-fn check_magic(buf: &[u8]) -> Result<(), NegotiationError> {
-    let seen = &buf[..buf.len().min(4)];
-    if seen != &MAGIC[..seen.len()] {
-        let mut magic = [0u8; 4];
-        magic[..seen.len()].copy_from_slice(seen);
-        return Err(NegotiationError::BadMagic(magic));
-    }
-    Ok(())
-}
-
-/// The server's first bytes, checked by a client: a TLS record header (handshake or alert,
-/// version 3.x) means the server wants TLS, which deserves a clearer error than "bad magic".
-fn check_server_magic(buf: &[u8; 4]) -> Result<(), NegotiationError> {
-    match check_magic(buf) {
-        Err(NegotiationError::BadMagic(magic)) if matches!(magic, [0x15 | 0x16, 0x03, ..]) => {
-            Err(NegotiationError::PeerSpeaksTls(magic))
-        }
-        other => other,
-    }
-}
-
 /// Which side's preference order wins when several codecs are common.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Preference {
@@ -269,6 +103,30 @@ pub enum Preference {
     Client,
     /// The first codec in the server's list that the client offered.
     Server,
+}
+
+/// Checks a configured codec list before it goes into hellos: a codec listed twice is a
+/// mistake the hello cannot carry (the peer would refuse it), so it is refused here with the
+/// configuration error, never silently cut or deduplicated.
+pub(crate) fn check_codec_list(codecs: &[Codec]) -> Result<(), String> {
+    for (i, codec) in codecs.iter().enumerate() {
+        if codecs[..i].contains(codec) {
+            return Err(format!(
+                "the codec list {} names {} twice; list each codec once",
+                CodecList::of(codecs),
+                codec.name()
+            ));
+        }
+    }
+    // Without duplicates a list is at most as long as `Codec::ALL`, far below the hello's
+    // limit; the check keeps that true if codecs are ever added.
+    if codecs.len() > MAX_CODECS {
+        return Err(format!(
+            "{} codecs listed; a hello carries at most {MAX_CODECS}",
+            codecs.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Picks the codec for a connection, or `None` when the lists share none. Unknown ids in the
@@ -297,70 +155,133 @@ pub struct Negotiated {
     pub codec: Codec,
     /// The connection's protocol version: the lower of the two sides' versions.
     pub version: u8,
+    /// The largest frame the peer accepts, as its hello announced (version 2); `None` when it
+    /// announced none.
+    pub peer_max_frame_len: Option<u32>,
 }
 
-/// Runs the client side: sends the offer (and the token, empty for none) in a hello of
-/// protocol `version` and reads the verdict.
+impl Negotiated {
+    /// The largest frame this side may send: its own limit `own` (which bounds both
+    /// directions), lowered to the peer's announced one.
+    pub fn send_limit(&self, own: u32) -> u32 {
+        self.peer_max_frame_len.map_or(own, |peer| peer.min(own))
+    }
+}
+
+/// Reads exactly the bytes a hello parser asks for, from `stream` into `buf`, until it has
+/// the whole hello. The outer error is the connection's; the inner one is the parser's, which
+/// the server answers with a refusal.
+async fn read_hello<S, T>(
+    stream: &mut S,
+    buf: &mut [u8],
+    parse: impl Fn(&[u8]) -> Result<Progress<T>, NegotiationError>,
+) -> std::io::Result<Result<T, NegotiationError>>
+where
+    S: AsyncRead + Unpin,
+{
+    let mut filled = 0;
+    loop {
+        match parse(&buf[..filled]) {
+            Ok(Progress::Done(hello, _)) => return Ok(Ok(hello)),
+            Ok(Progress::Need(total)) => {
+                // The parsers bound every length, so `buf` (sized for the longest hello)
+                // always has room; refuse rather than trust that.
+                let Some(more) = buf.get_mut(filled..total) else {
+                    return Ok(Err(NegotiationError::BadExtensions(format!(
+                        "a hello of {total} bytes is longer than any valid one"
+                    ))));
+                };
+                stream.read_exact(more).await?;
+                filled = total;
+            }
+            Err(error) => return Ok(Err(error)),
+        }
+    }
+}
+
+/// The longest possible client hello: 16 codecs, a 255-byte token, the largest extensions.
+const MAX_CLIENT_HELLO: usize =
+    7 + MAX_CODECS + MAX_TOKEN_LEN + 2 + wirecall_wire::MAX_EXTENSIONS_LEN;
+/// The longest possible server hello.
+const MAX_SERVER_HELLO: usize = 8 + MAX_CODECS + 2 + wirecall_wire::MAX_EXTENSIONS_LEN;
+
+/// Runs the client side: sends `hello` and reads the verdict.
 pub async fn client_handshake<S>(
     stream: &mut S,
-    version: u8,
-    offer: &[Codec],
-    token: &[u8],
+    hello: &ClientHello,
 ) -> Result<Negotiated, NegotiationError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    if offer.is_empty() {
+    if hello.codecs.is_empty() {
         return Err(NegotiationError::NothingToOffer);
     }
-    stream
-        .write_all(&ClientHello::encode_for_version(version, offer, token))
-        .await?;
+    let version = hello.version;
+    stream.write_all(&hello.to_bytes()).await?;
     stream.flush().await?;
 
-    let mut buf = [0u8; 8 + MAX_CODECS];
-    // Magic first, so that a non-wirecall server is named as such.
-    let mut magic = [0u8; 4];
-    stream.read_exact(&mut magic).await?;
-    check_server_magic(&magic)?;
-    buf[..4].copy_from_slice(&magic);
-    stream.read_exact(&mut buf[4..8]).await?;
-    let count = buf[7] as usize;
-    if count > MAX_CODECS {
-        return Err(NegotiationError::BadCodecCount(buf[7]));
-    }
-    stream.read_exact(&mut buf[8..8 + count]).await?;
-    let (hello, _) = ServerHello::parse(&buf[..8 + count])?
-        .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
-    match hello.status {
-        HelloStatus::Accepted => match Codec::from_id(hello.codec) {
-            Some(_) if !(MIN_PROTOCOL_VERSION..=version).contains(&hello.version) => {
+    let mut buf = vec![0u8; MAX_SERVER_HELLO];
+    // A TLS record where the magic should be means the server wants TLS, which deserves a
+    // clearer error than "bad magic".
+    let parse = |bytes: &[u8]| {
+        ServerHello::parse_progress(bytes).map_err(|error| match error {
+            NegotiationError::BadMagic(magic) if matches!(magic, [0x15 | 0x16, 0x03, ..]) => {
+                NegotiationError::PeerSpeaksTls(magic)
+            }
+            other => other,
+        })
+    };
+    let server = read_hello(stream, &mut buf, parse).await??;
+    let offered = |id: u8| hello.codecs.contains(&id);
+    match server.status {
+        HelloStatus::Accepted => match Codec::from_id(server.codec) {
+            Some(_) if !(MIN_PROTOCOL_VERSION..=version).contains(&server.version) => {
                 Err(NegotiationError::BadServerHello(format!(
                     "the server accepted with protocol version {}; this client offered {version}",
-                    hello.version
+                    server.version
                 )))
             }
-            Some(codec) if offer.contains(&codec) => Ok(Negotiated {
+            Some(codec) if offered(codec.id()) => Ok(Negotiated {
                 codec,
-                version: hello.version,
+                version: server.version,
+                peer_max_frame_len: server.max_frame_len,
             }),
             _ => Err(NegotiationError::BadServerHello(format!(
                 "the server chose codec id {}, which was not offered",
-                hello.codec
+                server.codec
             ))),
         },
         HelloStatus::NoCommonCodec => Err(NegotiationError::NoCommonCodec {
-            offered: CodecList::of(offer),
-            supported: CodecList(hello.supported),
+            offered: CodecList(hello.codecs.clone()),
+            supported: CodecList(server.supported),
         }),
         HelloStatus::UnsupportedVersion => Err(NegotiationError::UnsupportedVersion {
             client: version,
-            server: hello.version,
+            server: server.version,
         }),
         HelloStatus::Malformed => Err(NegotiationError::RejectedAsMalformed),
         HelloStatus::Busy => Err(NegotiationError::Busy),
         HelloStatus::AuthenticationFailed => Err(NegotiationError::AuthenticationFailed),
     }
+}
+
+/// What the server side of a handshake offers and requires.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerHandshake<'a> {
+    /// The codecs clients may pick, in the server's preference order.
+    pub supported: &'a [Codec],
+    /// Whose order wins when several codecs are common.
+    pub preference: Preference,
+    /// The newest protocol version the server speaks: a hello of that version or newer gets
+    /// `max_version`, an older one its own. A server with `max_version` 1 behaves as a
+    /// version 1 server does and refuses every other version.
+    pub max_version: u8,
+    /// Whether refusals sent before the token is checked (a malformed hello, a version
+    /// mismatch) may list the server's codecs; a server that requires a token says `false`,
+    /// so that an unauthenticated peer learns nothing about it.
+    pub reveal_codecs: bool,
+    /// The largest frame the server accepts, announced to version-2 clients.
+    pub max_frame_len: u32,
 }
 
 /// Runs the server side: reads the offer, answers, and returns the chosen codec. On an error the
@@ -369,46 +290,32 @@ where
 /// `authenticate` sees the token the client sent (empty when none) once the whole hello is
 /// read and the version matches; when it returns false the client gets
 /// [`HelloStatus::AuthenticationFailed`] and no codec is chosen.
-///
-/// `reveal_codecs` says whether refusals sent before the token is checked (a bad magic, codec
-/// count or version) may list the server's codecs; a server that requires a token passes
-/// `false`, so that an unauthenticated peer learns nothing about it.
-///
-/// `max_version` is the newest protocol version the server speaks: a hello of that version or
-/// newer gets `max_version`, an older one its own. A server with `max_version` 1 behaves as a
-/// version 1 server does and refuses every other version.
 pub async fn server_handshake<S>(
     stream: &mut S,
-    supported: &[Codec],
-    preference: Preference,
-    max_version: u8,
-    reveal_codecs: bool,
+    config: ServerHandshake<'_>,
     authenticate: impl FnOnce(&[u8]) -> bool,
 ) -> Result<Negotiated, NegotiationError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let ServerHandshake {
+        supported,
+        preference,
+        max_version,
+        reveal_codecs,
+        max_frame_len,
+    } = config;
     let before_auth: &[Codec] = if reveal_codecs { supported } else { &[] };
-    let mut buf = [0u8; 7 + MAX_CODECS + MAX_TOKEN_LEN];
-    // Magic first, so that a stranger is turned away after four bytes.
-    stream.read_exact(&mut buf[..4]).await?;
-    if let Err(err) = check_magic(&buf[..4]) {
-        refuse_as(stream, max_version, HelloStatus::Malformed, before_auth).await;
-        return Err(err);
-    }
-    stream.read_exact(&mut buf[4..6]).await?;
-    let count = buf[5];
-    if count == 0 || count as usize > MAX_CODECS {
-        refuse_as(stream, max_version, HelloStatus::Malformed, before_auth).await;
-        return Err(NegotiationError::BadCodecCount(count));
-    }
-    // The codec ids and the token length byte.
-    let token_at = 7 + count as usize;
-    stream.read_exact(&mut buf[6..token_at]).await?;
-    let end = token_at + buf[token_at - 1] as usize;
-    stream.read_exact(&mut buf[token_at..end]).await?;
-    let (hello, _) = ClientHello::parse(&buf[..end])?
-        .ok_or_else(|| NegotiationError::BadServerHello("truncated".to_owned()))?;
+    let mut buf = vec![0u8; MAX_CLIENT_HELLO];
+    // A malformed hello is refused as soon as the bytes that prove it are in: a stranger is
+    // turned away after four bytes.
+    let hello = match read_hello(stream, &mut buf, ClientHello::parse_progress).await? {
+        Ok(hello) => hello,
+        Err(error) => {
+            refuse_as(stream, max_version, HelloStatus::Malformed, before_auth).await;
+            return Err(error);
+        }
+    };
     let speaks = if max_version <= 1 {
         hello.version == 1
     } else {
@@ -444,10 +351,16 @@ where
         status: HelloStatus::Accepted,
         codec: codec.id(),
         supported: CodecList::of(supported).0,
+        max_frame_len: (version >= 2).then_some(max_frame_len),
     };
     stream.write_all(&reply.encode()).await?;
     stream.flush().await?;
-    Ok(Negotiated { codec, version })
+    Ok(Negotiated {
+        codec,
+        version,
+        // A version-1 connection has no extensions, whatever the hello carried.
+        peer_max_frame_len: hello.max_frame_len.filter(|_| version >= 2),
+    })
 }
 
 /// Sends a refusal carrying this build's protocol version; failures are ignored because the
@@ -469,6 +382,7 @@ where
         status,
         codec: 0,
         supported: CodecList::of(supported).0,
+        max_frame_len: None,
     };
     let _ = stream.write_all(&reply.encode()).await;
     let _ = stream.flush().await;
@@ -481,7 +395,7 @@ mod tests {
     #[test]
     fn client_hello_round_trips() {
         let bytes = ClientHello::encode(&[Codec::MessagePack, Codec::Json]);
-        assert_eq!(bytes, b"WCAL\x02\x02\x02\x01\x00");
+        assert_eq!(bytes, b"WCAL\x02\x02\x02\x01\x00\x00\x00");
         let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!(hello.codecs, vec![2, 1]);
@@ -491,7 +405,7 @@ mod tests {
     #[test]
     fn client_hello_carries_a_token() {
         let bytes = ClientHello::encode_with_token(&[Codec::Json], b"s3cret");
-        assert_eq!(bytes, b"WCAL\x02\x01\x01\x06s3cret");
+        assert_eq!(bytes, b"WCAL\x02\x01\x01\x06s3cret\x00\x00");
         let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!(hello.token, b"s3cret");
@@ -560,6 +474,9 @@ mod tests {
         );
     }
 
+    const CLIENT_MAX_FRAME: u32 = 4096;
+    const SERVER_MAX_FRAME: u32 = 1 << 20;
+
     /// Both sides of one handshake over an in-memory stream.
     struct Sides {
         client_version: u8,
@@ -592,18 +509,22 @@ mod tests {
             let (codecs, max, expected) = (self.server_codecs, self.server_max, self.server_token);
             let server = tokio::spawn(async move {
                 let authenticate = |token: &[u8]| expected.is_none_or(|expected| token == expected);
-                server_handshake(
-                    &mut server,
-                    codecs,
-                    Preference::Client,
-                    max,
-                    true,
-                    authenticate,
-                )
-                .await
+                let offer = ServerHandshake {
+                    supported: codecs,
+                    preference: Preference::Client,
+                    max_version: max,
+                    reveal_codecs: true,
+                    max_frame_len: SERVER_MAX_FRAME,
+                };
+                server_handshake(&mut server, offer, authenticate).await
             });
-            let client =
-                client_handshake(&mut client, self.client_version, self.offer, self.token).await;
+            let hello = ClientHello {
+                version: self.client_version,
+                codecs: CodecList::of(self.offer).0,
+                token: self.token.to_vec(),
+                max_frame_len: Some(CLIENT_MAX_FRAME),
+            };
+            let client = client_handshake(&mut client, &hello).await;
             (client, server.await.unwrap())
         }
     }
@@ -646,7 +567,15 @@ mod tests {
         };
         match sides.run().await {
             (Ok(c), Ok(s)) => {
-                assert_eq!(c, s, "both sides agree");
+                assert_eq!(
+                    (c.codec, c.version),
+                    (s.codec, s.version),
+                    "both sides agree"
+                );
+                // Each side learns the other's frame limit, from version 2 on.
+                let announced = c.version >= 2;
+                assert_eq!(c.peer_max_frame_len, announced.then_some(SERVER_MAX_FRAME));
+                assert_eq!(s.peer_max_frame_len, announced.then_some(CLIENT_MAX_FRAME));
                 Ok(c.version)
             }
             (Err(c), _) => Err(c.to_string()),
@@ -673,7 +602,7 @@ mod tests {
     async fn a_tls_answer_is_named_as_such() {
         let (mut client, mut server) = tokio::io::duplex(1024);
         tokio::spawn(async move {
-            let mut hello = [0u8; 7];
+            let mut hello = [0u8; 9];
             server.read_exact(&mut hello).await.unwrap();
             // A TLS alert record, as a TLS server sends to a plain-text client.
             server
@@ -681,9 +610,13 @@ mod tests {
                 .await
                 .unwrap();
         });
-        let err = client_handshake(&mut client, PROTOCOL_VERSION, &[Codec::Json], &[])
-            .await
-            .unwrap_err();
+        let hello = ClientHello {
+            version: PROTOCOL_VERSION,
+            codecs: vec![Codec::Json.id()],
+            token: Vec::new(),
+            max_frame_len: None,
+        };
+        let err = client_handshake(&mut client, &hello).await.unwrap_err();
         assert!(matches!(err, NegotiationError::PeerSpeaksTls(_)), "{err}");
     }
 }

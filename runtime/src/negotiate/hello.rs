@@ -1,0 +1,441 @@
+//! The two hellos as bytes: encoding, and one incremental parser with no I/O that both
+//! handshake drivers feed.
+//!
+//! A parser is given whatever has arrived so far and answers either with the hello and the
+//! number of bytes it used, or with how many bytes the hello needs *at least* in total. A
+//! driver reads exactly that many, so it never consumes a byte that belongs to the frames
+//! after the hello, and errors surface as soon as the bytes that prove them are in: a wrong
+//! magic after four bytes, a bad codec count after six.
+
+use std::fmt;
+
+use crate::codec::Codec;
+use crate::wire::{
+    HelloStatus, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS, MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN,
+    PROTOCOL_VERSION,
+};
+
+use super::NegotiationError;
+
+/// How far parsing a hello got.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Progress<T> {
+    /// The hello is at least this many bytes long in total; read up to here and parse again.
+    Need(usize),
+    /// The hello, and how many bytes of the input it used.
+    Done(T, usize),
+}
+
+impl<T> Progress<T> {
+    fn into_option(self) -> Option<(T, usize)> {
+        match self {
+            Self::Need(_) => None,
+            Self::Done(hello, used) => Some((hello, used)),
+        }
+    }
+}
+
+/// A parsed client hello.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientHello {
+    /// The client's protocol version.
+    pub version: u8,
+    /// The offered codec ids, most preferred first (unknown ids are kept; none twice).
+    pub codecs: Vec<u8>,
+    /// The token (empty: none sent).
+    pub token: Vec<u8>,
+    /// The largest frame the client accepts, from the hello's extension block (version 2 and
+    /// later; `None` when not announced).
+    pub max_frame_len: Option<u32>,
+}
+
+impl fmt::Debug for ClientHello {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientHello")
+            .field("version", &self.version)
+            .field("codecs", &self.codecs)
+            .field(
+                "token",
+                &format_args!("<{} bytes, redacted>", self.token.len()),
+            )
+            .field("max_frame_len", &self.max_frame_len)
+            .finish()
+    }
+}
+
+impl ClientHello {
+    /// Encodes a hello offering `codecs`, without a token.
+    pub fn encode(codecs: &[Codec]) -> Vec<u8> {
+        Self::encode_with_token(codecs, &[])
+    }
+
+    /// Encodes a hello offering `codecs` and presenting `token`.
+    pub fn encode_with_token(codecs: &[Codec], token: &[u8]) -> Vec<u8> {
+        Self::encode_for_version(PROTOCOL_VERSION, codecs, token)
+    }
+
+    /// Encodes a hello of protocol `version` that announces no frame limit.
+    pub fn encode_for_version(version: u8, codecs: &[Codec], token: &[u8]) -> Vec<u8> {
+        Self {
+            version,
+            codecs: CodecList::of(codecs).0,
+            token: token.to_vec(),
+            max_frame_len: None,
+        }
+        .to_bytes()
+    }
+
+    /// The hello as wire bytes. The builders refuse codec lists and tokens longer than a hello
+    /// can carry before this is called; here the lists are cut to the limits so that the
+    /// bytes always parse.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let codecs = &self.codecs[..self.codecs.len().min(MAX_CODECS)];
+        let token = &self.token[..self.token.len().min(MAX_TOKEN_LEN)];
+        let mut out = Vec::with_capacity(7 + codecs.len() + token.len() + 8);
+        out.extend_from_slice(&MAGIC);
+        out.push(self.version);
+        out.push(codecs.len() as u8);
+        out.extend_from_slice(codecs);
+        out.push(token.len() as u8);
+        out.extend_from_slice(token);
+        if self.version >= 2 {
+            put_extensions(&mut out, self.max_frame_len);
+        }
+        out
+    }
+
+    /// Parses a hello from the start of `buf`. `Ok(None)` means more bytes are needed; on
+    /// success also returns how many bytes the hello used.
+    pub fn parse(buf: &[u8]) -> Result<Option<(Self, usize)>, NegotiationError> {
+        Self::parse_progress(buf).map(Progress::into_option)
+    }
+
+    pub(crate) fn parse_progress(buf: &[u8]) -> Result<Progress<Self>, NegotiationError> {
+        check_magic(buf)?;
+        if buf.len() < 4 {
+            return Ok(Progress::Need(4));
+        }
+        let Some(&[version, count]) = buf.get(4..6) else {
+            return Ok(Progress::Need(6));
+        };
+        if count == 0 || count as usize > MAX_CODECS {
+            return Err(NegotiationError::BadCodecCount(count));
+        }
+        let ids_end = 6 + count as usize;
+        let (Some(ids), Some(&token_len)) = (buf.get(6..ids_end), buf.get(ids_end)) else {
+            return Ok(Progress::Need(ids_end + 1));
+        };
+        check_no_duplicates(ids)?;
+        let token_end = ids_end + 1 + token_len as usize;
+        let Some(token) = buf.get(ids_end + 1..token_end) else {
+            return Ok(Progress::Need(token_end));
+        };
+        let (max_frame_len, end) = if version >= 2 {
+            match parse_extensions(buf, token_end)? {
+                Progress::Need(total) => return Ok(Progress::Need(total)),
+                Progress::Done(max_frame_len, end) => (max_frame_len, end),
+            }
+        } else {
+            (None, token_end)
+        };
+        let hello = Self {
+            version,
+            codecs: ids.to_vec(),
+            token: token.to_vec(),
+            max_frame_len,
+        };
+        Ok(Progress::Done(hello, end))
+    }
+}
+
+/// A parsed server hello.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerHello {
+    /// The server's protocol version.
+    pub version: u8,
+    /// The verdict.
+    pub status: HelloStatus,
+    /// The chosen codec id (0 unless accepted).
+    pub codec: u8,
+    /// The codecs the server allows, in its preference order.
+    pub supported: Vec<u8>,
+    /// The largest frame the server accepts, from the hello's extension block (version 2 and
+    /// later; `None` when not announced).
+    pub max_frame_len: Option<u32>,
+}
+
+impl ServerHello {
+    /// Encodes this hello.
+    pub fn encode(&self) -> Vec<u8> {
+        let supported = &self.supported[..self.supported.len().min(MAX_CODECS)];
+        let mut out = Vec::with_capacity(8 + supported.len() + 8);
+        out.extend_from_slice(&MAGIC);
+        out.push(self.version);
+        out.push(self.status as u8);
+        out.push(self.codec);
+        out.push(supported.len() as u8);
+        out.extend_from_slice(supported);
+        if self.version >= 2 {
+            put_extensions(&mut out, self.max_frame_len);
+        }
+        out
+    }
+
+    /// Parses a hello from the start of `buf`; `Ok(None)` means more bytes are needed.
+    pub fn parse(buf: &[u8]) -> Result<Option<(Self, usize)>, NegotiationError> {
+        Self::parse_progress(buf).map(Progress::into_option)
+    }
+
+    pub(crate) fn parse_progress(buf: &[u8]) -> Result<Progress<Self>, NegotiationError> {
+        check_magic(buf)?;
+        if buf.len() < 4 {
+            return Ok(Progress::Need(4));
+        }
+        let Some(&[version, status, codec, count]) = buf.get(4..8) else {
+            return Ok(Progress::Need(8));
+        };
+        let status = HelloStatus::from_u8(status)
+            .ok_or_else(|| NegotiationError::BadServerHello(format!("unknown status {status}")))?;
+        if count as usize > MAX_CODECS {
+            return Err(NegotiationError::BadCodecCount(count));
+        }
+        let ids_end = 8 + count as usize;
+        let Some(ids) = buf.get(8..ids_end) else {
+            return Ok(Progress::Need(ids_end));
+        };
+        check_no_duplicates(ids)?;
+        let (max_frame_len, end) = if version >= 2 {
+            match parse_extensions(buf, ids_end)? {
+                Progress::Need(total) => return Ok(Progress::Need(total)),
+                Progress::Done(max_frame_len, end) => (max_frame_len, end),
+            }
+        } else {
+            (None, ids_end)
+        };
+        let hello = Self {
+            version,
+            status,
+            codec,
+            supported: ids.to_vec(),
+            max_frame_len,
+        };
+        Ok(Progress::Done(hello, end))
+    }
+}
+
+/// A list of codec ids as seen on the wire, printed by name where known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodecList(pub Vec<u8>);
+
+impl CodecList {
+    /// The ids of `codecs`.
+    pub fn of(codecs: &[Codec]) -> Self {
+        Self(codecs.iter().map(|c| c.id()).collect())
+    }
+}
+
+impl fmt::Display for CodecList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, id) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            match Codec::from_id(*id) {
+                Some(codec) => f.write_str(codec.name())?,
+                None => write!(f, "unknown({id})")?,
+            }
+        }
+        f.write_str("]")
+    }
+}
+
+/// The extension block of a version-2 hello: `len:u16 BE`, then `type:u8 len:u8 value`
+/// entries. Only the frame limit is written.
+fn put_extensions(out: &mut Vec<u8>, max_frame_len: Option<u32>) {
+    match max_frame_len {
+        Some(max) => {
+            out.extend_from_slice(&6u16.to_be_bytes());
+            out.extend_from_slice(&[EXTENSION_MAX_FRAME_LEN, 4]);
+            out.extend_from_slice(&max.to_be_bytes());
+        }
+        None => out.extend_from_slice(&0u16.to_be_bytes()),
+    }
+}
+
+/// Reads the extension block that starts at `at`: the announced frame limit, if any, and
+/// where the hello ends. Unknown extension types are skipped, so later versions can add
+/// some; a block over [`MAX_EXTENSIONS_LEN`], an entry running past the block, a frame limit
+/// that is not four bytes or smaller than a frame header, or one given twice is malformed.
+fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Option<u32>>, NegotiationError> {
+    let Some(&[high, low]) = buf.get(at..at + 2) else {
+        return Ok(Progress::Need(at + 2));
+    };
+    let len = usize::from(u16::from_be_bytes([high, low]));
+    if len > MAX_EXTENSIONS_LEN {
+        return Err(NegotiationError::BadExtensions(format!(
+            "{len} bytes of extensions; at most {MAX_EXTENSIONS_LEN} are allowed"
+        )));
+    }
+    let end = at + 2 + len;
+    let Some(mut block) = buf.get(at + 2..end) else {
+        return Ok(Progress::Need(end));
+    };
+    let mut max_frame_len = None;
+    while let [kind, value_len, rest @ ..] = block {
+        let Some(value) = rest.get(..usize::from(*value_len)) else {
+            return Err(NegotiationError::BadExtensions(format!(
+                "extension {kind} claims {value_len} bytes; {} are left",
+                rest.len()
+            )));
+        };
+        if *kind == EXTENSION_MAX_FRAME_LEN {
+            let Ok(bytes) = <[u8; 4]>::try_from(value) else {
+                return Err(NegotiationError::BadExtensions(format!(
+                    "the frame limit takes 4 bytes, not {value_len}"
+                )));
+            };
+            let max = u32::from_be_bytes(bytes);
+            if max < crate::wire::HEADER_LEN as u32 || max_frame_len.replace(max).is_some() {
+                return Err(NegotiationError::BadExtensions(format!(
+                    "a frame limit of {max} bytes, or a second one"
+                )));
+            }
+        }
+        block = &rest[value.len()..];
+    }
+    if let [stray] = block {
+        return Err(NegotiationError::BadExtensions(format!(
+            "a stray byte {stray:#04x} at the end of the extensions"
+        )));
+    }
+    Ok(Progress::Done(max_frame_len, end))
+}
+
+fn check_no_duplicates(ids: &[u8]) -> Result<(), NegotiationError> {
+    for (i, id) in ids.iter().enumerate() {
+        if ids[..i].contains(id) {
+            return Err(NegotiationError::DuplicateCodec(*id));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check_magic(buf: &[u8]) -> Result<(), NegotiationError> {
+    let seen = &buf[..buf.len().min(4)];
+    if seen != &MAGIC[..seen.len()] {
+        let mut magic = [0u8; 4];
+        magic[..seen.len()].copy_from_slice(seen);
+        return Err(NegotiationError::BadMagic(magic));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client_hello(max_frame_len: Option<u32>) -> ClientHello {
+        ClientHello {
+            version: PROTOCOL_VERSION,
+            codecs: vec![2, 1],
+            token: b"s3cret".to_vec(),
+            max_frame_len,
+        }
+    }
+
+    /// A driver reads exactly what the parser asks for, so the parser must never ask for a
+    /// byte beyond the hello, and must ask for more than it has until the hello is whole.
+    #[test]
+    fn the_parser_never_asks_for_bytes_past_the_hello() {
+        let mut bytes = client_hello(Some(1 << 20)).to_bytes();
+        let len = bytes.len();
+        bytes.extend_from_slice(b"the first frame");
+        for cut in 0..len {
+            match ClientHello::parse_progress(&bytes[..cut]).unwrap() {
+                Progress::Need(total) => assert!(cut < total && total <= len, "cut {cut}"),
+                Progress::Done(..) => panic!("done at {cut} of {len}"),
+            }
+        }
+        let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
+        assert_eq!((hello, used), (client_hello(Some(1 << 20)), len));
+    }
+
+    #[test]
+    fn the_frame_limit_round_trips_in_both_hellos() {
+        for max in [None, Some(64), Some(u32::MAX)] {
+            let bytes = client_hello(max).to_bytes();
+            assert_eq!(
+                ClientHello::parse(&bytes).unwrap().unwrap().0,
+                client_hello(max)
+            );
+            let server = ServerHello {
+                version: 2,
+                status: HelloStatus::Accepted,
+                codec: 2,
+                supported: vec![2, 3, 1],
+                max_frame_len: max,
+            };
+            let bytes = server.encode();
+            assert_eq!(
+                ServerHello::parse(&bytes).unwrap().unwrap(),
+                (server, bytes.len())
+            );
+        }
+    }
+
+    #[test]
+    fn a_version_1_hello_has_no_extension_block() {
+        let mut hello = client_hello(Some(4096));
+        hello.version = 1;
+        let bytes = hello.to_bytes();
+        assert_eq!(bytes.len(), 7 + 2 + 6);
+        let (parsed, _) = ClientHello::parse(&bytes).unwrap().unwrap();
+        assert_eq!(parsed.max_frame_len, None);
+    }
+
+    #[test]
+    fn unknown_extensions_are_skipped() {
+        let mut bytes = b"WCAL\x02\x01\x01\x00".to_vec();
+        // type 9 (unknown, 3 bytes), then the frame limit.
+        bytes.extend_from_slice(&[0, 11, 9, 3, 0xaa, 0xbb, 0xcc, 1, 4, 0, 0, 0x10, 0]);
+        let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
+        assert_eq!((hello.max_frame_len, used), (Some(4096), bytes.len()));
+    }
+
+    #[test]
+    fn malformed_extensions_are_refused() {
+        let cases: [&[u8]; 5] = [
+            // An entry longer than the block.
+            &[0, 3, 1, 4, 0],
+            // A frame limit of 3 bytes.
+            &[0, 5, 1, 3, 0, 0, 1],
+            // A frame limit smaller than a frame header.
+            &[0, 6, 1, 4, 0, 0, 0, 5],
+            // The frame limit twice.
+            &[0, 12, 1, 4, 0, 0, 1, 0, 1, 4, 0, 0, 1, 0],
+            // A stray byte after the entries.
+            &[0, 1, 7],
+        ];
+        for extensions in cases {
+            let mut bytes = b"WCAL\x02\x01\x01\x00".to_vec();
+            bytes.extend_from_slice(extensions);
+            let err = ClientHello::parse(&bytes).unwrap_err();
+            assert!(
+                matches!(err, NegotiationError::BadExtensions(_)),
+                "{extensions:?}: {err}"
+            );
+        }
+        // A block over the limit is refused from its length alone.
+        let err = ClientHello::parse(b"WCAL\x02\x01\x01\x00\xff\xff").unwrap_err();
+        assert!(matches!(err, NegotiationError::BadExtensions(_)), "{err}");
+    }
+
+    #[test]
+    fn a_codec_listed_twice_is_refused() {
+        let err = ClientHello::parse(b"WCAL\x02\x03\x02\x01\x02\x00\x00\x00").unwrap_err();
+        assert!(matches!(err, NegotiationError::DuplicateCodec(2)), "{err}");
+        let err = ServerHello::parse(b"WCAL\x02\x00\x01\x02\x01\x01\x00\x00").unwrap_err();
+        assert!(matches!(err, NegotiationError::DuplicateCodec(1)), "{err}");
+    }
+}
