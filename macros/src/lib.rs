@@ -130,7 +130,7 @@ use proc_macro::TokenStream;
 /// # Seeing the expansion
 ///
 /// Set `WIRECALL_EXPAND=1` (every service) or `WIRECALL_EXPAND=UserService` (one trait) while
-/// compiling to print the generated code to stderr. Cargo does not rebuild when only the
+/// compiling to print the generated code to stderr, formatted by `prettyplease`. Cargo does not rebuild when only the
 /// variable changes; touch the file that holds the trait.
 #[proc_macro_attribute]
 pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
