@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod codegen;
+mod crate_path;
 mod expansion;
 mod message;
 mod method_id;
@@ -267,5 +268,84 @@ mod tests {
             let expansion = crate::message::expand(TokenStream::new(), item).expect("expands");
             assert_paths_go_through_wirecall(&expansion);
         }
+    }
+
+    /// Whether `tokens` name wirecall other than through the chosen crate path: an identifier
+    /// `wirecall`, or a string such as serde's `crate = "::wirecall::..."`.
+    fn names_wirecall(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            proc_macro2::TokenTree::Group(group) => names_wirecall(group.stream()),
+            proc_macro2::TokenTree::Ident(ident) => ident == "wirecall",
+            proc_macro2::TokenTree::Literal(literal) => literal.to_string().contains("::wirecall"),
+            proc_macro2::TokenTree::Punct(_) => false,
+        })
+    }
+
+    #[test]
+    fn a_crate_path_replaces_every_path_to_wirecall() {
+        let service = quote! {
+            pub trait Catalog {
+                async fn index(&self, by: BTreeMap<String, Option<Option<u8>>>) -> Result<Option<Item>, Missing>;
+                #[oneway]
+                async fn touch(&self, at: SystemTime);
+            }
+        };
+        let messages = [
+            quote!(
+                pub struct Item {
+                    pub parent: Option<Option<Item>>,
+                }
+            ),
+            quote!(
+                pub enum Tag {
+                    Red,
+                    #[wirecall(other)]
+                    Other,
+                }
+            ),
+            quote!(
+                pub enum Event {
+                    Start(u64),
+                    Move { to: String },
+                }
+            ),
+        ];
+        for (args, root, serde_crate) in [
+            (
+                quote!(crate = "rpc"),
+                "rpc :: __private",
+                "\"rpc::__private::serde\"",
+            ),
+            (
+                quote!(crate = "::my_reexports::rpc"),
+                ":: my_reexports :: rpc :: __private",
+                "\"::my_reexports::rpc::__private::serde\"",
+            ),
+        ] {
+            let mut expansions = vec![
+                crate::service::expand(args.clone(), service.clone()).expect("expands"),
+                crate::service::expand(quote!(codecs(json), #args), service.clone())
+                    .expect("expands"),
+            ];
+            for message in &messages {
+                expansions
+                    .push(crate::message::expand(args.clone(), message.clone()).expect("expands"));
+            }
+            for expansion in expansions {
+                let text = expansion.to_string();
+                assert!(!text.contains("compile_error"), "{text}");
+                assert!(
+                    !names_wirecall(expansion),
+                    "wirecall named directly in {text}"
+                );
+                assert!(text.contains(root), "no `{root}` in {text}");
+                if text.contains("serde (crate") {
+                    assert!(text.contains(serde_crate), "no {serde_crate} in {text}");
+                }
+            }
+        }
+        // The default still names `::wirecall`.
+        let default = crate::service::expand(TokenStream::new(), service).expect("expands");
+        assert!(names_wirecall(default));
     }
 }
