@@ -26,7 +26,7 @@ impl CratePath {
                     `crate = \"rpc\"`, or a path to a re-export, e.g. `crate = \"deps::wirecall\"`";
         // `parse` gives every token the string's span, so a wrong path is reported there.
         let path: Path = lit.parse().map_err(|_| {
-            syn::Error::new_spanned(lit, format!("`{}` is not a path; {hint}", lit.value()))
+            syn::Error::new_spanned(lit, format!("\"{}\" is not a path; {hint}", lit.value()))
         })?;
         if path
             .segments
