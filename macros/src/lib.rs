@@ -1,7 +1,8 @@
 //! Procedural macros for [wirecall](https://docs.rs/wirecall): `#[service]` and `#[message]`.
 //!
 //! Use them through the `wirecall` crate (`#[wirecall::service]`, `#[wirecall::message]`);
-//! the generated code refers to `::wirecall`, so this crate is not meant to be used alone.
+//! the generated code refers to `::wirecall` (or the path given with `crate = "..."`), so this
+//! crate is not meant to be used alone.
 //!
 //! Layout: `parse.rs` reads the trait into a model, `validate.rs` checks it, `codegen/` writes
 //! the trait, client, server and wire messages (`codegen/proto_impls.rs`: the Protobuf and
@@ -128,6 +129,22 @@ use proc_macro::TokenStream;
 /// `Serialize`/`Deserialize`: it never uses Protobuf, its client's `connect` offers only the
 /// listed codecs, and a server serving it offers only the codecs all its services support.
 ///
+/// # `crate = "..."`
+///
+/// Generated code reaches wirecall through `::wirecall`. A crate that depends on it under
+/// another name (`rpc = { package = "wirecall", .. }` in `Cargo.toml`), or through a
+/// re-export, gives that path as a string, like serde's `#[serde(crate = "...")]`:
+///
+/// ```ignore
+/// #[rpc::service(crate = "rpc")]
+/// pub trait Pinger {
+///     async fn ping(&self, count: u32) -> u32;
+/// }
+/// ```
+///
+/// `"rpc"`, `"::rpc"` and `"deps::wirecall"` are all accepted; give the same argument to
+/// [`#[message]`](macro@message) on the service's types.
+///
 /// # Seeing the expansion
 ///
 /// Set `WIRECALL_EXPAND=1` (every service) or `WIRECALL_EXPAND=UserService` (one trait) while
@@ -174,6 +191,11 @@ pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Field types follow the same rule as service arguments (see
 /// [`#[wirecall::service]`](macro@service#types)). Generic messages, tuple and unit structs
 /// are refused with a hint.
+///
+/// The only argument is `crate = "..."`, the path to wirecall for a crate that renames the
+/// dependency or reaches it through a re-export (`#[rpc::message(crate = "rpc")]`; see
+/// [`#[wirecall::service]`](macro@service#crate--)). `#[wirecall(other)]` keeps its name
+/// either way.
 #[proc_macro_attribute]
 pub fn message(args: TokenStream, item: TokenStream) -> TokenStream {
     message::expand(args.into(), item.into())
