@@ -1,10 +1,12 @@
 //! `WIRECALL_EXPAND`: prints a service's expansion to stderr while compiling, so the generated
 //! code can be read without extra tools.
 //!
-//! The layout is a small heuristic (one item, statement, field or attribute per line, indented
-//! by brace depth): not rustfmt, but readable, and it needs nothing beyond `proc-macro2`.
+//! The code is laid out by `prettyplease` (the formatter `cargo expand` uses too); when the
+//! tokens are not a Rust file prettyplease can print, the raw tokens are printed instead, so
+//! asking for the expansion never makes the macro fail.
 
-use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use proc_macro2::TokenStream;
+use syn::visit::{self, Visit};
 
 /// Prints `tokens` when `WIRECALL_EXPAND` is `1` (every service) or the trait's name.
 pub fn print_if_requested(trait_name: &str, tokens: &TokenStream) {
@@ -15,108 +17,131 @@ pub fn print_if_requested(trait_name: &str, tokens: &TokenStream) {
     if wanted != "1" && wanted != trait_name {
         return;
     }
-    let mut out = String::new();
-    write_block(&mut out, tokens.clone(), 0);
-    eprintln!("// ---- #[wirecall::service] expansion of `{trait_name}` ----\n{out}");
+    eprintln!(
+        "// ---- #[wirecall::service] expansion of `{trait_name}` ----\n{}",
+        format_expansion(tokens)
+    );
 }
 
-/// Writes the contents of a `{ ... }` block (or the top level), one line per item.
-fn write_block(out: &mut String, tokens: TokenStream, depth: usize) {
-    let indent = "    ".repeat(depth);
-    let mut line = String::new();
-    // Commas inside `<...>` separate generic arguments, not fields or arms.
-    let mut angle_depth = 0usize;
-    let mut previous_punct: Option<char> = None;
-    let flush = |out: &mut String, line: &mut String| {
-        let text = line.trim_end();
-        if !text.is_empty() {
-            out.push_str(&indent);
-            out.push_str(text);
-            out.push('\n');
-        }
-        line.clear();
-    };
-    let mut trees = tokens.into_iter().peekable();
-    while let Some(tree) = trees.next() {
-        let mut punct_char = None;
-        match &tree {
-            TokenTree::Group(group) if group.delimiter() == Delimiter::Brace => {
-                if group.stream().is_empty() {
-                    line.push_str("{}");
-                } else {
-                    line.push('{');
-                    flush(out, &mut line);
-                    write_block(out, group.stream(), depth + 1);
-                    line.push('}');
-                }
-                // A block ends the line unless a `;`, `,` or `.` continues it.
-                let continues = matches!(
-                    trees.peek(),
-                    Some(TokenTree::Punct(p)) if matches!(p.as_char(), ';' | ',' | '.')
-                );
-                if !continues {
-                    flush(out, &mut line);
-                }
-            }
-            TokenTree::Punct(punct) => {
-                let c = punct.as_char();
-                punct_char = Some(c);
-                line.push(c);
-                match c {
-                    '<' => angle_depth += 1,
-                    '>' if !matches!(previous_punct, Some('-' | '=')) => {
-                        angle_depth = angle_depth.saturating_sub(1);
-                    }
-                    _ => {}
-                }
-                if c == ';' || (c == ',' && angle_depth == 0) {
-                    flush(out, &mut line);
-                } else if c == '#' {
-                    // An attribute: `#[...]` on its own line.
-                    if let Some(attr @ TokenTree::Group(_)) = trees.peek() {
-                        line.push_str(&inline(attr.clone().into()));
-                        trees.next();
-                        flush(out, &mut line);
-                    }
-                } else if punct.spacing() == Spacing::Alone {
-                    line.push(' ');
-                }
-            }
-            other => line.push_str(&inline(other.clone().into())),
-        }
-        previous_punct = punct_char;
+/// `tokens` as formatted Rust source, or as one line of raw tokens when they do not parse as a
+/// file or hold syntax that syn keeps only as raw tokens (prettyplease panics on some of it).
+pub fn format_expansion(tokens: &TokenStream) -> String {
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) if !has_verbatim(&file) => prettyplease::unparse(&file),
+        _ => tokens.to_string(),
     }
-    flush(out, &mut line);
 }
 
-/// Formats tokens on one line.
-fn inline(tokens: TokenStream) -> String {
-    let mut out = String::new();
-    for tree in tokens {
-        match tree {
-            TokenTree::Group(group) => {
-                let (open, close) = match group.delimiter() {
-                    Delimiter::Parenthesis => ("(", ")"),
-                    Delimiter::Bracket => ("[", "]"),
-                    Delimiter::Brace => ("{ ", " }"),
-                    Delimiter::None => ("", ""),
-                };
-                out.push_str(open);
-                out.push_str(inline(group.stream()).trim_end());
-                out.push_str(close);
-                out.push(' ');
-            }
-            TokenTree::Punct(punct) => {
-                out.push(punct.as_char());
-                if punct.spacing() == Spacing::Alone {
-                    out.push(' ');
-                }
-            }
-            other => {
-                out.push_str(&other.to_string());
-                out.push(' ');
-            }
-        }
+/// Whether `file` holds a `Verbatim` node: syntax syn parsed without a model for it.
+fn has_verbatim(file: &syn::File) -> bool {
+    let mut finder = VerbatimFinder::default();
+    finder.visit_file(file);
+    finder.found
+}
+
+#[derive(Default)]
+struct VerbatimFinder {
+    found: bool,
+}
+
+impl<'ast> Visit<'ast> for VerbatimFinder {
+    fn visit_item(&mut self, node: &'ast syn::Item) {
+        self.found |= matches!(node, syn::Item::Verbatim(_));
+        visit::visit_item(self, node);
     }
-    out
+    fn visit_foreign_item(&mut self, node: &'ast syn::ForeignItem) {
+        self.found |= matches!(node, syn::ForeignItem::Verbatim(_));
+        visit::visit_foreign_item(self, node);
+    }
+    fn visit_trait_item(&mut self, node: &'ast syn::TraitItem) {
+        self.found |= matches!(node, syn::TraitItem::Verbatim(_));
+        visit::visit_trait_item(self, node);
+    }
+    fn visit_impl_item(&mut self, node: &'ast syn::ImplItem) {
+        self.found |= matches!(node, syn::ImplItem::Verbatim(_));
+        visit::visit_impl_item(self, node);
+    }
+    fn visit_expr(&mut self, node: &'ast syn::Expr) {
+        self.found |= matches!(node, syn::Expr::Verbatim(_));
+        visit::visit_expr(self, node);
+    }
+    fn visit_pat(&mut self, node: &'ast syn::Pat) {
+        self.found |= matches!(node, syn::Pat::Verbatim(_));
+        visit::visit_pat(self, node);
+    }
+    fn visit_type(&mut self, node: &'ast syn::Type) {
+        self.found |= matches!(node, syn::Type::Verbatim(_));
+        visit::visit_type(self, node);
+    }
+    fn visit_type_param_bound(&mut self, node: &'ast syn::TypeParamBound) {
+        self.found |= matches!(node, syn::TypeParamBound::Verbatim(_));
+        visit::visit_type_param_bound(self, node);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::format_expansion;
+
+    #[test]
+    fn an_expansion_is_printed_one_item_per_line_with_four_space_indents() {
+        let text = format_expansion(&quote! {
+            #[allow(dead_code)] const _: () = { impl ::wirecall::Service for Users { fn descriptor(&self) -> u8 { 1 } } };
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "#[allow(dead_code)]",
+                "const _: () = {",
+                "    impl ::wirecall::Service for Users {",
+                "        fn descriptor(&self) -> u8 {",
+                "            1",
+                "        }",
+                "    }",
+                "};",
+            ],
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_real_service_expansion_is_formatted() {
+        let tokens = crate::service::expand(
+            proc_macro2::TokenStream::new(),
+            quote! {
+                pub trait UserService {
+                    async fn get_user(&self, id: u64) -> Result<String, String>;
+                }
+            },
+        )
+        .expect("expands");
+        let text = format_expansion(&tokens);
+        for line in [
+            "pub trait UserService: ::core::marker::Send + ::core::marker::Sync + 'static {",
+            "    fn get_user(",
+            "pub struct UserServiceClient<__C = ::wirecall::Channel> {",
+            "    channel: __C,",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line `{line}` in {text}"
+            );
+        }
+        assert!(
+            !text.contains(" :: "),
+            "raw tokens, not formatted code: {text}"
+        );
+    }
+
+    #[test]
+    fn tokens_prettyplease_cannot_print_come_back_raw() {
+        // Not a file at all.
+        assert_eq!(format_expansion(&quote!(1 + 2)), "1 + 2");
+        // A file, but syn keeps `dyn* T` as raw tokens and prettyplease panics on it.
+        let verbatim = quote!(struct S { a: dyn* T });
+        assert_eq!(format_expansion(&verbatim), verbatim.to_string());
+    }
 }

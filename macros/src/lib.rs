@@ -1,7 +1,8 @@
 //! Procedural macros for [wirecall](https://docs.rs/wirecall): `#[service]` and `#[message]`.
 //!
 //! Use them through the `wirecall` crate (`#[wirecall::service]`, `#[wirecall::message]`);
-//! the generated code refers to `::wirecall`, so this crate is not meant to be used alone.
+//! the generated code refers to `::wirecall` (or the path given with `crate = "..."`), so this
+//! crate is not meant to be used alone.
 //!
 //! Layout: `parse.rs` reads the trait into a model, `validate.rs` checks it, `codegen/` writes
 //! the trait, client, server and wire messages (`codegen/proto_impls.rs`: the Protobuf and
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod codegen;
+mod crate_path;
 mod expansion;
 mod message;
 mod parse;
@@ -127,10 +129,26 @@ use proc_macro::TokenStream;
 /// `Serialize`/`Deserialize`: it never uses Protobuf, its client's `connect` offers only the
 /// listed codecs, and a server serving it offers only the codecs all its services support.
 ///
+/// # `crate = "..."`
+///
+/// Generated code reaches wirecall through `::wirecall`. A crate that depends on it under
+/// another name (`rpc = { package = "wirecall", .. }` in `Cargo.toml`), or through a
+/// re-export, gives that path as a string, like serde's `#[serde(crate = "...")]`:
+///
+/// ```ignore
+/// #[rpc::service(crate = "rpc")]
+/// pub trait Pinger {
+///     async fn ping(&self, count: u32) -> u32;
+/// }
+/// ```
+///
+/// `"rpc"`, `"::rpc"` and `"deps::wirecall"` are all accepted; give the same argument to
+/// [`#[message]`](macro@message) on the service's types.
+///
 /// # Seeing the expansion
 ///
 /// Set `WIRECALL_EXPAND=1` (every service) or `WIRECALL_EXPAND=UserService` (one trait) while
-/// compiling to print the generated code to stderr. Cargo does not rebuild when only the
+/// compiling to print the generated code to stderr, formatted by `prettyplease`. Cargo does not rebuild when only the
 /// variable changes; touch the file that holds the trait.
 #[proc_macro_attribute]
 pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -173,6 +191,11 @@ pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Field types follow the same rule as service arguments (see
 /// [`#[wirecall::service]`](macro@service#types)). Generic messages, tuple and unit structs
 /// are refused with a hint.
+///
+/// The only argument is `crate = "..."`, the path to wirecall for a crate that renames the
+/// dependency or reaches it through a re-export (`#[rpc::message(crate = "rpc")]`; see
+/// [`#[wirecall::service]`](macro@service#crate--)). `#[wirecall(other)]` keeps its name
+/// either way.
 #[proc_macro_attribute]
 pub fn message(args: TokenStream, item: TokenStream) -> TokenStream {
     message::expand(args.into(), item.into())
@@ -267,5 +290,84 @@ mod tests {
             let expansion = crate::message::expand(TokenStream::new(), item).expect("expands");
             assert_paths_go_through_wirecall(&expansion);
         }
+    }
+
+    /// Whether `tokens` name wirecall other than through the chosen crate path: an identifier
+    /// `wirecall`, or a string such as serde's `crate = "::wirecall::..."`.
+    fn names_wirecall(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            proc_macro2::TokenTree::Group(group) => names_wirecall(group.stream()),
+            proc_macro2::TokenTree::Ident(ident) => ident == "wirecall",
+            proc_macro2::TokenTree::Literal(literal) => literal.to_string().contains("::wirecall"),
+            proc_macro2::TokenTree::Punct(_) => false,
+        })
+    }
+
+    #[test]
+    fn a_crate_path_replaces_every_path_to_wirecall() {
+        let service = quote! {
+            pub trait Catalog {
+                async fn index(&self, by: BTreeMap<String, Option<Option<u8>>>) -> Result<Option<Item>, Missing>;
+                #[oneway]
+                async fn touch(&self, at: SystemTime);
+            }
+        };
+        let messages = [
+            quote!(
+                pub struct Item {
+                    pub parent: Option<Option<Item>>,
+                }
+            ),
+            quote!(
+                pub enum Tag {
+                    Red,
+                    #[wirecall(other)]
+                    Other,
+                }
+            ),
+            quote!(
+                pub enum Event {
+                    Start(u64),
+                    Move { to: String },
+                }
+            ),
+        ];
+        for (args, root, serde_crate) in [
+            (
+                quote!(crate = "rpc"),
+                "rpc :: __private",
+                "\"rpc::__private::serde\"",
+            ),
+            (
+                quote!(crate = "::my_reexports::rpc"),
+                ":: my_reexports :: rpc :: __private",
+                "\"::my_reexports::rpc::__private::serde\"",
+            ),
+        ] {
+            let mut expansions = vec![
+                crate::service::expand(args.clone(), service.clone()).expect("expands"),
+                crate::service::expand(quote!(codecs(json), #args), service.clone())
+                    .expect("expands"),
+            ];
+            for message in &messages {
+                expansions
+                    .push(crate::message::expand(args.clone(), message.clone()).expect("expands"));
+            }
+            for expansion in expansions {
+                let text = expansion.to_string();
+                assert!(!text.contains("compile_error"), "{text}");
+                assert!(
+                    !names_wirecall(expansion),
+                    "wirecall named directly in {text}"
+                );
+                assert!(text.contains(root), "no `{root}` in {text}");
+                if text.contains("serde (crate") {
+                    assert!(text.contains(serde_crate), "no {serde_crate} in {text}");
+                }
+            }
+        }
+        // The default still names `::wirecall`.
+        let default = crate::service::expand(TokenStream::new(), service).expect("expands");
+        assert!(names_wirecall(default));
     }
 }

@@ -10,6 +10,8 @@
 
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{
     Attribute, Expr, ExprLit, ExprUnary, Fields, Ident, Item, ItemEnum, ItemStruct, Lit, Member,
@@ -19,7 +21,43 @@ use syn::{
 use crate::codegen::messages::{message_header, struct_header};
 use crate::codegen::proto_impls::{self, FieldGen, VariantGen, VariantShape};
 use crate::codegen::reflect;
+use crate::crate_path::{self, CratePath};
 use crate::proto_type;
+
+/// The arguments of `#[wirecall::message(...)]`: only `crate = "..."`.
+#[derive(Default)]
+struct MessageArgs {
+    krate: Option<CratePath>,
+}
+
+impl Parse for MessageArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut args = MessageArgs::default();
+        while !input.is_empty() {
+            let key: Ident = input.call(Ident::parse_any)?;
+            if key != "crate" {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    format!(
+                        "unknown argument `{key}`; the only argument is \
+                         `crate = \"path::to::wirecall\"`"
+                    ),
+                ));
+            }
+            if args.krate.is_some() {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    "`crate` is given twice; keep one",
+                ));
+            }
+            args.krate = Some(crate_path::parse_value(input, &key)?);
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(args)
+    }
+}
 
 /// Collects errors so that the user sees all of them at once.
 #[derive(Default)]
@@ -46,17 +84,18 @@ impl Errors {
 pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let item: Item = syn::parse2(item)?;
     let mut errors = Errors::default();
-    if !args.is_empty() {
-        errors.spanned(
-            &args,
-            "#[wirecall::message] takes no arguments; write `#[wirecall::message]`",
-        );
-    }
+    let krate = match syn::parse2::<MessageArgs>(args) {
+        Ok(args) => args.krate.unwrap_or_default(),
+        Err(error) => {
+            errors.push(error);
+            CratePath::default()
+        }
+    };
     match item {
         Item::Struct(item) => {
             let original = item.clone();
             // On failure the item stays defined as written, so its uses add no errors.
-            expand_struct(item, errors).or_else(|error| {
+            expand_struct(item, &krate, errors).or_else(|error| {
                 let error = error.into_compile_error();
                 Ok(quote!(#original #error))
             })
@@ -64,7 +103,7 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         Item::Enum(item) => {
             let mut plain = item.clone();
             strip_wirecall_attrs(&mut plain);
-            expand_enum(item, errors).or_else(|error| {
+            expand_enum(item, &krate, errors).or_else(|error| {
                 let error = error.into_compile_error();
                 Ok(quote!(#plain #error))
             })
@@ -76,7 +115,11 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     }
 }
 
-fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenStream> {
+fn expand_struct(
+    mut item: ItemStruct,
+    krate: &CratePath,
+    mut errors: Errors,
+) -> syn::Result<TokenStream> {
     check_generics(&item.generics, &mut errors);
     match &item.fields {
         Fields::Named(_) => {}
@@ -98,7 +141,7 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
     for field in item.fields.iter_mut() {
         field
             .attrs
-            .extend(proto_type::nested_option_attr(&field.ty));
+            .extend(proto_type::nested_option_attr(krate, &field.ty));
     }
 
     let fields: Vec<FieldGen<'_>> = item
@@ -111,20 +154,21 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
             })
         })
         .collect();
-    let impls = proto_impls::struct_impls(&item.ident, &fields);
+    let impls = proto_impls::struct_impls(krate, &item.ident, &fields);
     let field_docs: Vec<String> = item
         .fields
         .iter()
         .map(|field| reflect::doc_string(&field.attrs))
         .collect();
     let reflect = reflect::struct_reflect(
+        krate,
         &item.ident,
         &reflect::doc_string(&item.attrs),
         &fields,
         &field_docs,
     );
-    let checks = proto_impls::travel_checks(fields.iter().map(|field| field.ty));
-    let header = struct_header();
+    let checks = proto_impls::travel_checks(krate, fields.iter().map(|field| field.ty));
+    let header = struct_header(krate);
     let debug = debug_derive(skip_debug);
     Ok(quote! {
         #checks
@@ -139,7 +183,11 @@ fn expand_struct(mut item: ItemStruct, mut errors: Errors) -> syn::Result<TokenS
     })
 }
 
-fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStream> {
+fn expand_enum(
+    mut item: ItemEnum,
+    krate: &CratePath,
+    mut errors: Errors,
+) -> syn::Result<TokenStream> {
     check_generics(&item.generics, &mut errors);
     let skip_debug = check_container_attrs(&mut item.attrs, false, &mut errors);
     if item.variants.is_empty() {
@@ -183,6 +231,7 @@ fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStrea
         .map(|variant| reflect::doc_string(&variant.attrs))
         .collect();
     let checks = proto_impls::travel_checks(
+        krate,
         item.variants
             .iter()
             .flat_map(|variant| variant.fields.iter().map(|field| &field.ty)),
@@ -205,13 +254,13 @@ fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStrea
             .zip(&variant_docs)
             .map(|((ident, number), doc)| (*ident, *number, doc.clone()))
             .collect();
-        let reflect = reflect::unit_enum_reflect(ident, &doc, &described, other.as_ref());
-        let impls = proto_impls::unit_enum_impls(ident, &variants, zero, other.as_ref());
+        let reflect = reflect::unit_enum_reflect(krate, ident, &doc, &described, other.as_ref());
+        let impls = proto_impls::unit_enum_impls(krate, ident, &variants, zero, other.as_ref());
         (quote!(), quote!(#impls #reflect))
     } else {
         let variants: Vec<VariantGen<'_>> = item.variants.iter().map(variant_gen).collect();
         let tags = proto_impls::variant_tags(&variants, other.as_ref());
-        let impls = proto_impls::data_enum_impls(ident, &variants, other.as_ref());
+        let impls = proto_impls::data_enum_impls(krate, ident, &variants, other.as_ref());
         let described: Vec<(VariantGen<'_>, u32, String)> = item
             .variants
             .iter()
@@ -220,8 +269,8 @@ fn expand_enum(mut item: ItemEnum, mut errors: Errors) -> syn::Result<TokenStrea
             .zip(&variant_docs)
             .map(|((variant, tag), doc)| (variant, tag, doc.clone()))
             .collect();
-        let reflect = reflect::data_enum_reflect(ident, &doc, &described, other.as_ref());
-        (message_header(), quote!(#impls #reflect))
+        let reflect = reflect::data_enum_reflect(krate, ident, &doc, &described, other.as_ref());
+        (message_header(krate), quote!(#impls #reflect))
     };
     if let (false, Some(other)) = (unit_only, &other) {
         // serde's catch-all: an unknown variant name decodes to this variant.

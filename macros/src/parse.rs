@@ -10,6 +10,8 @@ use syn::{
     TraitItem, TraitItemFn, Type,
 };
 
+use crate::crate_path::{self, CratePath};
+
 /// The arguments of `#[wirecall::service(...)]`.
 #[derive(Default)]
 pub struct ServiceArgs {
@@ -17,6 +19,8 @@ pub struct ServiceArgs {
     pub name: Option<LitStr>,
     /// `codecs(json, msgpack)`: the codecs the service's types support (default: all).
     pub codecs: Option<Vec<CodecName>>,
+    /// `crate = "rpc"`: the path generated code names wirecall by.
+    pub krate: Option<CratePath>,
 }
 
 /// A codec named in `codecs(...)`.
@@ -56,12 +60,20 @@ impl Parse for ServiceArgs {
                     ));
                 }
                 args.name = Some(value);
+            } else if key == "crate" {
+                if args.krate.is_some() {
+                    return Err(syn::Error::new_spanned(
+                        &key,
+                        "`crate` is given twice; keep one",
+                    ));
+                }
+                args.krate = Some(crate_path::parse_value(input, &key)?);
             } else {
                 return Err(syn::Error::new_spanned(
                     &key,
                     format!(
-                        "unknown argument `{key}`; the arguments are `name = \"pkg.Service\"` \
-                         and `codecs(json, msgpack, protobuf)`"
+                        "unknown argument `{key}`; the arguments are `name = \"pkg.Service\"`, \
+                         `codecs(json, msgpack, protobuf)` and `crate = \"path::to::wirecall\"`"
                     ),
                 ));
             }
@@ -119,6 +131,8 @@ pub struct ServiceDef {
     pub wire_name: String,
     /// The codecs of `codecs(...)`, or every codec.
     pub codecs: Vec<CodecName>,
+    /// The root of generated paths to wirecall: `crate = ...`, or `::wirecall`.
+    pub krate: CratePath,
     /// The trait's `fn` items, in order.
     pub methods: Vec<MethodDef>,
 }
@@ -201,6 +215,7 @@ pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
             .codecs
             .unwrap_or_else(|| vec![CodecName::MessagePack, CodecName::Protobuf, CodecName::Json]),
         methods,
+        krate: args.krate.unwrap_or_default(),
     }
 }
 

@@ -12,6 +12,8 @@
 use quote::quote;
 use syn::{GenericArgument, PathArguments, Type, TypePath};
 
+use crate::crate_path::CratePath;
+
 /// The most elements a tuple may have (the runtime implements tuples up to this size).
 const MAX_TUPLE: usize = 8;
 
@@ -137,7 +139,7 @@ fn refused(name: &str) -> Option<&'static str> {
 
 /// `#[serde(with = ...)]` for a field written `Option<Option<T>>`, whose `Some(None)` serde
 /// would otherwise write as `None`.
-pub fn nested_option_attr(ty: &Type) -> Option<syn::Attribute> {
+pub fn nested_option_attr(krate: &CratePath, ty: &Type) -> Option<syn::Attribute> {
     let is_option = |ty: &Type| -> Option<Type> {
         let Type::Path(path) = strip_groups(ty) else {
             return None;
@@ -150,8 +152,9 @@ pub fn nested_option_attr(ty: &Type) -> Option<syn::Attribute> {
     };
     let inner = is_option(ty)?;
     is_option(&inner)?;
+    let with = krate.string_with("::__private::proto::nested_option");
     Some(syn::parse_quote!(
-        #[serde(with = "::wirecall::__private::proto::nested_option")]
+        #[serde(with = #with)]
     ))
 }
 

@@ -10,6 +10,7 @@ use crate::parse::ReplyShape;
 /// `pub struct {Trait}Client<C = Channel> { channel: C }`: a single channel by default, or any
 /// other `Caller` (a balanced channel over discovered endpoints).
 pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
     let vis = &service.def.item.vis;
     let client = &service.client;
     let doc = format!(
@@ -21,7 +22,7 @@ pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone, ::core::fmt::Debug)]
-        #vis struct #client<__C = ::wirecall::Channel> {
+        #vis struct #client<__C = #krate::Channel> {
             channel: __C,
         }
     }
@@ -29,10 +30,11 @@ pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
 
 /// The client's constructors, accessors and one method per service method.
 pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
+    let krate = &service.def.krate;
     let client = &service.client;
     let wire_name = &service.def.wire_name;
     let offer = if service.def.protobuf() {
-        quote!(::wirecall::Codec::available())
+        quote!(#krate::Codec::available())
     } else {
         let codecs = super::codec_paths(service);
         quote!([#(#codecs),*])
@@ -40,10 +42,10 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
     let connect = if service.def.protobuf() {
         quote! {
             /// Connects to `addr` with default options (all codecs offered).
-            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
+            pub async fn connect<__A: #krate::__private::ToSocketAddrs>(
                 addr: __A,
-            ) -> ::core::result::Result<Self, ::wirecall::Error> {
-                ::core::result::Result::map(::wirecall::Channel::connect(addr).await, Self::new)
+            ) -> ::core::result::Result<Self, #krate::Error> {
+                ::core::result::Result::map(#krate::Channel::connect(addr).await, Self::new)
             }
         }
     } else {
@@ -51,11 +53,11 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
         quote! {
             /// Connects to `addr`, offering the codecs the service lists in
             /// `#[service(codecs(...))]`.
-            pub async fn connect<__A: ::wirecall::__private::ToSocketAddrs>(
+            pub async fn connect<__A: #krate::__private::ToSocketAddrs>(
                 addr: __A,
-            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+            ) -> ::core::result::Result<Self, #krate::Error> {
                 ::core::result::Result::map(
-                    ::wirecall::Channel::builder().codecs([#(#codecs),*]).connect(addr).await,
+                    #krate::Channel::builder().codecs([#(#codecs),*]).connect(addr).await,
                     Self::new,
                 )
             }
@@ -74,33 +76,33 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
             #connect
 
             /// Wraps an existing channel (one connection can carry several services).
-            pub fn new(channel: ::wirecall::Channel) -> Self {
+            pub fn new(channel: #krate::Channel) -> Self {
                 Self { channel }
             }
 
             /// The channel under this client.
-            pub fn channel(&self) -> &::wirecall::Channel {
+            pub fn channel(&self) -> &#krate::Channel {
                 &self.channel
             }
 
             /// The codec negotiated for this connection.
-            pub fn codec(&self) -> ::wirecall::Codec {
+            pub fn codec(&self) -> #krate::Codec {
                 self.channel.codec()
             }
         }
 
-        impl #client<::wirecall::discovery::BalancedChannel> {
+        impl #client<#krate::discovery::BalancedChannel> {
             /// A client over every live endpoint of this service in `registry`, balanced by
             /// `balance`, with default channel options. Waits until the registry has answered
             /// once (at most the connect timeout, 10 s).
             pub async fn discover(
-                registry: &::wirecall::discovery::Registry,
-                balance: ::wirecall::discovery::Balance,
-            ) -> ::core::result::Result<Self, ::wirecall::Error> {
+                registry: &#krate::discovery::Registry,
+                balance: #krate::discovery::Balance,
+            ) -> ::core::result::Result<Self, #krate::Error> {
                 ::core::result::Result::map(
-                    ::wirecall::discovery::BalancedChannel::builder()
+                    #krate::discovery::BalancedChannel::builder()
                         .balance(balance)
-                        .channel(::wirecall::Channel::builder().codecs(#offer))
+                        .channel(#krate::Channel::builder().codecs(#offer))
                         .discover(registry, #wire_name)
                         .await,
                     Self::over,
@@ -108,16 +110,16 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
             }
         }
 
-        impl<__C: ::wirecall::Caller> #client<__C> {
+        impl<__C: #krate::Caller> #client<__C> {
             /// A client whose calls go through `caller` (a `Channel`, a `BalancedChannel`, ...).
             pub fn over(caller: __C) -> Self {
                 Self { channel: caller }
             }
 
             /// A client whose calls use `timeout` as their deadline.
-            pub fn with_timeout(&self, timeout: ::wirecall::__private::Duration) -> Self {
+            pub fn with_timeout(&self, timeout: #krate::__private::Duration) -> Self {
                 Self {
-                    channel: ::wirecall::Caller::with_timeout(&self.channel, timeout),
+                    channel: #krate::Caller::with_timeout(&self.channel, timeout),
                 }
             }
 
@@ -127,6 +129,7 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
 }
 
 fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Result<TokenStream> {
+    let krate = &service.def.krate;
     let ident = &method.def.sig.ident;
     let docs = doc_attrs(method.def);
     let attrs = client_attrs(method.def);
@@ -152,12 +155,12 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     let args_struct = &method.args_struct;
     let reply_struct = &method.reply_struct;
     let arg_idents = &method.arg_idents;
-    let id = method.method_id_expr();
+    let id = method.method_id_expr(krate);
     let args = quote!(#args_struct { #(#arg_idents),* });
     let call = if method.def.idempotent.is_some() {
-        quote!(::wirecall::Caller::call_idempotent)
+        quote!(#krate::Caller::call_idempotent)
     } else {
-        quote!(::wirecall::Caller::call)
+        quote!(#krate::Caller::call)
     };
 
     if method.def.oneway.is_some() {
@@ -165,8 +168,8 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             #docs
             ///
             /// One-way: resolves once the request is queued; the server sends no reply.
-            pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<(), ::wirecall::Error> {
-                ::wirecall::Caller::notify(&self.channel, #id, #args).await
+            pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<(), #krate::Error> {
+                #krate::Caller::notify(&self.channel, #id, #args).await
             }
         });
     }
@@ -192,7 +195,7 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             quote!(::core::result::Result<#ok, #err>),
             quote! {
                 let __reply: #reply_struct = #call(&self.channel, #id, #args).await?;
-                ::wirecall::__private::result_from_parts(__reply.ok, __reply.err)
+                #krate::__private::result_from_parts(__reply.ok, __reply.err)
             },
         ),
         ReplyShape::Result { ok: None, err, .. } => (
@@ -208,7 +211,7 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     };
     Ok(quote! {
         #docs
-        pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<#output, ::wirecall::Error> {
+        pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<#output, #krate::Error> {
             #body
         }
     })

@@ -9,36 +9,46 @@ use syn::{Ident, Member, Type};
 
 use super::proto_impls::{struct_impls, FieldGen};
 use super::{MethodGen, ServiceGen};
+use crate::crate_path::CratePath;
 use crate::parse::ReplyShape;
 use crate::proto_type;
 
 /// The serde derives of a `#[wirecall::message]` enum with data.
-pub(crate) fn message_header() -> TokenStream {
+pub(crate) fn message_header(krate: &CratePath) -> TokenStream {
+    let serde_crate = krate.string_with("::__private::serde");
     quote! {
         #[derive(
-            ::wirecall::__private::serde::Serialize,
-            ::wirecall::__private::serde::Deserialize,
+            #krate::__private::serde::Serialize,
+            #krate::__private::serde::Deserialize,
         )]
-        #[serde(crate = "::wirecall::__private::serde")]
+        #[serde(crate = #serde_crate)]
     }
 }
 
 /// The serde derive every wire struct carries, generated or written by a user with
 /// `#[wirecall::message]`; `Deserialize` and the Protobuf side are in `proto_impls`.
-pub(crate) fn struct_header() -> TokenStream {
+pub(crate) fn struct_header(krate: &CratePath) -> TokenStream {
+    let serde_crate = krate.string_with("::__private::serde");
     quote! {
-        #[derive(::wirecall::__private::serde::Serialize)]
-        #[serde(crate = "::wirecall::__private::serde")]
+        #[derive(#krate::__private::serde::Serialize)]
+        #[serde(crate = #serde_crate)]
     }
 }
 
 /// All `Args` and `Reply` structs of the service.
 pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
     let mut out = TokenStream::new();
     if !service.def.protobuf() {
         for method in &service.methods {
-            out.extend(serde_only(args_fields(method), &method.args_struct, method));
             out.extend(serde_only(
+                krate,
+                args_fields(method),
+                &method.args_struct,
+                method,
+            ));
+            out.extend(serde_only(
+                krate,
                 reply_fields(method),
                 &method.reply_struct,
                 method,
@@ -56,17 +66,19 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
                 types.push(err);
             }
         }
-        let checks = super::proto_impls::travel_checks(types);
+        let checks = super::proto_impls::travel_checks(krate, types);
         let cfg = &method.cfg_attrs;
         out.extend(quote!(#(#cfg)* #checks));
     }
     for method in &service.methods {
         out.extend(proto_struct(
+            krate,
             args_fields(method),
             &method.args_struct,
             method,
         ));
         out.extend(proto_struct(
+            krate,
             reply_fields(method),
             &method.reply_struct,
             method,
@@ -109,14 +121,15 @@ fn reply_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
 
 /// A wire struct of a service without Protobuf: serde's derives and nothing else.
 fn serde_only(
+    krate: &CratePath,
     (fields, types): (Vec<Ident>, Vec<Type>),
     name: &Ident,
     method: &MethodGen<'_>,
 ) -> TokenStream {
-    let header = message_header();
+    let header = message_header(krate);
     let attrs = &method.cfg_attrs;
     let serde_with = types.iter().map(|ty| {
-        let attr = proto_type::nested_option_attr(ty);
+        let attr = proto_type::nested_option_attr(krate, ty);
         quote!(#attr)
     });
     quote! {
@@ -126,21 +139,22 @@ fn serde_only(
             #(#serde_with #fields: #types),*
         }
         #(#attrs)*
-        impl ::wirecall::WireMessage for #name {}
+        impl #krate::WireMessage for #name {}
     }
 }
 
 /// A wire struct with Protobuf: serde's `Serialize`, and the impls of `proto_impls`; fields
 /// are numbered 1..n in order.
 fn proto_struct(
+    krate: &CratePath,
     (fields, types): (Vec<Ident>, Vec<Type>),
     name: &Ident,
     method: &MethodGen<'_>,
 ) -> TokenStream {
-    let header = struct_header();
+    let header = struct_header(krate);
     let attrs = &method.cfg_attrs;
     let serde_with = types.iter().map(|ty| {
-        let attr = proto_type::nested_option_attr(ty);
+        let attr = proto_type::nested_option_attr(krate, ty);
         quote!(#attr)
     });
     let gens: Vec<FieldGen<'_>> = fields
@@ -151,7 +165,7 @@ fn proto_struct(
             ty,
         })
         .collect();
-    let impls = struct_impls(name, &gens);
+    let impls = struct_impls(krate, name, &gens);
     quote! {
         #(#attrs)*
         #header

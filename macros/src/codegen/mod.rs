@@ -16,6 +16,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Ident, LitInt, TraitItem};
 
+use crate::crate_path::CratePath;
 use crate::parse::{CodecName, MethodDef, ServiceDef};
 use wirecall_wire::method_id;
 
@@ -36,9 +37,9 @@ pub struct MethodGen<'a> {
 
 impl MethodGen<'_> {
     /// `::wirecall::MethodId::new(0x...u64)`.
-    pub fn method_id_expr(&self) -> TokenStream {
+    pub fn method_id_expr(&self, krate: &CratePath) -> TokenStream {
         let id = &self.id;
-        quote!(::wirecall::MethodId::new(#id))
+        quote!(#krate::MethodId::new(#id))
     }
 }
 
@@ -211,14 +212,15 @@ fn upper_camel(name: &str) -> String {
 
 /// `::wirecall::Codec::Json`, ... for each codec the service supports, in its order.
 pub fn codec_paths(service: &ServiceGen<'_>) -> Vec<TokenStream> {
+    let krate = &service.def.krate;
     service
         .def
         .codecs
         .iter()
         .map(|codec| match codec {
-            CodecName::Json => quote!(::wirecall::Codec::Json),
-            CodecName::MessagePack => quote!(::wirecall::Codec::MessagePack),
-            CodecName::Protobuf => quote!(::wirecall::Codec::Protobuf),
+            CodecName::Json => quote!(#krate::Codec::Json),
+            CodecName::MessagePack => quote!(#krate::Codec::MessagePack),
+            CodecName::Protobuf => quote!(#krate::Codec::Protobuf),
         })
         .collect()
 }

@@ -11,6 +11,8 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, Member, Type};
 
+use crate::crate_path::CratePath;
+
 /// One field of a message: how to reach it and its type; tags are 1-based positions.
 pub struct FieldGen<'a> {
     pub member: Member,
@@ -18,8 +20,8 @@ pub struct FieldGen<'a> {
 }
 
 /// `<T as ::wirecall::__private::proto::ProtoField>`, spanned at `ty`.
-fn field_trait(ty: &Type) -> TokenStream {
-    quote_spanned! {ty.span()=> <#ty as ::wirecall::__private::proto::ProtoField>}
+fn field_trait(krate: &CratePath, ty: &Type) -> TokenStream {
+    quote_spanned! {ty.span()=> <#ty as #krate::__private::proto::ProtoField>}
 }
 
 fn tag_lit(tag: u32) -> TokenStream {
@@ -27,30 +29,33 @@ fn tag_lit(tag: u32) -> TokenStream {
     quote!(#lit)
 }
 
-fn buf_mut() -> TokenStream {
-    quote!(impl ::wirecall::__private::bytes::BufMut)
+fn buf_mut(krate: &CratePath) -> TokenStream {
+    quote!(impl #krate::__private::bytes::BufMut)
 }
 
 /// `merge_field`'s signature after `&mut self` (prost's and `VariantFields`' are the same).
-fn merge_signature(name: &str) -> TokenStream {
+fn merge_signature(krate: &CratePath, name: &str) -> TokenStream {
     let name = Ident::new(name, Span::call_site());
     quote! {
         fn #name(
             &mut self,
             tag: u32,
-            wire_type: ::wirecall::__private::prost::encoding::WireType,
-            buf: &mut impl ::wirecall::__private::bytes::Buf,
-            ctx: ::wirecall::__private::prost::encoding::DecodeContext,
-        ) -> ::core::result::Result<(), ::wirecall::__private::prost::DecodeError>
+            wire_type: #krate::__private::prost::encoding::WireType,
+            buf: &mut impl #krate::__private::bytes::Buf,
+            ctx: #krate::__private::prost::encoding::DecodeContext,
+        ) -> ::core::result::Result<(), #krate::__private::prost::DecodeError>
     }
 }
 
 /// A check that each type implements `ProtoField`, spanned at the type, placed before the
 /// item so that "`T` cannot travel in a wirecall message" comes before serde's and `Debug`'s
 /// complaints about the same type.
-pub fn travel_checks<'a>(types: impl IntoIterator<Item = &'a Type>) -> TokenStream {
+pub fn travel_checks<'a>(
+    krate: &CratePath,
+    types: impl IntoIterator<Item = &'a Type>,
+) -> TokenStream {
     let checks = types.into_iter().map(|ty| {
-        let field = field_trait(ty);
+        let field = field_trait(krate, ty);
         quote_spanned! {ty.span()=> let _ = #field::proto_default; }
     });
     quote! {
@@ -64,13 +69,16 @@ pub fn travel_checks<'a>(types: impl IntoIterator<Item = &'a Type>) -> TokenStre
 }
 
 /// `Default`, `Message` and `ProtoField` for a struct with named fields.
-pub fn struct_impls(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
+pub fn struct_impls(krate: &CratePath, ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
     let members: Vec<&Member> = fields.iter().map(|field| &field.member).collect();
-    let traits: Vec<TokenStream> = fields.iter().map(|field| field_trait(field.ty)).collect();
+    let traits: Vec<TokenStream> = fields
+        .iter()
+        .map(|field| field_trait(krate, field.ty))
+        .collect();
     let tags: Vec<TokenStream> = (1u32..).take(fields.len()).map(tag_lit).collect();
-    let buf_mut = buf_mut();
-    let merge_signature = merge_signature("merge_field");
-    let serde_fields = serde_fields(ident, fields);
+    let buf_mut = buf_mut(krate);
+    let merge_signature = merge_signature(krate, "merge_field");
+    let serde_fields = serde_fields(krate, ident, fields);
     quote! {
         impl ::core::default::Default for #ident {
             fn default() -> Self {
@@ -78,7 +86,7 @@ pub fn struct_impls(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
             }
         }
 
-        impl ::wirecall::__private::prost::Message for #ident {
+        impl #krate::__private::prost::Message for #ident {
             fn encode_raw(&self, buf: &mut #buf_mut) {
                 #(#traits::encode_field(&self.#members, #tags, buf);)*
                 let _ = buf;
@@ -86,7 +94,7 @@ pub fn struct_impls(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
             #merge_signature {
                 match tag {
                     #(#tags => #traits::merge_field(&mut self.#members, wire_type, buf, ctx),)*
-                    _ => ::wirecall::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx),
+                    _ => #krate::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx),
                 }
             }
             fn encoded_len(&self) -> usize {
@@ -97,7 +105,7 @@ pub fn struct_impls(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
             }
         }
 
-        ::wirecall::__private::proto_message_field!(#ident, <#ident as ::core::default::Default>::default());
+        #krate::__private::proto_message_field!(#ident, <#ident as ::core::default::Default>::default());
 
         #serde_fields
     }
@@ -105,7 +113,7 @@ pub fn struct_impls(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
 
 /// `SerdeFields` and `Deserialize` for a struct: serde formats read it through the runtime,
 /// which tolerates missing and extra trailing fields (see `codec/evolve.rs`).
-fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
+fn serde_fields(krate: &CratePath, ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
     let name = ident.to_string();
     let names: Vec<String> = fields
         .iter()
@@ -117,10 +125,10 @@ fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
     let arms = fields.iter().enumerate().map(|(index, field)| {
         let member = &field.member;
         let ty = field.ty;
-        let read = if crate::proto_type::nested_option_attr(ty).is_some() {
-            quote!(::wirecall::__private::proto::nested_option::deserialize(deserializer)?)
+        let read = if crate::proto_type::nested_option_attr(krate, ty).is_some() {
+            quote!(#krate::__private::proto::nested_option::deserialize(deserializer)?)
         } else {
-            quote_spanned!(ty.span()=> <#ty as ::wirecall::__private::serde::Deserialize<'de>>::deserialize(deserializer)?)
+            quote_spanned!(ty.span()=> <#ty as #krate::__private::serde::Deserialize<'de>>::deserialize(deserializer)?)
         };
         quote! {
             #index => {
@@ -136,19 +144,19 @@ fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
         .collect();
     let seq_reads = fields.iter().zip(&locals).map(|(field, local)| {
         let ty = field.ty;
-        let nested = crate::proto_type::nested_option_attr(ty).is_some();
+        let nested = crate::proto_type::nested_option_attr(krate, ty).is_some();
         let element = if nested {
-            quote!(::wirecall::__private::evolve::NestedOption<_>)
+            quote!(#krate::__private::evolve::NestedOption<_>)
         } else {
             quote_spanned!(ty.span()=> #ty)
         };
         let unwrap = if nested { quote!(.0) } else { quote!() };
-        let default = field_trait(ty);
+        let default = field_trait(krate, ty);
         quote! {
             let #local: #ty = if __ended {
                 #default::proto_default()
             } else {
-                match ::wirecall::__private::serde::de::SeqAccess::next_element::<#element>(seq)? {
+                match #krate::__private::serde::de::SeqAccess::next_element::<#element>(seq)? {
                     ::core::option::Option::Some(__value) => __value #unwrap,
                     ::core::option::Option::None => {
                         __ended = true;
@@ -165,10 +173,10 @@ fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
         quote!(let mut __ended = false;)
     };
     quote! {
-        impl ::wirecall::__private::SerdeFields for #ident {
+        impl #krate::__private::SerdeFields for #ident {
             const NAME: &'static str = #name;
             const FIELDS: &'static [&'static str] = &[#(#names),*];
-            fn deserialize_field<'de, D: ::wirecall::__private::serde::Deserializer<'de>>(
+            fn deserialize_field<'de, D: #krate::__private::serde::Deserializer<'de>>(
                 &mut self,
                 index: usize,
                 deserializer: D,
@@ -176,24 +184,24 @@ fn serde_fields(ident: &Ident, fields: &[FieldGen<'_>]) -> TokenStream {
                 match index {
                     #(#arms)*
                     _ => ::core::result::Result::map(
-                        <::wirecall::__private::serde::de::IgnoredAny as ::wirecall::__private::serde::Deserialize<'de>>::deserialize(deserializer),
+                        <#krate::__private::serde::de::IgnoredAny as #krate::__private::serde::Deserialize<'de>>::deserialize(deserializer),
                         |_| (),
                     ),
                 }
             }
-            fn deserialize_seq<'de, A: ::wirecall::__private::serde::de::SeqAccess<'de>>(
+            fn deserialize_seq<'de, A: #krate::__private::serde::de::SeqAccess<'de>>(
                 seq: &mut A,
             ) -> ::core::result::Result<Self, A::Error> {
                 #ended
                 #(#seq_reads)*
                 if !__ended {
-                    ::wirecall::__private::evolve::skip_rest(seq)?;
+                    #krate::__private::evolve::skip_rest(seq)?;
                 }
                 ::core::result::Result::Ok(Self { #(#members: #locals),* })
             }
         }
 
-        ::wirecall::__private::serde_message!(#ident);
+        #krate::__private::serde_message!(#ident);
     }
 }
 
@@ -236,17 +244,17 @@ impl VariantGen<'_> {
     }
 
     /// The variant with every field at its protobuf default.
-    fn default_value(&self, enum_ident: &Ident) -> TokenStream {
+    fn default_value(&self, krate: &CratePath, enum_ident: &Ident) -> TokenStream {
         let ident = self.ident;
         match &self.shape {
             VariantShape::Unit => quote!(#enum_ident::#ident),
             VariantShape::Newtype(ty) => {
-                let field = field_trait(ty);
+                let field = field_trait(krate, ty);
                 quote!(#enum_ident::#ident(#field::proto_default()))
             }
             VariantShape::Fields { named, fields } => {
                 let defaults = fields.iter().map(|field| {
-                    let field_trait = field_trait(field.ty);
+                    let field_trait = field_trait(krate, field.ty);
                     quote!(#field_trait::proto_default())
                 });
                 if *named {
@@ -290,13 +298,14 @@ pub fn variant_tags(variants: &[VariantGen<'_>], other: Option<&Ident>) -> Vec<u
 /// `Message` (the oneof wrapper: variant `i` is field `i + 1`), `VariantFields` and
 /// `ProtoField` for an enum with data. `other` is the catch-all variant, if any.
 pub fn data_enum_impls(
+    krate: &CratePath,
     ident: &Ident,
     variants: &[VariantGen<'_>],
     other: Option<&Ident>,
 ) -> TokenStream {
-    let buf_mut = buf_mut();
-    let variant_signature = merge_signature("merge_variant_field");
-    let merge_signature = merge_signature("merge_field");
+    let buf_mut = buf_mut(krate);
+    let variant_signature = merge_signature(krate, "merge_variant_field");
+    let merge_signature = merge_signature(krate, "merge_field");
     let mut encode_arms = Vec::new();
     let mut len_arms = Vec::new();
     let mut merge_arms = Vec::new();
@@ -305,24 +314,24 @@ pub fn data_enum_impls(
         let tag = tag_lit(tag);
         let pattern = variant.pattern();
         let name = variant.ident;
-        let default = variant.default_value(ident);
+        let default = variant.default_value(krate, ident);
         match &variant.shape {
             VariantShape::Unit => {
                 encode_arms.push(quote! {
-                    #pattern => ::wirecall::__private::proto::encode_header(#tag, 0, buf),
+                    #pattern => #krate::__private::proto::encode_header(#tag, 0, buf),
                 });
                 len_arms.push(quote! {
-                    #pattern => ::wirecall::__private::proto::header_len(#tag, 0),
+                    #pattern => #krate::__private::proto::header_len(#tag, 0),
                 });
                 merge_arms.push(quote! {
                     #tag => {
                         *self = #default;
-                        ::wirecall::__private::proto::merge_empty(wire_type, tag, buf, ctx)
+                        #krate::__private::proto::merge_empty(wire_type, tag, buf, ctx)
                     }
                 });
             }
             VariantShape::Newtype(ty) => {
-                let field = field_trait(ty);
+                let field = field_trait(krate, ty);
                 encode_arms.push(quote! {
                     #pattern => #field::encode_value(__f0, #tag, buf),
                 });
@@ -342,19 +351,21 @@ pub fn data_enum_impls(
                 });
             }
             VariantShape::Fields { named, fields } => {
-                let traits: Vec<TokenStream> =
-                    fields.iter().map(|field| field_trait(field.ty)).collect();
+                let traits: Vec<TokenStream> = fields
+                    .iter()
+                    .map(|field| field_trait(krate, field.ty))
+                    .collect();
                 let tags: Vec<TokenStream> = (1u32..).take(fields.len()).map(tag_lit).collect();
                 let bindings = bindings(fields);
                 let body_len = quote!(0 #(+ #traits::field_len(#bindings, #tags))*);
                 encode_arms.push(quote! {
                     #pattern => {
-                        ::wirecall::__private::proto::encode_header(#tag, #body_len, buf);
+                        #krate::__private::proto::encode_header(#tag, #body_len, buf);
                         #(#traits::encode_field(#bindings, #tags, buf);)*
                     }
                 });
                 len_arms.push(quote! {
-                    #pattern => ::wirecall::__private::proto::header_len(#tag, #body_len),
+                    #pattern => #krate::__private::proto::header_len(#tag, #body_len),
                 });
                 let matches = if *named {
                     quote!(Self::#name { .. })
@@ -366,13 +377,13 @@ pub fn data_enum_impls(
                         if !::core::matches!(self, #matches) {
                             *self = #default;
                         }
-                        ::wirecall::__private::proto::merge_variant(self, wire_type, buf, ctx)
+                        #krate::__private::proto::merge_variant(self, wire_type, buf, ctx)
                     }
                 });
                 field_arms.push(quote! {
                     #pattern => match tag {
                         #(#tags => #traits::merge_field(#bindings, wire_type, buf, ctx),)*
-                        _ => ::wirecall::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx),
+                        _ => #krate::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx),
                     },
                 });
             }
@@ -383,21 +394,21 @@ pub fn data_enum_impls(
         Some(other) => quote! {
             _ => {
                 *self = Self::#other;
-                ::wirecall::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx)
+                #krate::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx)
             }
         },
         None => quote! {
             _ => ::core::result::Result::Err(
-                ::wirecall::__private::proto::unknown_variant(#name, tag),
+                #krate::__private::proto::unknown_variant(#name, tag),
             ),
         },
     };
     let default = match variants.first() {
-        Some(first) => first.default_value(ident),
+        Some(first) => first.default_value(krate, ident),
         None => quote!(::core::unreachable!()),
     };
     quote! {
-        impl ::wirecall::__private::prost::Message for #ident {
+        impl #krate::__private::prost::Message for #ident {
             fn encode_raw(&self, buf: &mut #buf_mut) {
                 match self {
                     #(#encode_arms)*
@@ -419,22 +430,23 @@ pub fn data_enum_impls(
             }
         }
 
-        impl ::wirecall::__private::proto::VariantFields for #ident {
+        impl #krate::__private::proto::VariantFields for #ident {
             #variant_signature {
                 #[allow(unreachable_patterns)]
                 match self {
                     #(#field_arms)*
-                    _ => ::wirecall::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx),
+                    _ => #krate::__private::prost::encoding::skip_field(wire_type, tag, buf, ctx),
                 }
             }
         }
 
-        ::wirecall::__private::proto_message_field!(#ident, #default);
+        #krate::__private::proto_message_field!(#ident, #default);
     }
 }
 
 /// `UnitEnum` (names and numbers), then `ProtoField` and the serde impls through the runtime.
 pub fn unit_enum_impls(
+    krate: &CratePath,
     ident: &Ident,
     variants: &[(&Ident, i32)],
     zero: &Ident,
@@ -452,7 +464,7 @@ pub fn unit_enum_impls(
         None => quote!(::core::option::Option::None),
     };
     quote! {
-        impl ::wirecall::__private::proto::UnitEnum for #ident {
+        impl #krate::__private::proto::UnitEnum for #ident {
             const NAME: &'static str = #name;
             const VARIANTS: &'static [&'static str] = &[#(#names),*];
             fn first() -> Self {
@@ -482,6 +494,6 @@ pub fn unit_enum_impls(
             }
         }
 
-        ::wirecall::__private::proto_unit_enum!(#ident);
+        #krate::__private::proto_unit_enum!(#ident);
     }
 }

@@ -9,6 +9,7 @@ use syn::{Attribute, Expr, ExprLit, Ident, Lit, Meta, Type};
 
 use super::proto_impls::{FieldGen, VariantGen, VariantShape};
 use super::ServiceGen;
+use crate::crate_path::CratePath;
 use crate::parse::ReplyShape;
 
 /// The doc comment in `attrs`, as rustdoc shows it: one line per `///`, the leading space
@@ -32,24 +33,23 @@ pub fn doc_string(attrs: &[Attribute]) -> String {
     lines.join("\n").trim().to_owned()
 }
 
-fn reflect_path() -> TokenStream {
-    quote!(::wirecall::__private::reflect)
+/// `{krate}::__private::reflect`, where the generated impls find the reflection API.
+fn reflect_path(krate: &CratePath) -> TokenStream {
+    quote!(#krate::__private::reflect)
 }
 
 /// `reflect::field::<T>("name", "doc", types)`, spanned at the type.
-fn field_expr(name: &str, ty: &Type, doc: &str) -> TokenStream {
-    let reflect = reflect_path();
+fn field_expr(reflect: &TokenStream, name: &str, ty: &Type, doc: &str) -> TokenStream {
     quote_spanned! {ty.span()=> #reflect::field::<#ty>(#name, #doc, types)}
 }
 
-fn type_expr(ty: &Type) -> TokenStream {
-    let reflect = reflect_path();
+fn type_expr(reflect: &TokenStream, ty: &Type) -> TokenStream {
     quote_spanned! {ty.span()=> #reflect::type_ref::<#ty>(types)}
 }
 
 /// `fn schema(&self)` of the generated `Service` impl.
 pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
-    let reflect = reflect_path();
+    let reflect = reflect_path(&service.def.krate);
     let typed = service.def.protobuf();
     let doc = doc_string(&service.def.item.attrs);
     let methods = service.methods.iter().map(|method| {
@@ -63,7 +63,7 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
             let arg_name = ident.to_string();
             let arg_name = arg_name.strip_prefix("r#").unwrap_or(&arg_name);
             if typed {
-                field_expr(arg_name, &arg.ty, "")
+                field_expr(&reflect, arg_name, &arg.ty, "")
             } else {
                 let written = type_text(&arg.ty);
                 quote!(#reflect::opaque_field(#arg_name, #written, ""))
@@ -71,7 +71,7 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
         });
         let ty = |ty: &Type| {
             if typed {
-                type_expr(ty)
+                type_expr(&reflect, ty)
             } else {
                 let written = type_text(ty);
                 quote!(#reflect::TypeRef::Opaque(::std::string::String::from(#written)))
@@ -127,8 +127,7 @@ fn type_text(ty: &Type) -> String {
 
 /// `impl Reflect` for a named type, whose `kind` expression builds its `TypeKind` with
 /// `types` in scope.
-fn reflect_impl(ident: &Ident, doc: &str, kind: TokenStream) -> TokenStream {
-    let reflect = reflect_path();
+fn reflect_impl(reflect: &TokenStream, ident: &Ident, doc: &str, kind: TokenStream) -> TokenStream {
     let name = ident.to_string();
     let name = name.strip_prefix("r#").unwrap_or(&name).to_owned();
     quote! {
@@ -147,17 +146,19 @@ fn reflect_impl(ident: &Ident, doc: &str, kind: TokenStream) -> TokenStream {
 
 /// `Reflect` for a `#[wirecall::message]` struct; `docs` are the fields' doc comments.
 pub fn struct_reflect(
+    krate: &CratePath,
     ident: &Ident,
     doc: &str,
     fields: &[FieldGen<'_>],
     docs: &[String],
 ) -> TokenStream {
-    let reflect = reflect_path();
+    let reflect = &reflect_path(krate);
     let fields = fields.iter().zip(docs).map(|(field, doc)| {
         let name = member_name(&field.member);
-        field_expr(&name, field.ty, doc)
+        field_expr(reflect, &name, field.ty, doc)
     });
     reflect_impl(
+        reflect,
         ident,
         doc,
         quote!(#reflect::TypeKind::Struct { fields: ::std::vec![#(#fields),*] }),
@@ -166,18 +167,20 @@ pub fn struct_reflect(
 
 /// `Reflect` for a unit-only enum: `(name, number, doc)` per variant.
 pub fn unit_enum_reflect(
+    krate: &CratePath,
     ident: &Ident,
     doc: &str,
     variants: &[(&Ident, i32, String)],
     other: Option<&Ident>,
 ) -> TokenStream {
-    let reflect = reflect_path();
+    let reflect = &reflect_path(krate);
     let values = variants.iter().map(|(variant, number, doc)| {
         let name = variant.to_string();
         let is_other = other == Some(*variant);
         quote!(#reflect::enum_value(#name, #number, #doc, #is_other))
     });
     reflect_impl(
+        reflect,
         ident,
         doc,
         quote!(#reflect::TypeKind::Enum { values: ::std::vec![#(#values),*] }),
@@ -186,25 +189,26 @@ pub fn unit_enum_reflect(
 
 /// `Reflect` for an enum with data: each variant with its oneof field number and doc.
 pub fn data_enum_reflect(
+    krate: &CratePath,
     ident: &Ident,
     doc: &str,
     variants: &[(VariantGen<'_>, u32, String)],
     other: Option<&Ident>,
 ) -> TokenStream {
-    let reflect = reflect_path();
+    let reflect = &reflect_path(krate);
     let variants = variants.iter().map(|(variant, tag, doc)| {
         let name = variant.ident.to_string();
         let is_other = other == Some(variant.ident);
         let shape = match &variant.shape {
             VariantShape::Unit => quote!(#reflect::VariantShape::Unit),
             VariantShape::Newtype(ty) => {
-                let ty = type_expr(ty);
+                let ty = type_expr(reflect, ty);
                 quote!(#reflect::VariantShape::Newtype(#ty))
             }
             VariantShape::Fields { named, fields } => {
                 let fields = fields
                     .iter()
-                    .map(|field| field_expr(&member_name(&field.member), field.ty, ""));
+                    .map(|field| field_expr(reflect, &member_name(&field.member), field.ty, ""));
                 quote!(#reflect::VariantShape::Fields {
                     named: #named,
                     fields: ::std::vec![#(#fields),*],
@@ -214,6 +218,7 @@ pub fn data_enum_reflect(
         quote!(#reflect::variant(#name, #tag, #doc, #is_other, #shape))
     });
     reflect_impl(
+        reflect,
         ident,
         doc,
         quote!(#reflect::TypeKind::OneOf { variants: ::std::vec![#(#variants),*] }),

@@ -10,6 +10,7 @@ use crate::parse::ReplyShape;
 /// `pub struct {Trait}Server<S> { inner: Arc<S> }` with `Clone` and `Debug` that need nothing
 /// from `S`.
 pub fn server_struct(service: &ServiceGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
     let vis = &service.def.item.vis;
     let server = &service.server;
     let server_name = server.to_string();
@@ -20,7 +21,7 @@ pub fn server_struct(service: &ServiceGen<'_>) -> TokenStream {
     quote! {
         #[doc = #doc]
         #vis struct #server<S> {
-            inner: ::wirecall::__private::Arc<S>,
+            inner: #krate::__private::Arc<S>,
         }
 
         // Written by hand: a derive would require `S: Clone`, but clones only share the `Arc`.
@@ -43,15 +44,16 @@ pub fn server_struct(service: &ServiceGen<'_>) -> TokenStream {
 /// `static __DESCRIPTOR: ServiceDescriptor`, which the server uses to route and to know which
 /// methods are one-way.
 pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
     let wire_name = &service.def.wire_name;
     let methods = service.methods.iter().map(|method| {
         let name = &method.def.wire_name;
-        let id = method.method_id_expr();
+        let id = method.method_id_expr(krate);
         let oneway = method.def.oneway.is_some();
         let cfg = &method.cfg_attrs;
         quote! {
             #(#cfg)*
-            ::wirecall::MethodDescriptor {
+            #krate::MethodDescriptor {
                 name: #name,
                 id: #id,
                 oneway: #oneway,
@@ -60,7 +62,7 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
     });
     let codecs = super::codec_paths(service);
     quote! {
-        static __DESCRIPTOR: ::wirecall::ServiceDescriptor = ::wirecall::ServiceDescriptor {
+        static __DESCRIPTOR: #krate::ServiceDescriptor = #krate::ServiceDescriptor {
             name: #wire_name,
             methods: &[#(#methods),*],
             codecs: &[#(#codecs),*],
@@ -70,6 +72,7 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
 
 /// The server's constructors and its `wirecall::Service` impl.
 pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
     let server = &service.server;
     let trait_ident = &service.def.item.ident;
     let arms = service
@@ -82,30 +85,30 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
             /// Wraps an implementation.
             pub fn new(service: __S) -> Self {
                 Self {
-                    inner: ::wirecall::__private::Arc::new(service),
+                    inner: #krate::__private::Arc::new(service),
                 }
             }
 
             /// Wraps a shared implementation.
-            pub fn from_arc(service: ::wirecall::__private::Arc<__S>) -> Self {
+            pub fn from_arc(service: #krate::__private::Arc<__S>) -> Self {
                 Self { inner: service }
             }
         }
 
-        impl<__S: #trait_ident> ::wirecall::Service for #server<__S> {
-            fn descriptor(&self) -> &'static ::wirecall::ServiceDescriptor {
+        impl<__S: #trait_ident> #krate::Service for #server<__S> {
+            fn descriptor(&self) -> &'static #krate::ServiceDescriptor {
                 &__DESCRIPTOR
             }
 
             fn call(
                 &self,
-                __method: ::wirecall::MethodId,
-                __codec: ::wirecall::Codec,
-                __payload: ::wirecall::__private::Bytes,
-            ) -> ::wirecall::ReplyFuture {
-                match ::wirecall::MethodId::get(__method) {
+                __method: #krate::MethodId,
+                __codec: #krate::Codec,
+                __payload: #krate::__private::Bytes,
+            ) -> #krate::ReplyFuture {
+                match #krate::MethodId::get(__method) {
                     #(#arms)*
-                    _ => ::wirecall::__private::unknown_method(__method),
+                    _ => #krate::__private::unknown_method(__method),
                 }
             }
 
@@ -115,6 +118,7 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
 }
 
 fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
     let trait_ident = &service.def.item.ident;
     let ident = &method.def.sig.ident;
     let id = &method.id;
@@ -167,7 +171,7 @@ fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream
         #(#cfg)*
         #id => {
             let __inner = ::core::clone::Clone::clone(&self.inner);
-            ::wirecall::__private::dispatch(
+            #krate::__private::dispatch(
                 __codec,
                 __payload,
                 move |#args_binding: #args_struct| async move { #reply },
