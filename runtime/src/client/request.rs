@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{ChannelShared, Outgoing};
+use super::connection::Outgoing;
+use super::ChannelShared;
 use crate::codec::{Codec, CodecError, WireMessage};
 use crate::error::Error;
 use crate::metadata::{Metadata, MetadataError};

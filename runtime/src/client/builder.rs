@@ -1,0 +1,303 @@
+//! [`ChannelBuilder`]: the options of a channel, and `connect*`, which opens its first
+//! connection and builds the [`Channel`] around it.
+
+use std::net::SocketAddr;
+#[cfg(unix)]
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::ToSocketAddrs;
+
+use crate::auth::Token;
+use crate::codec::Codec;
+use crate::error::{BoxError, Error};
+use crate::layers::{Layers, Next};
+use crate::metadata::{Metadata, MetadataError};
+use crate::negotiate::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+#[cfg(feature = "tls")]
+use crate::tls::ClientTlsConfig;
+use crate::transport::Transport;
+
+use super::connection::Connection;
+use super::dial::{ConnectionSettings, Keepalive, Redial, Target};
+use super::request::{Connector, Reply, Request};
+use super::{
+    Channel, ChannelShared, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
+    DEFAULT_MAX_RECONNECT_BACKOFF, DEFAULT_TIMEOUT,
+};
+
+/// Options for a [`Channel`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), wirecall_runtime::Error> {
+/// use std::time::Duration;
+/// use wirecall_runtime::{Channel, Codec};
+///
+/// let channel = Channel::builder()
+///     .codecs([Codec::Protobuf, Codec::MessagePack])
+///     .timeout(Duration::from_secs(2))
+///     .connect("127.0.0.1:7000")
+///     .await?;
+/// println!("talking {}", channel.codec());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ChannelBuilder {
+    /// How each connection is opened: the part a channel keeps for reconnecting.
+    settings: ConnectionSettings,
+    timeout: Option<Duration>,
+    reconnect: bool,
+    max_reconnect_backoff: Duration,
+    metadata: Metadata,
+    /// The first invalid `metadata(..)` entry, reported by `connect`.
+    metadata_error: Option<MetadataError>,
+    trace: bool,
+    layers: Layers<Request, Reply>,
+}
+
+impl Default for ChannelBuilder {
+    fn default() -> Self {
+        Self {
+            settings: ConnectionSettings::default(),
+            timeout: Some(DEFAULT_TIMEOUT),
+            reconnect: true,
+            max_reconnect_backoff: DEFAULT_MAX_RECONNECT_BACKOFF,
+            metadata: Metadata::new(),
+            metadata_error: None,
+            trace: false,
+            layers: Layers::default(),
+        }
+    }
+}
+
+impl ChannelBuilder {
+    /// The codecs to offer, most preferred first (default: every compiled-in codec,
+    /// MessagePack, Protobuf, JSON). Codecs not compiled in are dropped from the offer; a
+    /// codec listed twice makes `connect` fail with [`Error::Config`].
+    pub fn codecs(mut self, codecs: impl IntoIterator<Item = Codec>) -> Self {
+        self.settings.codecs = codecs.into_iter().filter(|c| c.is_available()).collect();
+        self
+    }
+
+    /// The default call deadline these options give a channel.
+    pub(crate) fn default_timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The limit for connecting plus the handshake.
+    pub(crate) fn connect_timeout_value(&self) -> Duration {
+        self.settings.connect_timeout
+    }
+
+    /// Offers exactly one codec.
+    pub fn codec(self, codec: Codec) -> Self {
+        self.codecs([codec])
+    }
+
+    /// Metadata every call of the channel carries (each handle can add more with
+    /// [`Channel::with_metadata`]). An invalid key, or more than the limits allow, makes
+    /// `connect` fail with [`Error::Config`].
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Err(err) = self.metadata.insert(key, value) {
+            self.metadata_error.get_or_insert(err);
+        }
+        self
+    }
+
+    /// Start a W3C trace (a `traceparent` in the metadata, ids on the `wirecall.call` spans)
+    /// for every call made outside a traced call (default false). Calls made inside a server
+    /// handler whose caller sent a trace always join that trace.
+    pub fn trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The newest protocol version to offer (default: this build's). A server that speaks only
+    /// an older version is reached anyway: the client dials again with the server's version.
+    pub fn max_protocol_version(mut self, version: u8) -> Self {
+        self.settings.max_protocol_version = version.clamp(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
+        self
+    }
+
+    /// Wraps every call of the channel (of every handle and generated client on it) in a
+    /// tower layer: a timeout, a concurrency or rate limit, load shedding, retries, a layer
+    /// of your own that adds metadata, or a whole `tower::ServiceBuilder` stack.
+    ///
+    /// A layer sees a [`Request`] (method, deadline, metadata, arguments not yet encoded) and
+    /// passes on a [`Reply`] (the encoded reply, decoded after the layers). The first layer
+    /// added is the outermost. One layered service serves the whole channel: readiness is
+    /// awaited for each call in turn, so layers that are not `Clone`, such as tower's
+    /// `RateLimit`, work unchanged. A layer's error becomes [`Error::Layer`] (see
+    /// [`Error::from_layer`]); wirecall's own errors pass through unchanged. Without layers
+    /// calls go straight to the connection, as before.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), wirecall_runtime::Error> {
+    /// let channel = wirecall_runtime::Channel::builder()
+    ///     .layer(tower::limit::ConcurrencyLimitLayer::new(64))
+    ///     .connect("127.0.0.1:7000")
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<Next<Request, Reply>> + Send + Sync + 'static,
+        L::Service: tower::Service<Request, Response = Reply> + Send + 'static,
+        <L::Service as tower::Service<Request>>::Future: Send + 'static,
+        <L::Service as tower::Service<Request>>::Error: Into<BoxError>,
+    {
+        self.layers.push(layer);
+        self
+    }
+
+    /// The default deadline of each call (default 30 s). It travels to the server, which
+    /// stops the handler when it passes.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Calls wait for their reply however long it takes.
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = None;
+        self
+    }
+
+    /// Limit for the TCP connect plus the handshake (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.connect_timeout = timeout;
+        self
+    }
+
+    /// The largest frame this side sends or accepts (default 16 MiB).
+    pub fn max_frame_len(mut self, max: u32) -> Self {
+        self.settings.max_frame_len = max;
+        self
+    }
+
+    /// After `interval` without any frame from the server, send a ping (default 30 s).
+    pub fn keepalive(mut self, interval: Duration) -> Self {
+        let timeout = self
+            .settings
+            .keepalive
+            .map_or(DEFAULT_KEEPALIVE_TIMEOUT, |k| k.timeout);
+        self.settings.keepalive = Some(Keepalive { interval, timeout });
+        self
+    }
+
+    /// How long a pinged server has to send any frame before the connection is declared dead
+    /// and every call on it fails (default 10 s). So a dead peer is detected within
+    /// `keepalive + keepalive_timeout`.
+    pub fn keepalive_timeout(mut self, timeout: Duration) -> Self {
+        let interval = self
+            .settings
+            .keepalive
+            .map_or(DEFAULT_KEEPALIVE_INTERVAL, |k| k.interval);
+        self.settings.keepalive = Some(Keepalive { interval, timeout });
+        self
+    }
+
+    /// Never ping; a dead peer is then only noticed when the OS reports it.
+    pub fn no_keepalive(mut self) -> Self {
+        self.settings.keepalive = None;
+        self
+    }
+
+    /// Whether a channel whose connection broke dials again on the next call (default true).
+    pub fn reconnect(mut self, reconnect: bool) -> Self {
+        self.reconnect = reconnect;
+        self
+    }
+
+    /// The longest wait between two failed reconnect attempts (default 5 s); the wait starts
+    /// at 50 ms and doubles per failure.
+    pub fn max_reconnect_backoff(mut self, max: Duration) -> Self {
+        self.max_reconnect_backoff = max;
+        self
+    }
+
+    /// Presents `token` in the hello, for servers configured with
+    /// [`ServerBuilder::token`](crate::ServerBuilder::token) (at most 255 bytes). It travels
+    /// in clear text unless the channel also uses TLS.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.settings.token = Some(Token::new(token));
+        self
+    }
+
+    /// Runs every connection inside TLS (ALPN `wirecall`), verifying the server's certificate
+    /// against the configured CA and server name.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, tls: ClientTlsConfig) -> Self {
+        self.settings.tls = Some(tls);
+        self
+    }
+
+    /// Opens a TCP connection to `addr` and negotiates a codec.
+    pub async fn connect<A: ToSocketAddrs>(self, addr: A) -> Result<Channel, Error> {
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
+            .await
+            .map_err(|cause| Error::Connect {
+                addr: "(address lookup)".to_owned(),
+                cause,
+            })?
+            .collect();
+        self.connect_to(Target::Tcp(addrs)).await
+    }
+
+    /// Connects to a server bound with
+    /// [`ServerBuilder::bind_unix`](crate::ServerBuilder::bind_unix) and negotiates a codec.
+    /// Reconnects like a TCP channel.
+    #[cfg(unix)]
+    pub async fn connect_unix(self, path: impl AsRef<Path>) -> Result<Channel, Error> {
+        self.connect_to(Target::Unix(path.as_ref().to_path_buf()))
+            .await
+    }
+
+    async fn connect_to(self, target: Target) -> Result<Channel, Error> {
+        self.validate()?;
+        let connection = self.settings.dial(&target).await?;
+        let redial = self
+            .reconnect
+            .then(|| Redial::new(target, self.settings.clone(), self.max_reconnect_backoff));
+        Ok(self.channel(connection, redial))
+    }
+
+    /// Negotiates over an already open stream (a Unix socket, an in-memory duplex, ...).
+    /// Such a channel cannot reconnect by itself.
+    pub async fn connect_with<T: Transport>(self, stream: T) -> Result<Channel, Error> {
+        self.validate()?;
+        let connection = self.settings.open_stream(stream).await?;
+        Ok(self.channel(connection, None))
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        if let Some(err) = &self.metadata_error {
+            return Err(Error::Config(format!("channel metadata: {err}")));
+        }
+        self.settings.validate()
+    }
+
+    /// The channel over its first connection.
+    fn channel(self, connection: Connection, redial: Option<Redial>) -> Channel {
+        let shared = Arc::new(ChannelShared {
+            current: Mutex::new(Arc::new(connection)),
+            trace: self.trace,
+            closed_by_owner: AtomicBool::new(false),
+            redial,
+        });
+        let connector = Connector {
+            shared: Arc::clone(&shared),
+        };
+        Channel {
+            layers: self.layers.wrap(connector),
+            shared,
+            timeout: self.timeout,
+            metadata: (!self.metadata.is_empty()).then(|| Arc::new(self.metadata)),
+        }
+    }
+}

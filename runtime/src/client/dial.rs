@@ -1,0 +1,255 @@
+//! Opening a channel's connections: one [`ConnectionSettings`] value, built once by the
+//! builder and kept by the channel, dials TCP or a Unix socket, runs TLS and the hello, and
+//! hands the stream to a new [`Connection`]; [`Redial`] is what a channel keeps to do it again.
+
+use std::net::SocketAddr;
+#[cfg(unix)]
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use crate::auth::Token;
+use crate::codec::Codec;
+use crate::error::Error;
+use crate::frame::DEFAULT_MAX_FRAME_LEN;
+use crate::negotiate::{
+    check_codec_list, client_handshake, ClientHello, CodecList, NegotiationError,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
+#[cfg(feature = "tls")]
+use crate::tls::ClientTlsConfig;
+use crate::transport::{configure_tcp, Transport};
+
+use super::connection::Connection;
+use super::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT, FIRST_BACKOFF,
+};
+
+/// Everything a connection of a channel is opened with: the hello's offer, token and frame
+/// limit, the protocol version to offer, TLS, the connect timeout and the keep-alive. The
+/// builder fills it in; the channel keeps a copy to reconnect with the same settings.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnectionSettings {
+    /// The codecs to offer, most preferred first.
+    pub(crate) codecs: Vec<Codec>,
+    /// The largest frame sent or accepted (announced in the hello).
+    pub(crate) max_frame_len: u32,
+    /// Pings on a silent connection (`None`: never).
+    pub(crate) keepalive: Option<Keepalive>,
+    /// The limit for connecting plus TLS plus the hello.
+    pub(crate) connect_timeout: Duration,
+    pub(crate) token: Option<Token>,
+    /// The newest protocol version to offer.
+    pub(crate) max_protocol_version: u8,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<ClientTlsConfig>,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        Self {
+            codecs: Codec::available(),
+            max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            keepalive: Some(Keepalive {
+                interval: DEFAULT_KEEPALIVE_INTERVAL,
+                timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+            }),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            token: None,
+            max_protocol_version: PROTOCOL_VERSION,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+}
+
+/// When to probe a silent connection, and how long to wait for any frame after the probe.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Keepalive {
+    pub(crate) interval: Duration,
+    pub(crate) timeout: Duration,
+}
+
+impl ConnectionSettings {
+    /// Refuses what a hello could not carry: a token over 255 bytes, a codec listed twice.
+    pub(super) fn validate(&self) -> Result<(), Error> {
+        if let Some(token) = &self.token {
+            token.validate()?;
+        }
+        check_codec_list(&self.codecs).map_err(Error::Config)
+    }
+
+    /// Negotiates over a stream the caller opened, within the connect timeout.
+    pub(super) async fn open_stream<T: Transport>(&self, stream: T) -> Result<Connection, Error> {
+        let version = self.max_protocol_version;
+        tokio::time::timeout(self.connect_timeout, self.secure(stream, None, version))
+            .await
+            .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
+    }
+
+    /// Connects (over TCP or a Unix socket) and negotiates, within the connect timeout. A
+    /// server that refuses the hello's version because it speaks only an older one is dialled
+    /// again with its version.
+    pub(super) async fn dial(&self, target: &Target) -> Result<Connection, Error> {
+        match self.dial_version(target, self.max_protocol_version).await {
+            Err(Error::Negotiation(NegotiationError::UnsupportedVersion { client, server }))
+                if (MIN_PROTOCOL_VERSION..client).contains(&server) =>
+            {
+                tracing::debug!(
+                    server,
+                    "the server speaks an older protocol; dialling again"
+                );
+                self.dial_version(target, server).await
+            }
+            other => other,
+        }
+    }
+
+    async fn dial_version(&self, target: &Target, version: u8) -> Result<Connection, Error> {
+        tokio::time::timeout(self.connect_timeout, async {
+            match target {
+                Target::Tcp(addrs) => {
+                    let stream = connect_tcp(addrs).await?;
+                    let peer = stream.peer_addr().ok();
+                    self.secure(stream, peer, version).await
+                }
+                #[cfg(unix)]
+                Target::Unix(path) => {
+                    let stream = tokio::net::UnixStream::connect(path)
+                        .await
+                        .map_err(|cause| Error::Connect {
+                            addr: path.display().to_string(),
+                            cause,
+                        })?;
+                    self.secure(stream, None, version).await
+                }
+            }
+        })
+        .await
+        .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
+    }
+
+    /// Runs the TLS handshake when the channel uses TLS, then opens the connection.
+    async fn secure<T: Transport>(
+        &self,
+        stream: T,
+        peer: Option<SocketAddr>,
+        version: u8,
+    ) -> Result<Connection, Error> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            let stream = tls
+                .connector()
+                .connect(tls.server_name(), stream)
+                .await
+                .map_err(Error::Tls)?;
+            return self.open(stream, peer, version).await.map_err(tls_failure);
+        }
+        self.open(stream, peer, version).await
+    }
+
+    /// The hello, the verdict, then the connection's reader and writer.
+    async fn open<T: Transport>(
+        &self,
+        mut stream: T,
+        peer: Option<SocketAddr>,
+        version: u8,
+    ) -> Result<Connection, Error> {
+        let hello = ClientHello {
+            version,
+            codecs: CodecList::of(&self.codecs).0,
+            token: self
+                .token
+                .as_ref()
+                .map_or(&[][..], Token::as_bytes)
+                .to_vec(),
+            max_frame_len: Some(self.max_frame_len),
+        };
+        let negotiated = client_handshake(&mut stream, &hello).await?;
+        Ok(Connection::start(stream, negotiated, peer, self))
+    }
+}
+
+/// How a channel dials again after its connection broke.
+pub(super) struct Redial {
+    pub(super) target: Target,
+    pub(super) settings: ConnectionSettings,
+    /// The cap of the doubling wait between failed attempts.
+    pub(super) max_backoff: Duration,
+    /// Also serialises reconnects: one attempt at a time, the others wait for its outcome.
+    pub(super) backoff: tokio::sync::Mutex<Backoff>,
+}
+
+impl Redial {
+    pub(super) fn new(target: Target, settings: ConnectionSettings, max_backoff: Duration) -> Self {
+        Self {
+            target,
+            settings,
+            max_backoff,
+            backoff: tokio::sync::Mutex::new(Backoff {
+                not_before: Instant::now(),
+                delay: FIRST_BACKOFF,
+            }),
+        }
+    }
+}
+
+pub(super) struct Backoff {
+    pub(super) not_before: Instant,
+    pub(super) delay: Duration,
+}
+
+/// Where a channel dials (again).
+pub(super) enum Target {
+    Tcp(Vec<SocketAddr>),
+    #[cfg(unix)]
+    Unix(PathBuf),
+}
+
+/// With TLS 1.3 the server checks a client certificate after the client's side of the TLS
+/// handshake is done, so its refusal arrives as a TLS alert while the client reads the
+/// server hello: report that as the TLS failure it is.
+#[cfg(feature = "tls")]
+fn tls_failure(err: Error) -> Error {
+    match err {
+        Error::Negotiation(NegotiationError::Io(io))
+            if io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<tokio_rustls::rustls::Error>()) =>
+        {
+            Error::Tls(io)
+        }
+        other => other,
+    }
+}
+
+async fn connect_tcp(addrs: &[SocketAddr]) -> Result<TcpStream, Error> {
+    let mut last_error = None;
+    for candidate in addrs {
+        match TcpStream::connect(candidate).await {
+            Ok(stream) => {
+                configure_tcp(&stream).map_err(|cause| Error::Connect {
+                    addr: candidate.to_string(),
+                    cause,
+                })?;
+                return Ok(stream);
+            }
+            Err(err) => last_error = Some(err),
+        }
+    }
+    Err(Error::Connect {
+        addr: addrs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        cause: last_error.unwrap_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the address resolved to nothing",
+            )
+        }),
+    })
+}
