@@ -1,0 +1,270 @@
+//! Admission: a Request or Notify frame becomes a running call, or is refused.
+
+use std::cell::RefCell;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
+use std::time::Duration;
+
+use futures::future::{AbortHandle, Abortable, Aborted, Either};
+use futures::FutureExt;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use super::reply::{send_reply, HandlerOutcome, ReplyTo};
+use super::ConnectionState;
+use crate::context::CallContext;
+use crate::error::ErrorCode;
+use crate::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
+use crate::id_hash::IdMap;
+use crate::metadata::Metadata;
+use crate::server::metrics::{self, Outcome as Ended};
+use crate::server::request::Request;
+use crate::server::Shared;
+use crate::trace::{TraceContext, TRACEPARENT};
+use crate::writer::Delivery;
+
+/// Why a call was not started.
+pub(super) enum CallRejected {
+    /// The peer broke the protocol (a request id already in flight).
+    Violation(String),
+    /// The connection can no longer be written to.
+    SinkClosed,
+}
+
+/// Starts one call: runs it inline if it finishes without waiting, else as its own task.
+pub(super) async fn start_call(
+    frame: Frame,
+    permit: OwnedSemaphorePermit,
+    context: &ConnectionState,
+    shared: &Shared,
+    tasks: &TaskTracker,
+) -> Result<(), CallRejected> {
+    let Frame {
+        kind,
+        request_id,
+        method,
+        deadline_ms,
+        flags,
+        payload,
+    } = frame;
+    // The deadline clock starts when the frame is read (wire chapter, "Deadlines"); so does
+    // the call's duration.
+    let received = Instant::now();
+    let deadline = (deadline_ms != 0).then(|| received + Duration::from_millis(deadline_ms.into()));
+    shared
+        .metrics
+        .received_bytes
+        .increment((payload.len() + FRAME_OVERHEAD) as u64);
+    // Checked before anything else: a duplicate id is a violation whatever the method.
+    if context.calls.contains(request_id) {
+        return Err(CallRejected::Violation(format!(
+            "request id {request_id} is already in flight"
+        )));
+    }
+    // A malformed block is a violation whatever the method, like a duplicate id.
+    let (metadata, payload) = if flags & FLAG_METADATA != 0 {
+        Metadata::decode(payload)
+            .map_err(|err| CallRejected::Violation(format!("request {request_id}: {err}")))?
+    } else {
+        (Metadata::new(), payload)
+    };
+    let one_way = kind == FrameKind::Notify;
+    let Some(route) = shared.router.get(method) else {
+        tracing::debug!(%method, "call to an unknown method");
+        metrics::unknown_method();
+        if !one_way {
+            let error = Frame::error(
+                request_id,
+                method,
+                ErrorCode::UnknownMethod,
+                &format!("no service on this server has method id {method}"),
+            );
+            send_reply(&context.sink, error.to_bytes()).await?;
+        }
+        return Ok(());
+    };
+    let trace = metadata
+        .get(TRACEPARENT)
+        .and_then(TraceContext::parse)
+        .map(|parent| parent.child());
+    let span = tracing::debug_span!(
+        "wirecall.call",
+        side = "server",
+        service = route.service.descriptor().name,
+        method = route.method.name,
+        request_id,
+        codec = %context.codec,
+        peer = ?context.identity.peer_addr,
+        trace_id = trace.map(|t| t.trace_id_hex()),
+        span_id = trace.map(|t| t.span_id_hex()),
+        outcome = tracing::field::Empty,
+    );
+    let call = CallContext {
+        request_id,
+        method,
+        method_name: route.method.name,
+        service: route.service.descriptor().name,
+        peer: Arc::clone(&context.identity),
+        deadline,
+        metadata,
+        trace,
+        replies_carry_metadata: context.version >= 2,
+        reply_metadata: RefCell::new(Metadata::new()),
+    };
+    let request = Request {
+        context: call,
+        codec: context.codec,
+        payload,
+    };
+    // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
+    let work = tower::Service::call(&mut &shared.pipeline, request);
+    // A disabled span (no subscriber wants it) costs nothing if the future is not wrapped.
+    let work = if span.is_disabled() {
+        Either::Left(work)
+    } else {
+        Either::Right(work.instrument(span.clone()))
+    };
+    let mut work = AssertUnwindSafe(work).catch_unwind();
+    let reply = ReplyTo {
+        request_id,
+        method,
+        deadline_ms,
+        send_limit: context.send_limit,
+    };
+    // Most handlers finish without ever waiting: run them here, saving a task spawn and a
+    // timer. Only a handler that is still pending after its first poll gets its own task.
+    shared.metrics.in_flight.increment(1.0);
+    if let Poll::Ready(outcome) = futures::poll!(&mut work) {
+        drop(permit);
+        let now = Instant::now();
+        let outcome = within(deadline, now, outcome);
+        let ended = Ended::of(&outcome);
+        span.record("outcome", ended.label());
+        route.metrics.record(ended, now - received);
+        shared.metrics.in_flight.decrement(1.0);
+        if !one_way {
+            let frame = reply.frame(outcome);
+            shared.metrics.sent_bytes.increment(frame.len() as u64);
+            send_reply(&context.sink, frame).await?;
+        }
+        return Ok(());
+    }
+    let (abort, registration) = AbortHandle::new_pair();
+    context.calls.insert(request_id, abort);
+    let sink = context.sink.clone();
+    let calls = Arc::clone(&context.calls);
+    let route_metrics = Arc::clone(&route.metrics);
+    let in_flight = shared.metrics.in_flight.clone();
+    let sent_bytes = shared.metrics.sent_bytes.clone();
+    tasks.spawn(async move {
+        let _permit = permit;
+        // Counts the call out however the task ends (an abort at shutdown included).
+        let _in_flight = InFlightGauge(in_flight);
+        let work = Abortable::new(work, registration);
+        let outcome = match deadline {
+            Some(at) => tokio::time::timeout_at(at, work).await.ok(),
+            None => Some(work.await),
+        };
+        calls.remove(request_id);
+        let now = Instant::now();
+        let outcome = match outcome {
+            // Cancelled by the caller or by the end of the connection: no reply is wanted.
+            Some(Err(Aborted)) => {
+                span.record("outcome", Ended::Cancelled.label());
+                route_metrics.record(Ended::Cancelled, now - received);
+                return;
+            }
+            // `timeout_at` polls the call before its timer, so a call that became ready after
+            // the deadline (say, once a long decode finished) still needs the check.
+            Some(Ok(outcome)) => within(deadline, now, outcome),
+            None => None,
+        };
+        let ended = Ended::of(&outcome);
+        span.record("outcome", ended.label());
+        route_metrics.record(ended, now - received);
+        if !one_way {
+            let frame = reply.frame(outcome);
+            sent_bytes.increment(frame.len() as u64);
+            let _ = sink.send(frame, Delivery::Now).await;
+        }
+    });
+    Ok(())
+}
+
+impl Ended {
+    /// How a handler's outcome ends its call (`None`: the deadline passed first).
+    pub(super) fn of(outcome: &Option<HandlerOutcome>) -> Self {
+        match outcome {
+            None => Self::Failed(ErrorCode::DeadlineExceeded),
+            Some(Err(_)) => Self::Failed(ErrorCode::HandlerPanicked),
+            Some(Ok(Err(call_error))) => Self::Failed(call_error.code()),
+            Some(Ok(Ok(_))) => Self::Ok,
+        }
+    }
+}
+
+/// Takes a call off the in-flight gauge when dropped.
+pub(super) struct InFlightGauge(::metrics::Gauge);
+
+impl Drop for InFlightGauge {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
+
+/// A finished call's outcome, or `None` when it finished (`now`) after its deadline: a caller
+/// that has given up must get a timeout, not a late success.
+pub(super) fn within(
+    deadline: Option<Instant>,
+    now: Instant,
+    outcome: HandlerOutcome,
+) -> Option<HandlerOutcome> {
+    match deadline {
+        Some(at) if now > at => None,
+        _ => Some(outcome),
+    }
+}
+
+/// Calls running on one connection, by request id, so a `Cancel` frame can stop one.
+#[derive(Default)]
+pub(super) struct InFlight {
+    calls: Mutex<IdMap<u64, AbortHandle>>,
+}
+
+impl InFlight {
+    pub(super) fn lock(&self) -> MutexGuard<'_, IdMap<u64, AbortHandle>> {
+        // Every operation is a single map update, so a poisoned map is still consistent.
+        self.calls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(super) fn contains(&self, request_id: u64) -> bool {
+        self.lock().contains_key(&request_id)
+    }
+
+    pub(super) fn insert(&self, request_id: u64, abort: AbortHandle) {
+        self.lock().insert(request_id, abort);
+    }
+
+    pub(super) fn remove(&self, request_id: u64) {
+        self.lock().remove(&request_id);
+    }
+
+    /// Stops one call; a cancel for an id that is not running is ignored (it may have just
+    /// finished).
+    pub(super) fn abort(&self, request_id: u64) {
+        if let Some(abort) = self.lock().remove(&request_id) {
+            abort.abort();
+        }
+    }
+
+    pub(super) fn abort_all(&self) {
+        for (_, abort) in self.lock().drain() {
+            abort.abort();
+        }
+    }
+}

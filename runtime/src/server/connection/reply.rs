@@ -1,0 +1,101 @@
+//! Replies: how a call's outcome becomes a frame, and the frames the read loop writes itself.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+
+use super::admission::CallRejected;
+use crate::error::{CallError, ErrorCode};
+use crate::frame::{Frame, FrameKind};
+use crate::method::MethodId;
+use crate::server::request::Reply;
+use crate::writer::{Delivery, FrameSink, TryCork};
+
+/// Queues a reply (or pong) written by the read loop; it is flushed when the loop runs out of
+/// input.
+pub(super) async fn send_reply(sink: &FrameSink, frame: Bytes) -> Result<(), CallRejected> {
+    match sink.try_cork(frame) {
+        Ok(()) => Ok(()),
+        Err(TryCork::Closed) => Err(CallRejected::SinkClosed),
+        // Rare, so out of line: the waiting future would otherwise enlarge every connection.
+        Err(TryCork::Full(frame)) => Box::pin(sink.send(frame, Delivery::Corked))
+            .await
+            .map_err(|_| CallRejected::SinkClosed),
+    }
+}
+
+/// What a handler's future resolved to: its encoded reply or call error, or the panic.
+pub(super) type HandlerOutcome = std::thread::Result<Result<Reply, CallError>>;
+
+/// Where a call's reply goes, and what it needs to be framed.
+pub(super) struct ReplyTo {
+    pub(super) request_id: u64,
+    pub(super) method: MethodId,
+    pub(super) deadline_ms: u32,
+    /// The largest reply frame the client accepts.
+    pub(super) send_limit: u32,
+}
+
+impl ReplyTo {
+    /// The reply frame for a handler's outcome (`None`: the deadline passed first).
+    pub(super) fn frame(&self, outcome: Option<HandlerOutcome>) -> Bytes {
+        let error = |code: ErrorCode, message: &str| {
+            Frame::error(self.request_id, self.method, code, message).to_bytes()
+        };
+        match outcome {
+            None => error(
+                ErrorCode::DeadlineExceeded,
+                &format!("the handler did not finish within {} ms", self.deadline_ms),
+            ),
+            Some(Err(panic)) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(method = %self.method, %message, "handler panicked");
+                error(ErrorCode::HandlerPanicked, &message)
+            }
+            Some(Ok(Err(call_error))) => {
+                tracing::debug!(method = %self.method, %call_error, "call failed");
+                error(call_error.code(), &call_error.to_string())
+            }
+            Some(Ok(Ok(Reply(reply)))) => match reply.finish(
+                FrameKind::Response,
+                self.request_id,
+                self.method,
+                0,
+                self.send_limit,
+            ) {
+                Ok(bytes) => bytes,
+                // The client would close the connection on a frame over its limit: fail
+                // this one call instead.
+                Err(err) => error(
+                    ErrorCode::FrameTooLarge,
+                    &format!("the reply {err} that the client accepts (its max_frame_len)"),
+                ),
+            },
+        }
+    }
+}
+
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&'static str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "the handler panicked".to_owned()
+    }
+}
+
+/// Sends a connection-level Error frame (request id 0) before a close. Boxed here rather than
+/// at every call site: it runs at most once per connection, and its state inline would
+/// enlarge the connection task for the connection's whole life.
+pub(super) fn send_connection_error<'a>(
+    sink: &'a FrameSink,
+    code: ErrorCode,
+    message: &str,
+) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+    let frame = Frame::error(0, MethodId::new(0), code, message).to_bytes();
+    Box::pin(async move {
+        let _ = sink.send(frame, Delivery::Now).await;
+    })
+}
