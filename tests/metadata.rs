@@ -12,6 +12,9 @@ trait Probe {
     async fn header(&self, key: String) -> Option<String>;
     /// What the handler knows about its call.
     async fn whoami(&self) -> CallFacts;
+    /// Sets `stamp` in the reply metadata through a copy of the context (after an await),
+    /// and reports what the same copy gets when used from another task.
+    async fn stamp(&self) -> String;
 }
 
 #[wirecall::message]
@@ -47,6 +50,17 @@ impl Probe for ProbeImpl {
             method: call.method_name().to_owned(),
             has_peer_addr: call.peer().peer_addr.is_some(),
             remaining_ms: call.remaining().map(|d| d.as_millis() as u64),
+        }
+    }
+
+    async fn stamp(&self) -> String {
+        let call = CallContext::current().expect("inside a call");
+        tokio::task::yield_now().await;
+        call.set_reply_metadata("stamp", "from-a-copy").unwrap();
+        let elsewhere = tokio::spawn(async move { call.set_reply_metadata("late", "no") });
+        match elsewhere.await.unwrap() {
+            Err(err) => err.to_string(),
+            Ok(()) => "the copy set metadata from another task".to_owned(),
         }
     }
 }
@@ -87,6 +101,24 @@ async fn metadata_travels_both_ways_in_every_codec() {
         // Without a capture, reply metadata is simply not kept.
         assert_eq!(probe.header("missing".into()).await.unwrap(), None);
     }
+}
+
+/// `CallContext::current()` hands out a copy; reply metadata set through it reaches the
+/// reply while the handler runs, and is refused (not silently dropped) anywhere else.
+#[tokio::test]
+async fn reply_metadata_set_through_a_copy_of_the_context_is_sent_or_refused() {
+    let server = start(wirecall::PROTOCOL_VERSION).await;
+    let channel = Channel::connect(server.local_addr()).await.unwrap();
+    let probe = ProbeClient::new(channel);
+    let (reply, replied) = with_reply_metadata(probe.stamp()).await;
+    assert!(
+        reply
+            .unwrap()
+            .contains("only be set from the call's own handler"),
+        "the copy used in another task is refused"
+    );
+    assert_eq!(replied.get("stamp"), Some("from-a-copy"));
+    assert_eq!(replied.get("late"), None);
 }
 
 #[tokio::test]

@@ -56,6 +56,9 @@ pub struct CallContext {
     /// Whether the connection can carry reply metadata (protocol version 2).
     pub(crate) replies_carry_metadata: bool,
     pub(crate) reply_metadata: RefCell<Metadata>,
+    /// A copy made by [`current`](Self::current): its reply metadata goes to the call it was
+    /// copied from, while that call is current, rather than into its own unused cell.
+    pub(crate) copied: bool,
 }
 
 impl CallContext {
@@ -85,6 +88,7 @@ impl CallContext {
             trace: self.trace,
             replies_carry_metadata: self.replies_carry_metadata,
             reply_metadata: RefCell::new(Metadata::new()),
+            copied: true,
         }
     }
 
@@ -138,13 +142,29 @@ impl CallContext {
 
     /// Adds an entry to the metadata sent back with the reply. On a protocol version 1
     /// connection it is dropped (such a peer cannot receive metadata). Fails on an invalid key
-    /// or when the limits would be exceeded.
+    /// or when the limits would be exceeded, and, on a copy made by
+    /// [`current`](Self::current), with [`MetadataError::CallNotCurrent`] when it is not used
+    /// from the call's own handler while the call runs.
     pub fn set_reply_metadata(
         &self,
         key: impl Into<String>,
         value: impl Into<String>,
     ) -> Result<(), MetadataError> {
-        self.reply_metadata.borrow_mut().insert(key, value)
+        if !self.copied {
+            return self.reply_metadata.borrow_mut().insert(key, value);
+        }
+        // A copy: the entry belongs to the call it was copied from, if that is still the
+        // call this task serves (the same request on the same connection).
+        Self::with_current(|call| {
+            let same_call =
+                call.request_id == self.request_id && Arc::ptr_eq(&call.peer, &self.peer);
+            if same_call {
+                call.reply_metadata.borrow_mut().insert(key, value)
+            } else {
+                Err(MetadataError::CallNotCurrent)
+            }
+        })
+        .unwrap_or(Err(MetadataError::CallNotCurrent))
     }
 
     /// `future`, with this context current while it is polled.

@@ -39,6 +39,11 @@ pub enum MetadataError {
     /// The block on the wire is cut short or its value is not UTF-8.
     #[error("malformed metadata block: {0}")]
     Malformed(&'static str),
+    /// Reply metadata was set through a copy of a call's context
+    /// ([`CallContext::current`](crate::CallContext::current)) outside that call's handler:
+    /// in another task, or after the call ended. Nothing was sent.
+    #[error("reply metadata can only be set from the call's own handler while it runs; this copy of the call context is used in another task or after the call ended")]
+    CallNotCurrent,
 }
 
 /// An ordered list of metadata entries with unique keys. Setting a key again replaces its

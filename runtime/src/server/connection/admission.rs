@@ -113,6 +113,7 @@ pub(super) async fn start_call(
         trace,
         replies_carry_metadata: context.version >= 2,
         reply_metadata: RefCell::new(Metadata::new()),
+        copied: false,
     };
     let request = Request {
         context: call,
