@@ -15,7 +15,9 @@
 //!
 //! The gateway talks to the server through a [`Channel`] on the JSON codec: a remote server,
 //! or one in the same process (connect to its address, or hand it an in-memory stream with
-//! `RunningServer::serve_stream` and `ChannelBuilder::connect_with`).
+//! `RunningServer::serve_stream` and `ChannelBuilder::connect_with`). Or it calls a fleet found
+//! by service discovery through a [`BalancedChannel`] ([`GatewayBuilder::build_balanced`]):
+//! every call goes to one live endpoint, with the balanced channel's failover.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,8 +46,9 @@ use axum::{Json, Router};
 use bytes::Bytes;
 use serde_json::Value;
 use wirecall::client::reply_metadata::with_reply_metadata;
+use wirecall::discovery::BalancedChannel;
 use wirecall::reflect::{MethodSchema, ReflectionClient, ReplySchema, ServiceSchema};
-use wirecall::{Channel, Codec, Error, MethodId};
+use wirecall::{Caller, Channel, Codec, Error, MethodId};
 
 pub use status::{status_for, GatewayError};
 
@@ -93,20 +96,82 @@ impl GatewayBuilder {
                 channel.codec()
             )));
         }
-        let reflection = ReflectionClient::new(channel.clone());
-        let mut schemas = Vec::new();
-        for summary in reflection.list_services().await? {
-            if let Ok(schema) = reflection.describe(summary.name).await? {
-                schemas.push(schema);
-            }
-        }
-        Ok(Gateway {
+        let schemas = reflect(channel.clone()).await?;
+        let upstream = Upstream::Single(channel.with_timeout(self.time_limit));
+        Ok(self.gateway(upstream, schemas))
+    }
+
+    /// Builds the gateway in front of every live endpoint of a discovered service: the
+    /// schemas are learnt by reflection from one endpoint, and each call goes to one endpoint
+    /// picked by `channel`'s balancer, failing over as [`BalancedChannel`] does. Build the
+    /// balanced channel with the JSON codec alone
+    /// (`BalancedChannel::builder().channel(Channel::builder().codec(Codec::Json))`); a call
+    /// that meets an endpoint connection in another codec fails with a configuration error.
+    /// The endpoints must serve the same services (one deployment behind one name).
+    pub async fn build_balanced(self, channel: BalancedChannel) -> Result<Gateway, Error> {
+        let schemas = reflect(channel.clone()).await?;
+        let upstream = Upstream::Balanced(channel.with_timeout(self.time_limit));
+        Ok(self.gateway(upstream, schemas))
+    }
+
+    fn gateway(self, upstream: Upstream, schemas: Vec<ServiceSchema>) -> Gateway {
+        Gateway {
             inner: Arc::new(Inner {
-                channel: channel.with_timeout(self.time_limit),
+                upstream,
                 schemas,
                 config: self,
             }),
+        }
+    }
+}
+
+/// The schemas of every service behind `caller`, from its reflection service.
+async fn reflect<C: Caller>(caller: C) -> Result<Vec<ServiceSchema>, Error> {
+    let reflection = ReflectionClient::over(caller);
+    let mut schemas = Vec::new();
+    for summary in reflection.list_services().await? {
+        if let Ok(schema) = reflection.describe(summary.name).await? {
+            schemas.push(schema);
+        }
+    }
+    Ok(schemas)
+}
+
+/// Where the gateway's calls go: one server, or a discovered fleet.
+#[derive(Debug, Clone)]
+enum Upstream {
+    Single(Channel),
+    Balanced(BalancedChannel),
+}
+
+impl Upstream {
+    fn with_metadata(&self, key: &str, value: &str) -> Result<Self, wirecall::MetadataError> {
+        Ok(match self {
+            Self::Single(channel) => Self::Single(channel.with_metadata(key, value)?),
+            Self::Balanced(channel) => Self::Balanced(channel.with_metadata(key, value)?),
         })
+    }
+
+    /// An untyped call with JSON arguments; methods marked `#[idempotent]` may be replayed on
+    /// another endpoint of a balanced upstream.
+    async fn call_raw(&self, method: &MethodSchema, args: Bytes) -> Result<Bytes, Error> {
+        let id = MethodId::new(method.id);
+        match self {
+            Self::Single(channel) => channel.call_raw(id, args).await,
+            Self::Balanced(channel) => {
+                channel
+                    .call_raw(id, Codec::Json, args, method.idempotent)
+                    .await
+            }
+        }
+    }
+
+    async fn notify_raw(&self, method: &MethodSchema, args: Bytes) -> Result<(), Error> {
+        let id = MethodId::new(method.id);
+        match self {
+            Self::Single(channel) => channel.notify_raw(id, args).await,
+            Self::Balanced(channel) => channel.notify_raw(id, Codec::Json, args).await,
+        }
     }
 }
 
@@ -118,7 +183,7 @@ pub struct Gateway {
 
 #[derive(Debug)]
 struct Inner {
-    channel: Channel,
+    upstream: Upstream,
     schemas: Vec<ServiceSchema>,
     config: GatewayBuilder,
 }
@@ -190,7 +255,7 @@ async fn call(
 ) -> Result<Response, GatewayError> {
     let schema = gateway.method(&service, &method)?.clone();
     let args = check_body(&schema, &body)?;
-    let mut channel = gateway.inner.channel.clone();
+    let mut upstream = gateway.inner.upstream.clone();
     for (name, value) in &headers {
         let Some(key) = name.as_str().strip_prefix(METADATA_HEADER_PREFIX) else {
             continue;
@@ -198,20 +263,19 @@ async fn call(
         let value = value
             .to_str()
             .map_err(|_| GatewayError::BadBody(format!("header {name} is not visible ASCII")))?;
-        channel = channel
+        upstream = upstream
             .with_metadata(key, value)
             .map_err(|error| GatewayError::BadBody(format!("header {name}: {error}")))?;
     }
-    let id = MethodId::new(schema.id);
     let limit = gateway.inner.config.time_limit;
     if schema.oneway {
-        tokio::time::timeout(limit, channel.notify_raw(id, args))
+        tokio::time::timeout(limit, upstream.notify_raw(&schema, args))
             .await
             .map_err(|_| GatewayError::TimeLimit(limit))??;
         return Ok(StatusCode::ACCEPTED.into_response());
     }
     let (reply, metadata) =
-        tokio::time::timeout(limit, with_reply_metadata(channel.call_raw(id, args)))
+        tokio::time::timeout(limit, with_reply_metadata(upstream.call_raw(&schema, args)))
             .await
             .map_err(|_| GatewayError::TimeLimit(limit))?;
     let reply: Value = serde_json::from_slice(&reply?).map_err(|error| {

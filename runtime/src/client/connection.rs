@@ -58,6 +58,11 @@ impl Drop for Connection {
 }
 
 impl Connection {
+    /// The connection's codec.
+    pub(crate) fn codec(&self) -> Codec {
+        self.codec
+    }
+
     /// Starts the writer and the reader of a connection whose hello was accepted.
     pub(super) fn start<T: Transport>(
         stream: T,

@@ -34,10 +34,11 @@ use crate::layers::Next;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 pub use builder::ChannelBuilder;
-use connection::{Connection, Outgoing};
+pub(crate) use connection::Connection;
+use connection::Outgoing;
 pub(crate) use dial::Keepalive;
 use dial::Redial;
-use request::{EncodeArgs, RawArgs};
+pub(crate) use request::{EncodeArgs, RawArgs};
 pub use request::{Reply, Request};
 
 /// The default per-call deadline.
@@ -170,6 +171,19 @@ impl Channel {
         })
     }
 
+    /// This handle with `extra`'s entries added to its metadata (each replacing an entry with
+    /// the same key), for a balanced channel's per-handle metadata.
+    pub(crate) fn with_metadata_from(&self, extra: &Metadata) -> Result<Self, MetadataError> {
+        let mut metadata = self.metadata.as_deref().cloned().unwrap_or_default();
+        for (key, value) in extra.iter() {
+            metadata.insert(key, value)?;
+        }
+        Ok(Self {
+            metadata: Some(Arc::new(metadata)),
+            ..self.clone()
+        })
+    }
+
     /// The metadata every call through this handle carries.
     pub fn metadata(&self) -> &Metadata {
         static EMPTY: Metadata = Metadata::new();
@@ -218,26 +232,26 @@ impl Channel {
     }
 
     /// Starts a call on `connection` (from [`ready_connection`](Self::ready_connection)) with
-    /// borrowed arguments and an explicit deadline, so that a balanced channel can send the
-    /// same arguments to another endpoint. The arguments are encoded before this returns, so
-    /// the future holds no borrow of them. (A balanced channel calls its endpoints' connections
-    /// directly: layers of the endpoint channels are not on this path.)
-    pub(crate) fn call_on<'a, A: WireMessage, R: WireMessage>(
+    /// borrowed arguments (typed, or a payload already encoded in the connection's codec) and
+    /// an explicit deadline, so that a balanced channel can send the same arguments to another
+    /// endpoint; the reply payload comes back undecoded. The arguments are encoded before
+    /// this returns, so the future holds no borrow of them. (A balanced channel calls its
+    /// endpoints' connections directly: layers of the endpoint channels are not on this path.)
+    pub(crate) fn call_encoded_on<'a, E: EncodeArgs + ?Sized>(
         &'a self,
         connection: &'a Connection,
         method: MethodId,
-        args: &A,
+        args: &E,
         timeout: Option<Duration>,
-    ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
+    ) -> impl Future<Output = Result<Bytes, Error>> + Send + 'a {
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         let trace = outgoing.trace;
         let start = connection.encode_request(method, args, timeout, &outgoing);
         async move {
             let (request_id, frame) = start?;
-            let payload = connection
+            connection
                 .exchange(method, request_id, frame, timeout, trace)
-                .await?;
-            Ok(connection.codec.decode(&payload)?)
+                .await
         }
     }
 

@@ -3,10 +3,12 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tower::retry::budget::{Budget, TpsBudget};
@@ -15,8 +17,10 @@ use super::balance::{key_hash, subset, Balance, Candidate, Ring};
 use super::registry::{EndpointSet, Endpoints, Registry};
 use crate::caller::Caller;
 use crate::client::{Channel, ChannelBuilder};
-use crate::codec::WireMessage;
+use crate::client::{EncodeArgs, RawArgs};
+use crate::codec::{Codec, WireMessage};
 use crate::error::{Error, ErrorCode};
+use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 
 /// The first wait before an ejected endpoint is probed; it doubles per failed probe.
@@ -51,6 +55,8 @@ pub struct BalancedChannel {
     inner: Arc<Inner>,
     timeout: Option<Duration>,
     hash_key: Option<u64>,
+    /// Added to every call through this handle (`None`: nothing beyond the options').
+    metadata: Option<Arc<Metadata>>,
 }
 
 struct Inner {
@@ -187,6 +193,21 @@ impl BalancedChannel {
         }
     }
 
+    /// A handle whose calls also carry the metadata entry `key: value` (replacing an entry
+    /// with the same key), on whichever endpoint they go to.
+    pub fn with_metadata(
+        &self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Self, MetadataError> {
+        let mut metadata = self.metadata.as_deref().cloned().unwrap_or_default();
+        metadata.insert(key, value)?;
+        Ok(Self {
+            metadata: Some(Arc::new(metadata)),
+            ..self.clone()
+        })
+    }
+
     /// Calls `method` on one endpoint, failing over as the type's docs say;
     /// `idempotent` allows replaying a call that may have run.
     pub async fn call<A: WireMessage, R: WireMessage>(
@@ -195,6 +216,40 @@ impl BalancedChannel {
         args: A,
         idempotent: bool,
     ) -> Result<R, Error> {
+        let payload = Typed {
+            args,
+            reply: PhantomData::<fn() -> R>,
+        };
+        self.route(method, payload, idempotent).await
+    }
+
+    /// Calls `method` with arguments already encoded in `codec` and returns the reply payload
+    /// undecoded, like [`Channel::call_raw`], on one endpoint with the same failover. Every
+    /// endpoint connection must have negotiated `codec`: build the channel with that codec
+    /// alone (`ChannelBuilder::codec`); a connection in another codec fails the call with
+    /// [`Error::Config`] before anything is sent.
+    pub async fn call_raw(
+        &self,
+        method: MethodId,
+        codec: Codec,
+        args: Bytes,
+        idempotent: bool,
+    ) -> Result<Bytes, Error> {
+        let payload = Raw {
+            codec,
+            args: RawArgs(args),
+        };
+        self.route(method, payload, idempotent).await
+    }
+
+    /// The failover loop of every call: pick an endpoint, send, and on a failure that allows
+    /// it, send again elsewhere within the deadline and the retry budget.
+    async fn route<P: Payload>(
+        &self,
+        method: MethodId,
+        payload: P,
+        idempotent: bool,
+    ) -> Result<P::Reply, Error> {
         let deadline = self.timeout.map(|t| Instant::now() + t);
         self.inner.budget.deposit();
         let mut tried: Vec<Arc<Slot>> = Vec::new();
@@ -216,11 +271,18 @@ impl BalancedChannel {
                 None => None,
             };
             let in_flight = InFlight::start(&slot);
-            let result = match self.inner.channel(&slot).await {
+            let result = match self.endpoint_channel(&slot).await {
                 Ok(channel) => match channel.ready_connection().await {
                     Ok(connection) => {
-                        let exchange = channel.call_on(&connection, method, &args, remaining);
-                        exchange.await
+                        // A payload in the wrong codec is this side's configuration error, not
+                        // the endpoint's failure: no failover, nothing counted against it.
+                        payload.check(&channel)?;
+                        let exchange =
+                            channel.call_encoded_on(&connection, method, payload.args(), remaining);
+                        match exchange.await {
+                            Ok(reply) => P::reply(connection.codec(), reply),
+                            Err(err) => Err(err),
+                        }
                     }
                     Err(err) => Err(err),
                 },
@@ -264,24 +326,50 @@ impl BalancedChannel {
 
     /// Sends a one-way call to one endpoint (sent elsewhere only if it could not be sent).
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
+        let (slot, channel) = self.notify_channel().await?;
+        channel
+            .notify(method, args)
+            .await
+            .map_err(|err| Error::Endpoint {
+                endpoint: slot.address.clone(),
+                cause: Box::new(err),
+            })
+    }
+
+    /// [`notify`](Self::notify) with arguments already encoded in `codec` (see
+    /// [`call_raw`](Self::call_raw)).
+    pub async fn notify_raw(
+        &self,
+        method: MethodId,
+        codec: Codec,
+        args: Bytes,
+    ) -> Result<(), Error> {
+        let (slot, channel) = self.notify_channel().await?;
+        check_codec(&channel, codec)?;
+        channel
+            .notify_raw(method, args)
+            .await
+            .map_err(|err| Error::Endpoint {
+                endpoint: slot.address.clone(),
+                cause: Box::new(err),
+            })
+    }
+
+    /// The endpoint a one-way call goes to, with this handle's deadline and metadata: the
+    /// first one picked that can be connected to.
+    async fn notify_channel(&self) -> Result<(Arc<Slot>, Channel), Error> {
         let mut tried: Vec<Arc<Slot>> = Vec::new();
         loop {
             let Some(slot) = self.inner.pick(self.hash_key, &tried) else {
                 return Err(self.inner.no_endpoints());
             };
-            match self.inner.channel(&slot).await {
+            match self.endpoint_channel(&slot).await {
                 Ok(channel) => {
                     let channel = match self.timeout {
                         Some(timeout) => channel.with_timeout(timeout),
                         None => channel.without_timeout(),
                     };
-                    return channel
-                        .notify(method, args)
-                        .await
-                        .map_err(|err| Error::Endpoint {
-                            endpoint: slot.address.clone(),
-                            cause: Box::new(err),
-                        });
+                    return Ok((slot, channel));
                 }
                 Err(err) => {
                     self.inner.eject(&slot, &err);
@@ -290,6 +378,90 @@ impl BalancedChannel {
             }
         }
     }
+
+    /// The endpoint's channel, carrying this handle's metadata.
+    async fn endpoint_channel(&self, slot: &Arc<Slot>) -> Result<Channel, Error> {
+        let channel = self.inner.channel(slot).await?;
+        match &self.metadata {
+            None => Ok(channel),
+            Some(metadata) => Ok(channel.with_metadata_from(metadata)?),
+        }
+    }
+}
+
+/// What a balanced call sends on the endpoint it picked: typed arguments or a raw payload.
+/// Owned by the call (and only borrowed while a frame is encoded), so a call's future is
+/// `Send` whenever its arguments are.
+trait Payload: Send {
+    type Args: EncodeArgs + ?Sized;
+    type Reply;
+
+    /// The arguments to encode in the connection's codec.
+    fn args(&self) -> &Self::Args;
+
+    /// Refuses a connection whose codec the arguments cannot travel in.
+    fn check(&self, channel: &Channel) -> Result<(), Error>;
+
+    /// The reply, from the reply payload in `codec`.
+    fn reply(codec: Codec, payload: Bytes) -> Result<Self::Reply, Error>;
+}
+
+/// Typed arguments, encoded per attempt in the endpoint connection's codec.
+struct Typed<A, R> {
+    args: A,
+    reply: PhantomData<fn() -> R>,
+}
+
+impl<A: WireMessage, R: WireMessage> Payload for Typed<A, R> {
+    type Args = A;
+    type Reply = R;
+
+    fn args(&self) -> &A {
+        &self.args
+    }
+
+    fn check(&self, _: &Channel) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn reply(codec: Codec, payload: Bytes) -> Result<R, Error> {
+        Ok(codec.decode(&payload)?)
+    }
+}
+
+/// Arguments already encoded in `codec`.
+struct Raw {
+    codec: Codec,
+    args: RawArgs,
+}
+
+impl Payload for Raw {
+    type Args = RawArgs;
+    type Reply = Bytes;
+
+    fn args(&self) -> &RawArgs {
+        &self.args
+    }
+
+    fn check(&self, channel: &Channel) -> Result<(), Error> {
+        check_codec(channel, self.codec)
+    }
+
+    fn reply(_: Codec, payload: Bytes) -> Result<Bytes, Error> {
+        Ok(payload)
+    }
+}
+
+/// A raw payload must be in the codec the endpoint's connection speaks.
+fn check_codec(channel: &Channel, codec: Codec) -> Result<(), Error> {
+    if channel.codec() == codec {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "the arguments are encoded in {codec} but the endpoint's connection uses {}; build \
+         the balanced channel with `.codec(Codec::{codec:?})` alone",
+        channel.codec()
+    )))
 }
 
 /// Counts a call in its endpoint's in-flight number for as long as it lives.
@@ -707,6 +879,7 @@ impl BalancedChannelBuilder {
             inner,
             timeout,
             hash_key: None,
+            metadata: None,
         })
     }
 }
