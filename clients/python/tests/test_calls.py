@@ -101,10 +101,10 @@ def test_msgpack_arguments_written_as_a_map_by_name_decode_too(server):
 
     host, port = server.address.split(":")
     with socket.create_connection((host, int(port))) as sock, sock.makefile("rb") as stream:
-        sock.sendall(client_hello([CodecId.MSGPACK]))
+        sock.sendall(client_hello([CodecId.MSGPACK], version=1))
         hello = stream.read(8)
-        assert hello[:7] == b"WCAL\x01\x00\x02"  # accepted, MessagePack
-        stream.read(hello[7])  # the server's codec list
+        assert hello[:7] == b"WCAL\x01\x00\x02"  # accepted, version 1, MessagePack
+        stream.read(hello[7])  # the server's codec list; version 1 has no extension block
         arguments = msgpack.packb({"user": {"age": 3, "name": "x", "user_id": 2}})
         get_user = wirecall.method_id("UserService", "get_user")
         sock.sendall(encode_frame(FrameKind.REQUEST, 1, get_user, 0, arguments))
