@@ -8,13 +8,20 @@ connection ends. Callers write their own frames; a frame is written whole by one
 
 import asyncio
 import itertools
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import errors
 from .codecs import DEFAULT_CODECS, Codec, codec_named
 from .handshake import Negotiated, RetryWithVersion, negotiate
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply, interpret_reply
+from .schema import (
+    REFLECTION_SERVICE,
+    MethodSignature,
+    ServiceSchema,
+    schema_from_reply,
+    summaries_from_reply,
+)
 from .transport import TlsOption, open_stream
 from .wire import (
     DEFAULT_MAX_FRAME_LENGTH,
@@ -162,6 +169,11 @@ class AsyncClient:
         self._send_limit = max_frame_length if server_limit is None else min(max_frame_length, server_limit)
         self._server_max_frame_length = server_limit
         self._metadata: Dict[str, str] = dict(metadata or {})
+        # Reflection, fetched once: the service list, and each service's schema (None: the
+        # server does not serve reflection, so calls go out as written).
+        self._reflection_served: Optional[bool] = None
+        self._services: Optional[List[Dict[str, Any]]] = None
+        self._schemas: Dict[str, "asyncio.Future[Optional[ServiceSchema]]"] = {}
         self._pending: Dict[int, "asyncio.Future[_Reply]"] = {}
         self._request_ids = itertools.count(1)
         self._drain_lock = asyncio.Lock()
@@ -208,6 +220,7 @@ class AsyncClient:
         timeout: Optional[float] = USE_DEFAULT,
         reply: Reply = Reply.AUTO,
         metadata: Optional[Mapping[str, str]] = None,
+        signature: Optional[MethodSignature] = None,
     ) -> Any:
         """`call` with its options: `arguments` in declaration order, `timeout` in seconds
         (`None` for no deadline), the `reply` shape (see `Reply`), and `metadata` for this
@@ -218,7 +231,7 @@ class AsyncClient:
         call raises `Timeout` (or `CancelledError`).
         """
         value, _ = await self.call_with_metadata(
-            service, method, arguments, timeout=timeout, reply=reply, metadata=metadata
+            service, method, arguments, timeout=timeout, reply=reply, metadata=metadata, signature=signature
         )
         return value
 
@@ -231,10 +244,12 @@ class AsyncClient:
         timeout: Optional[float] = USE_DEFAULT,
         reply: Reply = Reply.AUTO,
         metadata: Optional[Mapping[str, str]] = None,
+        signature: Optional[MethodSignature] = None,
     ) -> Tuple[Any, Dict[str, str]]:
         """`call_with`, returning ``(value, reply_metadata)``: the metadata the server sent
         with its Response (``{}`` if none). An `ApplicationError` or `CallError` raised
-        instead carries the reply's metadata as its `metadata` attribute."""
+        instead carries the reply's metadata as its `metadata` attribute. `signature` (from
+        reflection; the proxy passes it) reads MessagePack replies into their JSON form."""
         if timeout is USE_DEFAULT:
             timeout = self._timeout
         request_id = self._next_request_id()
@@ -265,6 +280,8 @@ class AsyncClient:
             self._pending.pop(request_id, None)
         try:
             fields = self._codec.decode_reply_fields(payload, reply)
+            if signature is not None and self._codec.name == "msgpack":
+                fields = signature.reply_fields_from_msgpack(fields)
         except ValueError as bad:
             raise errors.DecodeError(f"the reply of {service}.{method} did not decode: {bad}") from bad
         try:
@@ -303,13 +320,89 @@ class AsyncClient:
         await self._flush()
 
     def service(self, name: str, **options: Any) -> ServiceProxy:
-        """A proxy for the service `name`; `options` (``timeout``, ``reply``) apply to its calls."""
+        """A proxy for the service `name`; `options` (``timeout``, ``metadata``) apply to its
+        calls. Its methods are learnt from reflection on first use (see `describe`)."""
+        self._check_service_name(name)
         return ServiceProxy(self, name, **options)
 
     def __getattr__(self, name: str) -> ServiceProxy:
         if is_service_name(name):
+            self._check_service_name(name)
             return ServiceProxy(self, name)
         raise AttributeError(name)
+
+    # -- reflection ---------------------------------------------------------------------------
+
+    async def list_services(self) -> List[Dict[str, Any]]:
+        """The services the server serves (``name``, ``summary``, ``methods``), from its
+        reflection service; fetched once. Raises `UnknownMethod` if reflection is off."""
+        if self._services is None:
+            try:
+                reply = await self.call_with(REFLECTION_SERVICE, "list_services", {}, reply=Reply.VALUE)
+            except errors.UnknownMethod:
+                self._reflection_served = False
+                raise
+            self._services = summaries_from_reply(reply, self.codec)
+            self._reflection_served = True
+        return self._services
+
+    async def describe(self, service: str) -> Optional[ServiceSchema]:
+        """The schema of `service`, fetched once and cached; `None` when the server does not
+        serve reflection. An unknown service raises `AttributeError` listing the known ones.
+        Once described, ``client.Service.typo`` raises `AttributeError` at once."""
+        cached = self._schemas.get(service)
+        if cached is None or (cached.done() and (cached.cancelled() or cached.exception() is not None)):
+            cached = asyncio.ensure_future(self._fetch_schema(service))
+            self._schemas[service] = cached
+        # Shielded: a caller that gives up does not cancel the fetch others may be waiting on.
+        return await asyncio.shield(cached)
+
+    async def _fetch_schema(self, service: str) -> Optional[ServiceSchema]:
+        if self._reflection_served is False:
+            return None
+        try:
+            reply = await self.call_with(REFLECTION_SERVICE, "describe", {"service": service}, reply=Reply.RESULT)
+        except errors.UnknownMethod:
+            self._reflection_served = False
+            return None
+        except errors.ApplicationError as refused:
+            # ReflectionError::UnknownService.
+            known = [summary["name"] for summary in await self.list_services()]
+            raise AttributeError(
+                f"the server serves no service {service!r}; it serves: {', '.join(known)}"
+            ) from refused
+        self._reflection_served = True
+        return ServiceSchema(schema_from_reply(reply, self.codec))
+
+    def _cached_schema(self, service: str) -> Optional[ServiceSchema]:
+        cached = self._schemas.get(service)
+        if cached is not None and cached.done() and not cached.cancelled() and cached.exception() is None:
+            return cached.result()
+        return None
+
+    def _check_service_name(self, name: str) -> None:
+        if self._services is not None:
+            known = [summary["name"] for summary in self._services]
+            if name not in known:
+                raise AttributeError(f"the server serves no service {name!r}; it serves: {', '.join(known)}")
+
+    async def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+        schema = await self.describe(service)
+        if schema is None:
+            return await self.call_with(service, method, arguments, **options)
+        signature = schema.method(method)
+        ordered = signature.order_arguments(arguments)
+        if signature.oneway:
+            await self.notify_with(service, method, ordered, metadata=options.get("metadata"))
+            return None
+        options = {"reply": signature.reply_shape, **options}
+        return await self.call_with(service, method, ordered, signature=signature, **options)
+
+    async def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
+        schema = await self.describe(service)
+        if schema is not None:
+            arguments = schema.method(method).order_arguments(arguments)
+        await self.notify_with(service, method, arguments)
 
     async def close(self) -> None:
         """Closes the connection. Calls still in flight raise `ConnectionClosed`."""

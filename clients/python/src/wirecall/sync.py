@@ -7,11 +7,12 @@ from several threads at once share the one connection and are in flight together
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Awaitable, Dict, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from . import aio
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply
+from .schema import ServiceSchema
 
 T = TypeVar("T")
 
@@ -139,13 +140,32 @@ class Client:
         )
 
     def service(self, name: str, **options: Any) -> ServiceProxy:
-        """A proxy for the service `name`; `options` (``timeout``, ``reply``) apply to its calls."""
+        """A proxy for the service `name`, described by reflection now (an unknown service
+        raises `AttributeError`); `options` (``timeout``, ``metadata``) apply to its calls."""
+        self.describe(name)
         return ServiceProxy(self, name, **options)
 
     def __getattr__(self, name: str) -> ServiceProxy:
         if is_service_name(name):
-            return ServiceProxy(self, name)
+            return self.service(name)
         raise AttributeError(name)
+
+    def list_services(self) -> List[Dict[str, Any]]:
+        """See `wirecall.aio.AsyncClient.list_services`."""
+        return self._loop_thread.run(self._client.list_services())
+
+    def describe(self, service: str) -> Optional[ServiceSchema]:
+        """See `wirecall.aio.AsyncClient.describe`: the service's schema, fetched once."""
+        return self._loop_thread.run(self._client.describe(service))
+
+    def _cached_schema(self, service: str) -> Optional[ServiceSchema]:
+        return self._client._cached_schema(service)
+
+    def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+        return self._loop_thread.run(self._client._proxy_call(service, method, arguments, options))
+
+    def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
+        self._loop_thread.run(self._client._proxy_notify(service, method, arguments))
 
     def close(self) -> None:
         """Closes the connection and stops the background loop. Safe to call twice."""
