@@ -94,6 +94,12 @@ def test_bad_metadata_is_refused_before_anything_is_sent(server):
         assert client.call("UserService", "get_user_id", name="fanly") == 5
 
 
+def test_a_frame_limit_that_does_not_fit_the_hello_is_refused(server):
+    for bad in (21, 2**32):
+        with pytest.raises(ValueError, match="max_frame_length"):
+            wirecall.connect(server.address, max_frame_length=bad)
+
+
 # -- against scripted peers ------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ from .wire import (
     FRAME_HEADER,
     HEADER_AFTER_LENGTH,
     MAX_REQUEST_ID,
+    MIN_ANNOUNCED_FRAME_LENGTH,
     PROTOCOL_VERSION,
     FrameHeader,
     FrameKind,
@@ -95,6 +96,11 @@ async def connect(
     client_metadata = dict(metadata or {})
     # Checked now, so that a bad key fails here rather than in the first call.
     encode_metadata(client_metadata)
+    if not MIN_ANNOUNCED_FRAME_LENGTH <= max_frame_length <= 2**32 - 1:
+        raise ValueError(
+            f"max_frame_length is {MIN_ANNOUNCED_FRAME_LENGTH} to {2**32 - 1} bytes (a u32 in the hello), "
+            f"not {max_frame_length}"
+        )
 
     async def open_and_negotiate(version: int) -> AsyncClient:
         reader, writer = await open_stream(
@@ -143,8 +149,9 @@ def split_address(address: str) -> Tuple[str, int]:
 class AsyncClient:
     """A connection to a wirecall server. Create it with `connect`.
 
-    Arguments are keyword arguments named like the Rust method's arguments, **in declaration
-    order**: MessagePack sends them as an array in the order given.
+    Arguments are keyword arguments named like the Rust method's arguments. `call` and
+    `call_with` send them **in the order given** (MessagePack sends an array), so give them in
+    declaration order; a proxy (``client.Service.method``) orders them by the service's schema.
     """
 
     def __init__(
