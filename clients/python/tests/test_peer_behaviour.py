@@ -10,6 +10,19 @@ from wirecall import aio
 from wirecall.wire import FRAME_HEADER, FrameKind, encode_frame
 
 
+async def read_client_hello(reader):
+    """Reads a whole client hello; returns its version, codecs, token and extension block."""
+    magic, version, count = struct.unpack(">4sBB", await reader.readexactly(6))
+    assert magic == b"WCAL"
+    codecs = await reader.readexactly(count)
+    token = await reader.readexactly((await reader.readexactly(1))[0])
+    extensions = b""
+    if version >= 2:
+        (length,) = struct.unpack(">H", await reader.readexactly(2))
+        extensions = await reader.readexactly(length)
+    return version, codecs, token, extensions
+
+
 async def scripted_server(script):
     """A one-connection server on a free port that runs `script(reader, writer)`."""
     server = await asyncio.start_server(script, "127.0.0.1", 0)
@@ -18,7 +31,7 @@ async def scripted_server(script):
 
 def test_no_common_codec_lists_both_sides():
     async def refuse(reader, writer):
-        await reader.readexactly(8)  # hello offering one codec, no token
+        await read_client_hello(reader)
         writer.write(b"WCAL" + bytes([1, 1, 0, 1, 3]))  # NoCommonCodec; the server allows protobuf
         await writer.drain()
         writer.close()
@@ -51,8 +64,8 @@ def test_a_server_that_is_not_wirecall():
 
 def test_pings_are_answered_and_replies_routed_out_of_order():
     async def ping_then_answer_backwards(reader, writer):
-        await reader.readexactly(8)
-        writer.write(b"WCAL" + bytes([1, 0, 1, 1, 1]))  # accepted, JSON
+        await read_client_hello(reader)
+        writer.write(b"WCAL" + bytes([1, 0, 1, 1, 1]))  # accepted, version 1, JSON
         writer.write(encode_frame(FrameKind.PING, 99))
         await writer.drain()
         pong = FRAME_HEADER.unpack(await reader.readexactly(FRAME_HEADER.size))

@@ -1,4 +1,4 @@
-"""wirecall: a Python client for wirecall RPC servers (wire protocol version 1).
+"""wirecall: a Python client for wirecall RPC servers (wire protocol version 2, and 1 with older servers).
 
 Blocking::
 

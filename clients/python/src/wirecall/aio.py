@@ -8,25 +8,37 @@ connection ends. Callers write their own frames; a frame is written whole by one
 
 import asyncio
 import itertools
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import errors
 from .codecs import DEFAULT_CODECS, Codec, codec_named
-from .handshake import negotiate
+from .handshake import Negotiated, RetryWithVersion, negotiate
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply, interpret_reply
+from .schema import (
+    REFLECTION_SERVICE,
+    MethodSignature,
+    ServiceSchema,
+    schema_from_reply,
+    summaries_from_reply,
+)
 from .transport import TlsOption, open_stream
 from .wire import (
     DEFAULT_MAX_FRAME_LENGTH,
+    FLAG_METADATA,
     FRAME_HEADER,
     HEADER_AFTER_LENGTH,
     MAX_REQUEST_ID,
+    MIN_ANNOUNCED_FRAME_LENGTH,
+    PROTOCOL_VERSION,
     FrameHeader,
     FrameKind,
     deadline_ms,
     decode_error_payload,
     decode_frame_header,
+    decode_metadata,
     encode_frame,
+    encode_metadata,
     method_id,
 )
 
@@ -44,7 +56,8 @@ class _UseDefault:
 #: Marks "the client's default timeout"; `None` means no deadline at all.
 USE_DEFAULT: Any = _UseDefault()
 
-_Reply = Tuple[FrameHeader, bytes]
+#: A Response's header, its metadata and its payload after the metadata block.
+_Reply = Tuple[FrameHeader, Dict[str, str], bytes]
 
 
 async def connect(
@@ -59,34 +72,66 @@ async def connect(
     timeout: Optional[float] = DEFAULT_TIMEOUT,
     connect_timeout: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
     max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+    metadata: Optional[Mapping[str, str]] = None,
+    protocol_version: int = PROTOCOL_VERSION,
 ) -> "AsyncClient":
-    """Connects to a wirecall server and negotiates a codec.
+    """Connects to a wirecall server and negotiates a codec and a protocol version.
 
     `host` may be ``"host:port"`` when `port` is omitted. `codecs` is the offer, most
     preferred first (``"msgpack"``, ``"json"``); the server picks one (see `AsyncClient.codec`).
     `token` is the server's shared secret. TLS is on with ``tls=True``, an `ssl.SSLContext`,
     or a `tls_ca` file; `server_name` is the name in the server's certificate (default `host`).
     `timeout` is the default per-call timeout in seconds (`None`: no deadline).
+    `max_frame_length` is the largest frame accepted from the server, announced to it in the
+    hello. `metadata` is sent with every call (per-call metadata adds to it and wins on a
+    shared key); it needs a version 2 connection and is not sent on a version 1 one.
+    `protocol_version` is the version the hello offers (2; 1 forces a version 1 connection).
+    A server that refuses version 2 naming version 1 is reconnected to with a version 1 hello.
     """
     if port is None:
         host, port = split_address(host)
     offered = [codec_named(name) for name in codecs]
     if isinstance(token, str):
         token = token.encode("utf-8")
+    client_metadata = dict(metadata or {})
+    # Checked now, so that a bad key fails here rather than in the first call.
+    encode_metadata(client_metadata)
+    if not MIN_ANNOUNCED_FRAME_LENGTH <= max_frame_length <= 2**32 - 1:
+        raise ValueError(
+            f"max_frame_length is {MIN_ANNOUNCED_FRAME_LENGTH} to {2**32 - 1} bytes (a u32 in the hello), "
+            f"not {max_frame_length}"
+        )
 
-    async def open_and_negotiate() -> AsyncClient:
+    async def open_and_negotiate(version: int) -> AsyncClient:
         reader, writer = await open_stream(
             host, port, tls=tls, tls_ca=tls_ca, server_name=server_name
         )
         try:
-            codec = await negotiate(reader, writer, offered, token or b"")
+            negotiated = await negotiate(
+                reader, writer, offered, token or b"", version=version, max_frame_length=max_frame_length
+            )
         except BaseException:
             writer.close()
             raise
-        return AsyncClient(reader, writer, codec, timeout=timeout, max_frame_length=max_frame_length)
+        return AsyncClient(
+            reader,
+            writer,
+            negotiated.codec,
+            timeout=timeout,
+            max_frame_length=max_frame_length,
+            negotiated=negotiated,
+            metadata=client_metadata,
+        )
+
+    async def with_fallback() -> AsyncClient:
+        try:
+            return await open_and_negotiate(protocol_version)
+        except RetryWithVersion as older:
+            # An older server named the version it speaks: a new connection, an older hello.
+            return await open_and_negotiate(older.version)
 
     try:
-        return await asyncio.wait_for(open_and_negotiate(), connect_timeout)
+        return await asyncio.wait_for(with_fallback(), connect_timeout)
     except asyncio.TimeoutError:
         raise errors.Timeout(
             f"connecting to {host}:{port} took over {connect_timeout} s", code=4
@@ -104,8 +149,9 @@ def split_address(address: str) -> Tuple[str, int]:
 class AsyncClient:
     """A connection to a wirecall server. Create it with `connect`.
 
-    Arguments are keyword arguments named like the Rust method's arguments, **in declaration
-    order**: MessagePack sends them as an array in the order given.
+    Arguments are keyword arguments named like the Rust method's arguments. `call` and
+    `call_with` send them **in the order given** (MessagePack sends an array), so give them in
+    declaration order; a proxy (``client.Service.method``) orders them by the service's schema.
     """
 
     def __init__(
@@ -116,12 +162,25 @@ class AsyncClient:
         *,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        negotiated: Optional[Negotiated] = None,
+        metadata: Optional[Mapping[str, str]] = None,
     ):
         self._reader = reader
         self._writer = writer
         self._codec = codec
         self._timeout = timeout
         self._max_frame_length = max_frame_length
+        self._version = negotiated.version if negotiated else 1
+        server_limit = negotiated.server_max_frame_length if negotiated else None
+        # Never send a frame over our own limit or the server's announced one (Extensions).
+        self._send_limit = max_frame_length if server_limit is None else min(max_frame_length, server_limit)
+        self._server_max_frame_length = server_limit
+        self._metadata: Dict[str, str] = dict(metadata or {})
+        # Reflection, fetched once: the service list, and each service's schema (None: the
+        # server does not serve reflection, so calls go out as written).
+        self._reflection_served: Optional[bool] = None
+        self._services: Optional[List[Dict[str, Any]]] = None
+        self._schemas: Dict[str, "asyncio.Future[Optional[ServiceSchema]]"] = {}
         self._pending: Dict[int, "asyncio.Future[_Reply]"] = {}
         self._request_ids = itertools.count(1)
         self._drain_lock = asyncio.Lock()
@@ -135,6 +194,21 @@ class AsyncClient:
     def codec(self) -> str:
         """The codec negotiated for this connection: ``"json"`` or ``"msgpack"``."""
         return self._codec.name
+
+    @property
+    def protocol_version(self) -> int:
+        """The connection's protocol version: 2, or 1 with an older server (no metadata)."""
+        return self._version
+
+    @property
+    def server_max_frame_length(self) -> Optional[int]:
+        """The largest frame the server announced it accepts, or `None` if it announced none."""
+        return self._server_max_frame_length
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """The metadata sent with every call (a copy)."""
+        return dict(self._metadata)
 
     @property
     def is_closed(self) -> bool:
@@ -152,29 +226,54 @@ class AsyncClient:
         *,
         timeout: Optional[float] = USE_DEFAULT,
         reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+        signature: Optional[MethodSignature] = None,
     ) -> Any:
         """`call` with its options: `arguments` in declaration order, `timeout` in seconds
-        (`None` for no deadline), and the `reply` shape (see `Reply`).
+        (`None` for no deadline), the `reply` shape (see `Reply`), and `metadata` for this
+        call (added to the client's; see `call_with_metadata` for the reply's metadata).
 
         The timeout travels in the Request as its deadline and is enforced here too: when it
         passes, or when the awaiting task is cancelled, the client sends a Cancel and the
         call raises `Timeout` (or `CancelledError`).
         """
+        value, _ = await self.call_with_metadata(
+            service, method, arguments, timeout=timeout, reply=reply, metadata=metadata, signature=signature
+        )
+        return value
+
+    async def call_with_metadata(
+        self,
+        service: str,
+        method: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = USE_DEFAULT,
+        reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+        signature: Optional[MethodSignature] = None,
+    ) -> Tuple[Any, Dict[str, str]]:
+        """`call_with`, returning ``(value, reply_metadata)``: the metadata the server sent
+        with its Response (``{}`` if none). An `ApplicationError` or `CallError` raised
+        instead carries the reply's metadata as its `metadata` attribute. `signature` (from
+        reflection; the proxy passes it) reads MessagePack replies into their JSON form."""
         if timeout is USE_DEFAULT:
             timeout = self._timeout
         request_id = self._next_request_id()
+        flags, payload = self._encode_request(arguments, metadata)
         frame = encode_frame(
             FrameKind.REQUEST,
             request_id,
             method_id(service, method),
             0 if timeout is None else deadline_ms(timeout),
-            self._encode_arguments(arguments),
+            payload,
+            flags,
         )
         reply_future: "asyncio.Future[_Reply]" = asyncio.get_running_loop().create_future()
         self._pending[request_id] = reply_future
         try:
             self._write(frame)
-            _, payload = await asyncio.wait_for(self._flush_then(reply_future), timeout)
+            _, reply_metadata, payload = await asyncio.wait_for(self._flush_then(reply_future), timeout)
         except asyncio.TimeoutError:
             self._cancel(request_id)
             raise errors.Timeout(
@@ -188,10 +287,15 @@ class AsyncClient:
             self._pending.pop(request_id, None)
         try:
             fields = self._codec.decode_reply_fields(payload, reply)
+            if signature is not None and self._codec.name == "msgpack":
+                fields = signature.reply_fields_from_msgpack(fields)
         except ValueError as bad:
             raise errors.DecodeError(f"the reply of {service}.{method} did not decode: {bad}") from bad
         try:
-            return interpret_reply(fields, reply)
+            return interpret_reply(fields, reply), reply_metadata
+        except errors.ApplicationError as application_error:
+            application_error.metadata = reply_metadata
+            raise
         except ValueError as bad:
             raise errors.DecodeError(f"the reply of {service}.{method}: {bad}") from bad
 
@@ -206,26 +310,106 @@ class AsyncClient:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         deadline: Optional[float] = None,
+        metadata: Optional[Mapping[str, str]] = None,
     ) -> None:
-        """`notify` with its options: `deadline` in seconds bounds the handler on the server."""
+        """`notify` with its options: `deadline` in seconds bounds the handler on the server;
+        `metadata` is added to the client's."""
+        flags, payload = self._encode_request(arguments, metadata)
         frame = encode_frame(
             FrameKind.NOTIFY,
             self._next_request_id(),
             method_id(service, method),
             0 if deadline is None else deadline_ms(deadline),
-            self._encode_arguments(arguments),
+            payload,
+            flags,
         )
         self._write(frame)
         await self._flush()
 
     def service(self, name: str, **options: Any) -> ServiceProxy:
-        """A proxy for the service `name`; `options` (``timeout``, ``reply``) apply to its calls."""
+        """A proxy for the service `name`; `options` (``timeout``, ``metadata``) apply to its
+        calls. Its methods are learnt from reflection on first use (see `describe`)."""
+        self._check_service_name(name)
         return ServiceProxy(self, name, **options)
 
     def __getattr__(self, name: str) -> ServiceProxy:
         if is_service_name(name):
+            self._check_service_name(name)
             return ServiceProxy(self, name)
         raise AttributeError(name)
+
+    # -- reflection ---------------------------------------------------------------------------
+
+    async def list_services(self) -> List[Dict[str, Any]]:
+        """The services the server serves (``name``, ``summary``, ``methods``), from its
+        reflection service; fetched once. Raises `UnknownMethod` if reflection is off."""
+        if self._services is None:
+            try:
+                reply = await self.call_with(REFLECTION_SERVICE, "list_services", {}, reply=Reply.VALUE)
+            except errors.UnknownMethod:
+                self._reflection_served = False
+                raise
+            self._services = summaries_from_reply(reply, self.codec)
+            self._reflection_served = True
+        return self._services
+
+    async def describe(self, service: str) -> Optional[ServiceSchema]:
+        """The schema of `service`, fetched once and cached; `None` when the server does not
+        serve reflection. An unknown service raises `AttributeError` listing the known ones.
+        Once described, ``client.Service.typo`` raises `AttributeError` at once."""
+        cached = self._schemas.get(service)
+        if cached is None or (cached.done() and (cached.cancelled() or cached.exception() is not None)):
+            cached = asyncio.ensure_future(self._fetch_schema(service))
+            self._schemas[service] = cached
+        # Shielded: a caller that gives up does not cancel the fetch others may be waiting on.
+        return await asyncio.shield(cached)
+
+    async def _fetch_schema(self, service: str) -> Optional[ServiceSchema]:
+        if self._reflection_served is False:
+            return None
+        try:
+            reply = await self.call_with(REFLECTION_SERVICE, "describe", {"service": service}, reply=Reply.RESULT)
+        except errors.UnknownMethod:
+            self._reflection_served = False
+            return None
+        except errors.ApplicationError as refused:
+            # ReflectionError::UnknownService.
+            known = [summary["name"] for summary in await self.list_services()]
+            raise AttributeError(
+                f"the server serves no service {service!r}; it serves: {', '.join(known)}"
+            ) from refused
+        self._reflection_served = True
+        return ServiceSchema(schema_from_reply(reply, self.codec))
+
+    def _cached_schema(self, service: str) -> Optional[ServiceSchema]:
+        cached = self._schemas.get(service)
+        if cached is not None and cached.done() and not cached.cancelled() and cached.exception() is None:
+            return cached.result()
+        return None
+
+    def _check_service_name(self, name: str) -> None:
+        if self._services is not None:
+            known = [summary["name"] for summary in self._services]
+            if name not in known:
+                raise AttributeError(f"the server serves no service {name!r}; it serves: {', '.join(known)}")
+
+    async def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+        schema = await self.describe(service)
+        if schema is None:
+            return await self.call_with(service, method, arguments, **options)
+        signature = schema.method(method)
+        ordered = signature.order_arguments(arguments)
+        if signature.oneway:
+            await self.notify_with(service, method, ordered, metadata=options.get("metadata"))
+            return None
+        options = {"reply": signature.reply_shape, **options}
+        return await self.call_with(service, method, ordered, signature=signature, **options)
+
+    async def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
+        schema = await self.describe(service)
+        if schema is not None:
+            arguments = schema.method(method).order_arguments(arguments)
+        await self.notify_with(service, method, arguments)
 
     async def close(self) -> None:
         """Closes the connection. Calls still in flight raise `ConnectionClosed`."""
@@ -260,15 +444,29 @@ class AsyncClient:
             if request_id not in self._pending:
                 return request_id
 
-    def _encode_arguments(self, arguments: Optional[Mapping[str, Any]]) -> bytes:
-        payload = self._codec.encode_arguments(arguments or {})
-        if HEADER_AFTER_LENGTH + len(payload) > self._max_frame_length:
+    def _encode_request(
+        self, arguments: Optional[Mapping[str, Any]], metadata: Optional[Mapping[str, str]]
+    ) -> Tuple[int, bytes]:
+        """The flags and payload of a Request or Notify: the metadata block (version 2, when
+        there is metadata), then the arguments. Refuses a frame over the send limit."""
+        flags, block = 0, b""
+        merged = {**self._metadata, **(metadata or {})}
+        try:
+            encoded = encode_metadata(merged)
+        except ValueError as bad:
+            raise ValueError(f"metadata not sent: {bad}") from None
+        if merged and self._version >= 2:
+            # On a version 1 connection metadata is simply not sent (Metadata (version 2)).
+            flags, block = FLAG_METADATA, encoded
+        payload = block + self._codec.encode_arguments(arguments or {})
+        if HEADER_AFTER_LENGTH + len(payload) > self._send_limit:
+            who = "the server's announced" if self._send_limit != self._max_frame_length else "the"
             raise errors.FrameTooLarge(
                 f"the request would be {HEADER_AFTER_LENGTH + len(payload)} bytes, "
-                f"over the maximum frame length of {self._max_frame_length}",
+                f"over {who} maximum frame length of {self._send_limit}; nothing was sent",
                 code=5,
             )
-        return payload
+        return flags, payload
 
     def _write(self, frame: bytes) -> None:
         if self._closed is not None:
@@ -303,7 +501,13 @@ class AsyncClient:
                 payload = b""
                 if header.payload_length:
                     payload = await self._reader.readexactly(header.payload_length)
-                self._dispatch(header, payload)
+                metadata: Dict[str, str] = {}
+                if header.flags & FLAG_METADATA:
+                    try:
+                        metadata, payload = decode_metadata(payload)
+                    except ValueError as bad:
+                        raise errors.ProtocolError(f"a malformed metadata block: {bad}") from None
+                self._dispatch(header, metadata, payload)
         except asyncio.IncompleteReadError:
             self._shut(errors.ConnectionClosed("the server closed the connection"))
         except errors.ProtocolError as violation:
@@ -321,27 +525,36 @@ class AsyncClient:
         # The length is checked before it sizes a read (Frames).
         if header.length < HEADER_AFTER_LENGTH or header.length > self._max_frame_length:
             raise errors.ProtocolError(f"a frame length of {header.length}")
-        if header.flags != 0:
-            raise errors.ProtocolError(f"a frame with flags {header.flags:#04x}")
         if header.kind not in FrameKind.__members__.values():
             raise errors.ProtocolError(f"a frame of unknown kind {header.kind}")
+        # Version 2 defines flag 0x01 (metadata), on the frames that answer a Request.
+        allowed = (
+            FLAG_METADATA
+            if self._version >= 2 and header.kind in (FrameKind.RESPONSE, FrameKind.ERROR)
+            else 0
+        )
+        if header.flags & ~allowed:
+            raise errors.ProtocolError(
+                f"a {FrameKind(header.kind).name} frame with flags {header.flags:#04x}"
+            )
         if header.kind in (FrameKind.REQUEST, FrameKind.NOTIFY, FrameKind.CANCEL):
             raise errors.ProtocolError(f"a {FrameKind(header.kind).name} frame from the server")
 
-    def _dispatch(self, header: FrameHeader, payload: bytes) -> None:
+    def _dispatch(self, header: FrameHeader, metadata: Dict[str, str], payload: bytes) -> None:
         kind = header.kind
         if kind == FrameKind.PING:
             self._writer.write(encode_frame(FrameKind.PONG, header.request_id))
         elif kind == FrameKind.RESPONSE:
             waiting = self._pending.pop(header.request_id, None)
             if waiting is not None and not waiting.done():
-                waiting.set_result((header, payload))
+                waiting.set_result((header, metadata, payload))
         elif kind == FrameKind.ERROR:
             try:
                 code, message = decode_error_payload(payload)
             except ValueError as bad:
                 raise errors.ProtocolError(str(bad)) from None
             error = errors.error_for_code(code, message, header.request_id)
+            error.metadata = metadata
             if header.request_id == 0:
                 raise error
             waiting = self._pending.pop(header.request_id, None)

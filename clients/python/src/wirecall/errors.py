@@ -18,7 +18,8 @@ class CallError(WirecallError):
     """The server answered a request (or the connection, for request id 0) with an Error frame.
 
     `code` is the wirecall error code; a code this package does not know stays a plain
-    `CallError`, as the spec requires clients to accept unknown codes.
+    `CallError`, as the spec requires clients to accept unknown codes. `metadata` is the
+    metadata the Error frame carried (``{}`` if none).
     """
 
     code: int = 0
@@ -29,6 +30,7 @@ class CallError(WirecallError):
             self.code = code
         self.message = message
         self.request_id = request_id
+        self.metadata: Dict[str, str] = {}
 
     def __str__(self) -> str:
         return f"{self.message} (wirecall error {self.code})"
@@ -143,11 +145,13 @@ class Timeout(DeadlineExceeded):
 
 
 class ApplicationError(WirecallError):
-    """The method returned ``Err(e)``: `error` is ``e`` as the codec decoded it."""
+    """The method returned ``Err(e)``: `error` is ``e`` as the codec decoded it; `metadata`
+    is the reply's metadata (``{}`` if none)."""
 
     def __init__(self, error: Any):
         super().__init__(f"the method returned an error: {error!r}")
         self.error = error
+        self.metadata: Dict[str, str] = {}
 
 
 class DecodeError(WirecallError):

@@ -1,17 +1,43 @@
 """The client hello and the server's answer (Handshake)."""
 
 import asyncio
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 from . import errors
 from .codecs import CODECS_BY_ID, Codec, codec_name
 from .wire import (
+    EXTENSIONS_LENGTH,
     MAGIC,
+    MAX_EXTENSIONS_LENGTH,
+    MIN_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
     SERVER_HELLO_HEAD,
     HelloStatus,
     ServerHello,
+    announced_max_frame_length,
     client_hello,
+    decode_extensions,
 )
+
+
+@dataclass(frozen=True)
+class Negotiated:
+    """What an accepted handshake settled: the codec, the connection's protocol version, and
+    the largest frame the server accepts (`None`: it announced nothing)."""
+
+    codec: Codec
+    version: int
+    server_max_frame_length: Optional[int]
+
+
+class RetryWithVersion(Exception):
+    """The server refused our version naming an older one we speak: open a new connection and
+    send a hello of `version` (Versions)."""
+
+    def __init__(self, version: int):
+        super().__init__(f"retry with protocol version {version}")
+        self.version = version
 
 
 #: The first byte of a TLS alert or handshake record: a TLS server answering a plain hello.
@@ -40,7 +66,22 @@ async def read_server_hello(reader: asyncio.StreamReader) -> ServerHello:
         supported = tuple(await reader.readexactly(count))
     except asyncio.IncompleteReadError:
         raise errors.ProtocolError("the server hello ends before its codec list") from None
-    return ServerHello(magic, version, status, codec, supported)
+    extensions = {}
+    if version >= 2:
+        try:
+            (length,) = EXTENSIONS_LENGTH.unpack(await reader.readexactly(EXTENSIONS_LENGTH.size))
+            if length > MAX_EXTENSIONS_LENGTH:
+                raise errors.ProtocolError(
+                    f"the server hello's extension block is {length} bytes, over {MAX_EXTENSIONS_LENGTH}"
+                )
+            block = await reader.readexactly(length)
+        except asyncio.IncompleteReadError:
+            raise errors.ProtocolError("the server hello ends before its extension block") from None
+        try:
+            extensions = decode_extensions(block)
+        except ValueError as bad:
+            raise errors.ProtocolError(f"the server hello's extension block is malformed: {bad}") from None
+    return ServerHello(magic, version, status, codec, supported, extensions)
 
 
 async def negotiate(
@@ -48,12 +89,23 @@ async def negotiate(
     writer: asyncio.StreamWriter,
     offered: Sequence[Codec],
     token: bytes,
-) -> Codec:
-    """Sends the hello offering `offered` (most preferred first) and returns the chosen codec,
-    or raises the refusal as a `NegotiationError`."""
-    writer.write(client_hello([codec.id for codec in offered], token))
+    *,
+    version: int = PROTOCOL_VERSION,
+    max_frame_length: Optional[int] = None,
+) -> Negotiated:
+    """Sends a hello of protocol `version` offering `offered` (most preferred first) and
+    announcing `max_frame_length`; returns what was settled, or raises the refusal as a
+    `NegotiationError`, or `RetryWithVersion` when an older server names a version we speak."""
+    writer.write(
+        client_hello([codec.id for codec in offered], token, version=version, max_frame_length=max_frame_length)
+    )
     await writer.drain()
     hello = await read_server_hello(reader)
+    if (
+        hello.status == HelloStatus.UNSUPPORTED_VERSION
+        and MIN_PROTOCOL_VERSION <= hello.version < version
+    ):
+        raise RetryWithVersion(hello.version)
     offered_names = [codec.name for codec in offered]
     supported_names = [codec_name(codec_id) for codec_id in hello.supported]
     if hello.status != HelloStatus.ACCEPTED:
@@ -75,4 +127,9 @@ async def negotiate(
         raise errors.ProtocolError(
             f"the server chose {codec_name(hello.codec)}, which we did not offer ({offered_names})"
         )
-    return chosen
+    # The connection's version is the lower of the two sides': never above ours.
+    if not MIN_PROTOCOL_VERSION <= hello.version <= version:
+        raise errors.ProtocolError(
+            f"the server accepted with protocol version {hello.version}; we offered {version}"
+        )
+    return Negotiated(chosen, hello.version, announced_max_frame_length(hello.extensions))

@@ -7,11 +7,12 @@ from several threads at once share the one connection and are in flight together
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Awaitable, Mapping, Optional, TypeVar
+from typing import Any, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from . import aio
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply
+from .schema import ServiceSchema
 
 T = TypeVar("T")
 
@@ -64,6 +65,21 @@ class Client:
         return self._client.codec
 
     @property
+    def protocol_version(self) -> int:
+        """The connection's protocol version: 2, or 1 with an older server (no metadata)."""
+        return self._client.protocol_version
+
+    @property
+    def server_max_frame_length(self) -> Optional[int]:
+        """The largest frame the server announced it accepts, or `None`."""
+        return self._client.server_max_frame_length
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """The metadata sent with every call (a copy)."""
+        return self._client.metadata
+
+    @property
     def is_closed(self) -> bool:
         return self._client.is_closed
 
@@ -79,10 +95,30 @@ class Client:
         *,
         timeout: Optional[float] = aio.USE_DEFAULT,
         reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
     ) -> Any:
         """See `wirecall.aio.AsyncClient.call_with`."""
         return self._loop_thread.run(
-            self._client.call_with(service, method, arguments, timeout=timeout, reply=reply)
+            self._client.call_with(
+                service, method, arguments, timeout=timeout, reply=reply, metadata=metadata
+            )
+        )
+
+    def call_with_metadata(
+        self,
+        service: str,
+        method: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = aio.USE_DEFAULT,
+        reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+    ) -> Tuple[Any, Dict[str, str]]:
+        """See `wirecall.aio.AsyncClient.call_with_metadata`: ``(value, reply_metadata)``."""
+        return self._loop_thread.run(
+            self._client.call_with_metadata(
+                service, method, arguments, timeout=timeout, reply=reply, metadata=metadata
+            )
         )
 
     def notify(self, service: str, method: str, /, **arguments: Any) -> None:
@@ -96,20 +132,40 @@ class Client:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         deadline: Optional[float] = None,
+        metadata: Optional[Mapping[str, str]] = None,
     ) -> None:
         """See `wirecall.aio.AsyncClient.notify_with`."""
         self._loop_thread.run(
-            self._client.notify_with(service, method, arguments, deadline=deadline)
+            self._client.notify_with(service, method, arguments, deadline=deadline, metadata=metadata)
         )
 
     def service(self, name: str, **options: Any) -> ServiceProxy:
-        """A proxy for the service `name`; `options` (``timeout``, ``reply``) apply to its calls."""
+        """A proxy for the service `name`, described by reflection now (an unknown service
+        raises `AttributeError`); `options` (``timeout``, ``metadata``) apply to its calls."""
+        self.describe(name)
         return ServiceProxy(self, name, **options)
 
     def __getattr__(self, name: str) -> ServiceProxy:
         if is_service_name(name):
-            return ServiceProxy(self, name)
+            return self.service(name)
         raise AttributeError(name)
+
+    def list_services(self) -> List[Dict[str, Any]]:
+        """See `wirecall.aio.AsyncClient.list_services`."""
+        return self._loop_thread.run(self._client.list_services())
+
+    def describe(self, service: str) -> Optional[ServiceSchema]:
+        """See `wirecall.aio.AsyncClient.describe`: the service's schema, fetched once."""
+        return self._loop_thread.run(self._client.describe(service))
+
+    def _cached_schema(self, service: str) -> Optional[ServiceSchema]:
+        return self._client._cached_schema(service)
+
+    def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+        return self._loop_thread.run(self._client._proxy_call(service, method, arguments, options))
+
+    def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
+        self._loop_thread.run(self._client._proxy_notify(service, method, arguments))
 
     def close(self) -> None:
         """Closes the connection and stops the background loop. Safe to call twice."""

@@ -1,4 +1,5 @@
-"""The bytes on the wire: hellos, frame headers, method ids (wire protocol version 1).
+"""The bytes on the wire: hellos and their extensions, frame headers, metadata blocks, method ids
+(wire protocol versions 1 and 2).
 
 Everything here follows the Wire protocol chapter of the wirecall book; section names in the
 comments refer to it. Nothing in this module does I/O.
@@ -6,11 +7,14 @@ comments refer to it. Nothing in this module does I/O.
 
 import enum
 import struct
-from dataclasses import dataclass
-from typing import Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 MAGIC = b"WCAL"
-PROTOCOL_VERSION = 1
+#: The newest protocol version this package speaks, and the one its hello offers (Versions).
+PROTOCOL_VERSION = 2
+#: The oldest: a server that refuses version 2 naming version 1 gets a version 1 hello.
+MIN_PROTOCOL_VERSION = 1
 
 #: The receiver's default maximum frame length, as in the Rust implementation (16 MiB).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
@@ -28,6 +32,23 @@ HEADER_AFTER_LENGTH = FRAME_HEADER.size - 4
 SERVER_HELLO_HEAD = struct.Struct(">4sBBBB")
 
 ERROR_CODE = struct.Struct(">H")
+
+#: An extension block is at most 1024 bytes (Extensions); its length is a u16.
+MAX_EXTENSIONS_LENGTH = 1024
+EXTENSIONS_LENGTH = struct.Struct(">H")
+#: Extension type 1: the largest frame (its `length` field) the hello's sender accepts, u32.
+EXTENSION_MAX_FRAME_LENGTH = 1
+#: The smallest `max_frame_len` a hello may announce: a frame without payload.
+MIN_ANNOUNCED_FRAME_LENGTH = 22
+
+#: Flag bit 0x01: the payload starts with a metadata block (version 2 connections only).
+FLAG_METADATA = 0x01
+#: Limits of a metadata block (Metadata (version 2)).
+MAX_METADATA_ENTRIES = 64
+MAX_METADATA_BLOCK = 8192
+MAX_METADATA_KEY = 255
+MAX_METADATA_VALUE = 65535
+_METADATA_KEY_CHARACTERS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_.")
 
 #: Request ids are 8 bytes; 0 is reserved for connection-level errors.
 MAX_REQUEST_ID = 2**64 - 1
@@ -75,17 +96,157 @@ def method_id(service: str, method: str) -> int:
     return h
 
 
-def client_hello(codecs: Sequence[int], token: bytes = b"") -> bytes:
-    """The client hello offering `codecs`, most preferred first, and presenting `token`."""
+def client_hello(
+    codecs: Sequence[int],
+    token: bytes = b"",
+    *,
+    version: int = PROTOCOL_VERSION,
+    max_frame_length: Optional[int] = DEFAULT_MAX_FRAME_LENGTH,
+) -> bytes:
+    """The client hello offering `codecs`, most preferred first, and presenting `token`.
+
+    A version 2 hello ends with the extension block, announcing `max_frame_length` (omitted
+    when `None`); a version 1 hello has no block.
+    """
     if not 1 <= len(codecs) <= MAX_CODECS_IN_HELLO:
         raise ValueError(f"offer 1 to {MAX_CODECS_IN_HELLO} codecs, not {len(codecs)}")
+    if len(set(codecs)) != len(codecs):
+        raise ValueError(f"each codec may be offered once, not {list(codecs)}")
     if len(token) > MAX_TOKEN_LENGTH:
         raise ValueError(f"a token is at most {MAX_TOKEN_LENGTH} bytes, this one is {len(token)}")
-    return (
-        MAGIC
-        + bytes([PROTOCOL_VERSION, len(codecs), *codecs, len(token)])
-        + token
-    )
+    if not MIN_PROTOCOL_VERSION <= version <= PROTOCOL_VERSION:
+        raise ValueError(
+            f"this package speaks protocol versions {MIN_PROTOCOL_VERSION} to {PROTOCOL_VERSION}, not {version}"
+        )
+    hello = MAGIC + bytes([version, len(codecs), *codecs, len(token)]) + token
+    if version >= 2:
+        extensions: Dict[int, bytes] = {}
+        if max_frame_length is not None:
+            extensions[EXTENSION_MAX_FRAME_LENGTH] = struct.pack(">I", max_frame_length)
+        hello += encode_extensions(extensions)
+    return hello
+
+
+def encode_extensions(extensions: Mapping[int, bytes]) -> bytes:
+    """An extension block, its 2-byte length included (Extensions)."""
+    body = b""
+    for extension_type, value in extensions.items():
+        if not 0 <= extension_type <= 255 or len(value) > 255:
+            raise ValueError(f"extension {extension_type} with {len(value)} bytes does not fit an entry")
+        body += bytes([extension_type, len(value)]) + value
+    if len(body) > MAX_EXTENSIONS_LENGTH:
+        raise ValueError(f"an extension block is at most {MAX_EXTENSIONS_LENGTH} bytes, not {len(body)}")
+    return EXTENSIONS_LENGTH.pack(len(body)) + body
+
+
+def decode_extensions(block: bytes) -> Dict[int, bytes]:
+    """The entries of an extension block (without its length field), by type.
+
+    Entries must fill the block exactly; an unknown type is kept (and so skipped by whoever
+    reads only the types it knows). Raises `ValueError` for a malformed block.
+    """
+    if len(block) > MAX_EXTENSIONS_LENGTH:
+        raise ValueError(f"an extension block of {len(block)} bytes, over {MAX_EXTENSIONS_LENGTH}")
+    entries: Dict[int, bytes] = {}
+    offset = 0
+    while offset < len(block):
+        if offset + 2 > len(block):
+            raise ValueError(f"a stray byte after the last extension, at offset {offset}")
+        extension_type, length = block[offset], block[offset + 1]
+        offset += 2
+        if offset + length > len(block):
+            raise ValueError(f"extension {extension_type} runs past the end of the block")
+        value = block[offset : offset + length]
+        offset += length
+        if extension_type == EXTENSION_MAX_FRAME_LENGTH:
+            if extension_type in entries:
+                raise ValueError("max_frame_len is announced twice")
+            if length != 4:
+                raise ValueError(f"max_frame_len is 4 bytes, not {length}")
+            (announced,) = struct.unpack(">I", value)
+            if announced < MIN_ANNOUNCED_FRAME_LENGTH:
+                raise ValueError(f"max_frame_len {announced} is under {MIN_ANNOUNCED_FRAME_LENGTH}")
+        entries[extension_type] = value
+    return entries
+
+
+def announced_max_frame_length(extensions: Mapping[int, bytes]) -> Optional[int]:
+    """The peer's `max_frame_len` extension, if it sent one."""
+    value = extensions.get(EXTENSION_MAX_FRAME_LENGTH)
+    return None if value is None else struct.unpack(">I", value)[0]
+
+
+def check_metadata_key(key: str) -> None:
+    """Raises `ValueError` unless `key` is 1 to 255 characters of ``a-z 0-9 - _ .``."""
+    if not isinstance(key, str):
+        raise ValueError(f"a metadata key is a str, not {type(key).__name__}")
+    raw = key.encode("utf-8")
+    if not 1 <= len(raw) <= MAX_METADATA_KEY or not set(raw) <= _METADATA_KEY_CHARACTERS:
+        raise ValueError(
+            f"metadata key {key!r}: a key is 1 to {MAX_METADATA_KEY} characters of a-z 0-9 - _ . "
+            "(lower case)"
+        )
+
+
+def encode_metadata(metadata: Mapping[str, str]) -> bytes:
+    """A metadata block: count, then key/value entries (Metadata (version 2)).
+
+    Raises `ValueError` for a bad key, a value that is not a str or too long, over 64
+    entries, or a block over 8 KiB.
+    """
+    if len(metadata) > MAX_METADATA_ENTRIES:
+        raise ValueError(f"metadata has at most {MAX_METADATA_ENTRIES} entries, not {len(metadata)}")
+    block = bytearray(struct.pack(">H", len(metadata)))
+    for key, value in metadata.items():
+        check_metadata_key(key)
+        if not isinstance(value, str):
+            raise ValueError(f"metadata value of {key!r} is a str, not {type(value).__name__}")
+        raw_key, raw_value = key.encode("utf-8"), value.encode("utf-8")
+        if len(raw_value) > MAX_METADATA_VALUE:
+            raise ValueError(f"metadata value of {key!r} is {len(raw_value)} bytes, over {MAX_METADATA_VALUE}")
+        block += bytes([len(raw_key)]) + raw_key + struct.pack(">H", len(raw_value)) + raw_value
+    if len(block) > MAX_METADATA_BLOCK:
+        raise ValueError(f"the metadata block would be {len(block)} bytes, over {MAX_METADATA_BLOCK}")
+    return bytes(block)
+
+
+def decode_metadata(payload: bytes) -> Tuple[Dict[str, str], bytes]:
+    """Splits a payload that starts with a metadata block into the metadata and the rest.
+
+    Raises `ValueError` for a block that breaks a rule or runs past the payload; a repeated
+    key keeps its last value.
+    """
+    if len(payload) < 2:
+        raise ValueError("the metadata block ends before its count")
+    (count,) = struct.unpack_from(">H", payload)
+    if count > MAX_METADATA_ENTRIES:
+        raise ValueError(f"a metadata block of {count} entries, over {MAX_METADATA_ENTRIES}")
+    metadata: Dict[str, str] = {}
+    offset = 2
+    for _ in range(count):
+        if offset + 1 > len(payload):
+            raise ValueError("a metadata entry runs past the payload")
+        key_length = payload[offset]
+        offset += 1
+        raw_key = payload[offset : offset + key_length]
+        if key_length == 0 or len(raw_key) < key_length or not set(raw_key) <= _METADATA_KEY_CHARACTERS:
+            raise ValueError(f"a bad metadata key {raw_key!r}")
+        offset += key_length
+        if offset + 2 > len(payload):
+            raise ValueError("a metadata entry runs past the payload")
+        (value_length,) = struct.unpack_from(">H", payload, offset)
+        offset += 2
+        raw_value = payload[offset : offset + value_length]
+        if len(raw_value) < value_length:
+            raise ValueError("a metadata value runs past the payload")
+        offset += value_length
+        if offset > MAX_METADATA_BLOCK:
+            raise ValueError(f"a metadata block over {MAX_METADATA_BLOCK} bytes")
+        try:
+            metadata[raw_key.decode("ascii")] = raw_value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"the metadata value of {raw_key!r} is not UTF-8") from None
+    return metadata, payload[offset:]
 
 
 @dataclass(frozen=True)
@@ -97,6 +258,8 @@ class ServerHello:
     status: int
     codec: int
     supported: Tuple[int, ...]
+    #: The extension entries by type (version 2 and later; empty for version 1).
+    extensions: Mapping[int, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -121,10 +284,11 @@ def encode_frame(
     method: int = 0,
     deadline_ms: int = 0,
     payload: bytes = b"",
+    flags: int = 0,
 ) -> bytes:
-    """One whole frame, header and payload."""
+    """One whole frame, header and payload (with its metadata block, if `flags` says so)."""
     header = FRAME_HEADER.pack(
-        HEADER_AFTER_LENGTH + len(payload), kind, 0, request_id, method, deadline_ms
+        HEADER_AFTER_LENGTH + len(payload), kind, flags, request_id, method, deadline_ms
     )
     return header + payload
 
