@@ -80,7 +80,7 @@ impl Bulk for Users {
 }
 
 /// The server-side implementation.
-struct Users;
+pub struct Users;
 
 impl UserService for Users {
     async fn get_user_id(&self, name: String) -> i32 {

@@ -64,7 +64,7 @@ async fn dropping_a_call_future_cancels_the_handler() {
 async fn unknown_methods_are_reported_by_id() {
     // A server that only has UserService, called through the Lab client.
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .bind("127.0.0.1:0")
         .await
         .unwrap();
@@ -154,7 +154,7 @@ async fn a_reply_over_the_clients_announced_limit_fails_only_that_call() {
 #[tokio::test]
 async fn a_request_over_the_servers_announced_limit_fails_locally() {
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .max_frame_len(2048)
         .bind("127.0.0.1:0")
         .await
@@ -294,8 +294,8 @@ async fn the_grace_period_bounds_shutdown() {
 #[tokio::test]
 async fn two_services_with_one_name_are_refused_at_start_up() {
     let err = Server::builder()
-        .serve(UserServiceServer::new(Users))
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
+        .serve(UserServiceServer::new(Users::default()))
         .bind("127.0.0.1:0")
         .await
         .unwrap_err();

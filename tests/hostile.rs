@@ -290,7 +290,7 @@ impl Arena {
 
 fn hostile_server() -> wirecall::ServerBuilder {
     Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .handshake_timeout(HANDSHAKE_TIMEOUT)
         .idle_timeout(IDLE_TIMEOUT)
         .ping_timeout(PING_TIMEOUT)

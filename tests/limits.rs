@@ -119,7 +119,7 @@ async fn keepalive_detects_a_silent_server_and_fails_waiting_calls() {
 #[tokio::test]
 async fn the_server_pings_an_idle_peer_and_closes_it_when_it_does_not_answer() {
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .idle_timeout(Duration::from_millis(100))
         .ping_timeout(Duration::from_millis(100))
         .bind("127.0.0.1:0")
@@ -148,7 +148,7 @@ async fn the_server_pings_an_idle_peer_and_closes_it_when_it_does_not_answer() {
 #[tokio::test]
 async fn an_idle_client_that_answers_pings_is_kept() {
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .idle_timeout(Duration::from_millis(50))
         .ping_timeout(Duration::from_millis(50))
         .bind("127.0.0.1:0")
@@ -200,7 +200,7 @@ async fn calls_beyond_max_in_flight_get_an_overloaded_error() {
 #[tokio::test]
 async fn connections_beyond_max_connections_are_refused_as_busy() {
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .max_connections(2)
         .bind("127.0.0.1:0")
         .await

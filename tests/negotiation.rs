@@ -21,7 +21,7 @@ async fn client_offering_only_msgpack_gets_msgpack() {
 #[tokio::test]
 async fn client_preference_wins_by_default_and_server_order_when_asked() {
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .codecs([Codec::Protobuf, Codec::Json])
         .bind("127.0.0.1:0")
         .await
@@ -35,7 +35,7 @@ async fn client_preference_wins_by_default_and_server_order_when_asked() {
     assert_eq!(channel.codec(), Codec::Json);
 
     let server_first = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .codecs([Codec::Protobuf, Codec::Json])
         .prefer_server_codec_order(true)
         .bind("127.0.0.1:0")
@@ -52,7 +52,7 @@ async fn client_preference_wins_by_default_and_server_order_when_asked() {
 #[tokio::test]
 async fn no_common_codec_is_a_clear_error_naming_both_lists() {
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .codecs([Codec::Protobuf])
         .bind("127.0.0.1:0")
         .await
@@ -119,7 +119,7 @@ async fn connect_failure_is_a_connect_error() {
 async fn a_codec_listed_twice_is_a_configuration_error_on_both_sides() {
     let twice = [Codec::Json, Codec::MessagePack, Codec::Json];
     let err = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .codecs(twice)
         .bind("127.0.0.1:0")
         .await
@@ -130,7 +130,7 @@ async fn a_codec_listed_twice_is_a_configuration_error_on_both_sides() {
     );
 
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .bind("127.0.0.1:0")
         .await
         .unwrap();

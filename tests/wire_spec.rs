@@ -17,64 +17,19 @@ use tokio::net::{TcpListener, TcpStream};
 use wirecall::{method_id, Channel, Codec, RunningServer, Server};
 use wirecall_runtime::frame::{Frame, FrameKind};
 use wirecall_runtime::negotiate::{ClientHello, ServerHello};
+// The shared `UserService` fixture: the chapter shows its `get_user` and `find` (method ids
+// depend only on the service and method names, so these are the `user` example's ids).
+use wirecall_test_support::{
+    fanly, NotFound, UserModel, UserServiceClient, UserServiceServer, Users,
+};
 
 const CHAPTER: &str = include_str!("../book/src/wire-protocol.md");
-
-/// The example's user.
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct UserModel {
-    /// Id.
-    pub user_id: i32,
-    /// Name.
-    pub name: String,
-    /// Age in years.
-    pub age: i32,
-}
-
-/// The application error of `find` and `rename`.
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct NotFound {
-    /// The id looked up.
-    pub user_id: i32,
-    /// Why nothing was found.
-    pub reason: String,
-}
-
-/// The two methods of the example's `UserService` the chapter shows (ids depend only on the
-/// service and method names, so these are the example's ids).
-#[wirecall::service]
-pub trait UserService {
-    /// Echoes a user back.
-    async fn get_user(&self, user: UserModel) -> UserModel;
-    /// Finds a user by id.
-    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound>;
-}
 
 /// The chapter's two-argument method.
 #[wirecall::service]
 pub trait Accounts {
     /// Renames a user.
     async fn rename(&self, user_id: i32, name: String) -> Result<UserModel, NotFound>;
-}
-
-struct Users;
-
-impl UserService for Users {
-    async fn get_user(&self, user: UserModel) -> UserModel {
-        user
-    }
-
-    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound> {
-        match user_id {
-            1 => Ok(fanly()),
-            _ => Err(NotFound {
-                user_id,
-                reason: "no such user".to_owned(),
-            }),
-        }
-    }
 }
 
 impl Accounts for Users {
@@ -91,18 +46,10 @@ impl Accounts for Users {
 #[wirecall::message]
 struct NoArgs {}
 
-fn fanly() -> UserModel {
-    UserModel {
-        user_id: 1,
-        name: "fanly".to_owned(),
-        age: 18,
-    }
-}
-
 async fn start_server() -> RunningServer {
     Server::builder()
-        .serve(UserServiceServer::new(Users))
-        .serve(AccountsServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
+        .serve(AccountsServer::new(Users::default()))
         .bind("127.0.0.1:0")
         .await
         .expect("server binds")
@@ -525,7 +472,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
 
     // A server that requires a token: the right one, then a wrong one (status 5).
     let guarded = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .token("s3cret")
         .bind("127.0.0.1:0")
         .await

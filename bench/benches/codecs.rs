@@ -16,14 +16,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use tokio_util::codec::{Decoder, Encoder};
 use wirecall::{Codec, MethodId, WireMessage};
 use wirecall_runtime::frame::{Frame, FrameCodec, FrameKind};
-
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct UserModel {
-    pub user_id: i32,
-    pub name: String,
-    pub age: i32,
-}
+// The payloads are the shared fixture's user, as the end-to-end workloads send it.
+use wirecall_test_support::{fanly, UserModel};
 
 /// The 0-object case's reply.
 #[wirecall::message]
@@ -37,14 +31,6 @@ pub struct Dictionary {
 #[derive(Clone, PartialEq)]
 pub struct Users {
     pub users: Vec<UserModel>,
-}
-
-fn fanly() -> UserModel {
-    UserModel {
-        user_id: 1,
-        name: "fanly".to_owned(),
-        age: 18,
-    }
 }
 
 const CODECS: [Codec; 3] = [Codec::Json, Codec::MessagePack, Codec::Protobuf];

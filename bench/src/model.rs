@@ -5,27 +5,10 @@ use bytes::Bytes;
 use wirecall::Codec;
 use wirecall_runtime::frame::HEADER_LEN;
 
-/// A user, as in the surging benchmark. `#[wirecall::message]` derives serde (used by tarpc
-/// and by wirecall's JSON and MessagePack codecs) and prost (wirecall's Protobuf codec).
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct UserModel {
-    /// The user's id.
-    pub user_id: i32,
-    /// The user's name.
-    pub name: String,
-    /// The user's age in years.
-    pub age: i32,
-}
-
-/// The user every call carries.
-pub fn fanly() -> UserModel {
-    UserModel {
-        user_id: 1,
-        name: "fanly".to_owned(),
-        age: 18,
-    }
-}
+// The surging `UserModel` and the user every call carries, from the shared fixture that the
+// wirecall system serves. `#[wirecall::message]` derives serde (used by tarpc and by
+// wirecall's JSON and MessagePack codecs) and prost (wirecall's Protobuf codec and tonic).
+pub use wirecall_test_support::{fanly, UserModel};
 
 /// Bytes carried by one `bulk` call (W5).
 pub const BULK_LEN: usize = 64 * 1024;

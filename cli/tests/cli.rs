@@ -2,88 +2,17 @@
 //! error codes and exit codes, token, TLS, metadata and deadlines.
 
 use std::process::Output;
-use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use wirecall::reflect::ServiceSchema;
-use wirecall::{CallContext, RunningServer, Server, ServerTlsConfig};
-
-/// A user.
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct UserModel {
-    /// The user's id.
-    pub user_id: i32,
-    /// The user's name.
-    pub name: String,
-    /// The user's age in years.
-    pub age: i32,
-}
-
-/// The application error of `find`.
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct NotFound {
-    /// The id looked up.
-    pub user_id: i32,
-}
-
-/// Users, by id and by name.
-#[wirecall::service]
-pub trait UserService {
-    /// The id of the user called `name`.
-    #[idempotent]
-    async fn get_user_id(&self, name: String) -> i32;
-    /// Echoes a user back.
-    async fn get_user(&self, user: UserModel) -> UserModel;
-    /// Finds a user by id.
-    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound>;
-    /// The value of call metadata `key`.
-    async fn metadata(&self, key: String) -> Option<String>;
-    /// Sleeps.
-    async fn sleep(&self, millis: u64);
-    /// Panics.
-    async fn explode(&self);
-    /// Fire and forget.
-    #[oneway]
-    async fn poke(&self, note: String);
-}
-
-struct Users;
-
-impl UserService for Users {
-    async fn get_user_id(&self, name: String) -> i32 {
-        name.len() as i32
-    }
-    async fn get_user(&self, user: UserModel) -> UserModel {
-        user
-    }
-    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound> {
-        match user_id {
-            1 => Ok(UserModel {
-                user_id,
-                name: "fanly".into(),
-                age: 18,
-            }),
-            _ => Err(NotFound { user_id }),
-        }
-    }
-    async fn metadata(&self, key: String) -> Option<String> {
-        CallContext::current().and_then(|context| context.metadata().get(&key).map(str::to_owned))
-    }
-    async fn sleep(&self, millis: u64) {
-        tokio::time::sleep(Duration::from_millis(millis)).await;
-    }
-    async fn explode(&self) {
-        panic!("boom");
-    }
-    async fn poke(&self, _note: String) {}
-}
+use wirecall::{RunningServer, Server, ServerTlsConfig};
+// The shared `UserService` fixture: the service every command here talks to.
+use wirecall_test_support::{UserServiceServer, Users};
 
 async fn server() -> RunningServer {
     Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .bind("127.0.0.1:0")
         .await
         .expect("server starts")
@@ -166,7 +95,7 @@ async fn list_and_describe_learn_the_service_by_reflection() {
         let schema: ServiceSchema = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(
             schema,
-            wirecall::Service::schema(&UserServiceServer::new(Users))
+            wirecall::Service::schema(&UserServiceServer::new(Users::default()))
         );
     }
 
@@ -291,7 +220,12 @@ async fn failures_have_their_own_exit_codes_and_print_the_wire_code() {
     }
     let no_method = wirecall(&["call", &addr, "UserService.nope", "{}"], "").await;
     assert_exit(&no_method, 1);
-    assert!(stderr(&no_method).contains("its methods are: get_user_id, get_user, find"));
+    assert!(
+        stderr(&no_method)
+            .contains("its methods are: get_user_id, get_user, get, get_dictionary, find,"),
+        "{}",
+        stderr(&no_method)
+    );
     let msgpack = wirecall(
         &[
             "call",
@@ -347,7 +281,7 @@ async fn metadata_travels_with_the_call() {
 async fn token_and_tls_are_honoured() {
     let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .token("cli-token-0123456789")
         .tls(ServerTlsConfig::new(ca.cert.pem(), ca.key_pair.serialize_pem()).unwrap())
         .bind("127.0.0.1:0")

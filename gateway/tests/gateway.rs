@@ -10,62 +10,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
-use wirecall::{CallContext, Channel, Codec, RunningServer, Server};
+use wirecall::{Channel, Codec, RunningServer, Server};
 use wirecall_gateway::Gateway;
-
-/// A user.
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct UserModel {
-    /// The user's id.
-    pub user_id: i32,
-    /// The user's name.
-    pub name: String,
-}
-
-/// Users.
-#[wirecall::service]
-pub trait UserService {
-    /// Echoes a user back.
-    async fn get_user(&self, user: UserModel) -> UserModel;
-    /// Finds a user by id.
-    async fn find(&self, user_id: i32) -> Result<UserModel, String>;
-    /// Returns call metadata `tenant` and answers with reply metadata `served-by`.
-    async fn tenant(&self) -> String;
-    /// Sleeps.
-    async fn sleep(&self, millis: u64);
-    /// Fire and forget.
-    #[oneway]
-    async fn poke(&self);
-}
-
-struct Users;
-
-impl UserService for Users {
-    async fn get_user(&self, user: UserModel) -> UserModel {
-        user
-    }
-    async fn find(&self, user_id: i32) -> Result<UserModel, String> {
-        Err(format!("no user {user_id}"))
-    }
-    async fn tenant(&self) -> String {
-        CallContext::with_current(|context| {
-            context
-                .set_reply_metadata("served-by", "unit-test")
-                .expect("a valid key");
-            context
-                .metadata()
-                .get("tenant")
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .unwrap_or_default()
-    }
-    async fn sleep(&self, millis: u64) {
-        tokio::time::sleep(Duration::from_millis(millis)).await;
-    }
-    async fn poke(&self) {}
-}
+// The shared `UserService` fixture: the service behind the gateway.
+use wirecall_test_support::{UserServiceServer, Users, SERVED_BY};
 
 struct Fixture {
     server: RunningServer,
@@ -74,7 +22,7 @@ struct Fixture {
 
 async fn fixture(builder: wirecall_gateway::GatewayBuilder) -> Fixture {
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .bind("127.0.0.1:0")
         .await
         .unwrap();
@@ -128,16 +76,22 @@ async fn post_calls_the_method_and_answers_its_reply() {
     let (status, body) = post(
         &fixture,
         "/UserService/get_user",
-        r#"{"user":{"user_id":7,"name":"ada"}}"#,
+        r#"{"user":{"user_id":7,"name":"ada","age":36}}"#,
     )
     .await;
-    assert_eq!((status, body), (200, json!({"user_id": 7, "name": "ada"})));
+    assert_eq!(
+        (status, body),
+        (200, json!({"user_id": 7, "name": "ada", "age": 36}))
+    );
     let (status, body) = post(&fixture, "/UserService/find", r#"{"user_id":9}"#).await;
     assert_eq!(
         (status, body),
-        (422, json!({"error": "Application", "value": "no user 9"}))
+        (
+            422,
+            json!({"error": "Application", "value": {"user_id": 9, "reason": "no such user"}})
+        )
     );
-    let (status, body) = post(&fixture, "/UserService/poke", "").await;
+    let (status, body) = post(&fixture, "/UserService/poke", r#"{"note":"hi"}"#).await;
     assert_eq!((status, body), (202, json!("")));
     fixture.server.shutdown().await;
 }
@@ -174,13 +128,13 @@ async fn metadata_travels_as_headers_both_ways() {
     let (status, headers, body) = request(
         &fixture,
         "POST",
-        "/UserService/tenant",
+        "/UserService/metadata",
         &[("wirecall-meta-tenant", "acme")],
-        "{}",
+        r#"{"key":"tenant"}"#,
     )
     .await;
     assert_eq!((status, body), (200, json!("acme")));
-    assert_eq!(headers["wirecall-meta-served-by"], "unit-test");
+    assert_eq!(headers["wirecall-meta-served-by"], SERVED_BY);
     fixture.server.shutdown().await;
 }
 
@@ -192,7 +146,10 @@ async fn bodies_and_calls_are_limited() {
             .time_limit(Duration::from_millis(200)),
     )
     .await;
-    let big = format!(r#"{{"user":{{"user_id":1,"name":"{}"}}}}"#, "x".repeat(100));
+    let big = format!(
+        r#"{{"user":{{"user_id":1,"name":"{}","age":18}}}}"#,
+        "x".repeat(100)
+    );
     let (status, _, _) = request(&fixture, "POST", "/UserService/get_user", &[], big).await;
     assert_eq!(status, 413);
     let (status, body) = post(&fixture, "/UserService/sleep", r#"{"millis":2000}"#).await;

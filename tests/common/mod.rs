@@ -1,73 +1,13 @@
 //! Services and helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use wirecall::{Codec, RunningServer, Server};
 
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct UserModel {
-    pub user_id: i32,
-    pub name: String,
-    pub age: i32,
-}
-
-#[wirecall::message]
-#[derive(Clone, PartialEq)]
-pub struct NotFound {
-    pub user_id: i32,
-    pub reason: String,
-}
-
-/// The example's service, as users write it.
-#[wirecall::service]
-pub trait UserService {
-    /// The id of the user called `name`.
-    async fn get_user_id(&self, name: String) -> i32;
-    async fn get_user(&self, user: UserModel) -> UserModel;
-    async fn get(&self, users: Vec<UserModel>) -> bool;
-    async fn get_dictionary(&self) -> HashMap<String, String>;
-    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound>;
-}
-
-pub struct Users;
-
-impl UserService for Users {
-    async fn get_user_id(&self, name: String) -> i32 {
-        name.len() as i32
-    }
-    async fn get_user(&self, user: UserModel) -> UserModel {
-        user
-    }
-    async fn get(&self, users: Vec<UserModel>) -> bool {
-        users.len() == 10
-    }
-    async fn get_dictionary(&self) -> HashMap<String, String> {
-        HashMap::from([("key".to_owned(), "value".to_owned())])
-    }
-    async fn find(&self, user_id: i32) -> Result<UserModel, NotFound> {
-        if user_id == 1 {
-            Ok(fanly())
-        } else {
-            Err(NotFound {
-                user_id,
-                reason: "no such user".to_owned(),
-            })
-        }
-    }
-}
-
-pub fn fanly() -> UserModel {
-    UserModel {
-        user_id: 1,
-        name: "fanly".to_owned(),
-        age: 18,
-    }
-}
+pub use wirecall_test_support::*;
 
 /// Methods with behaviour the failure tests need.
 #[wirecall::service]
@@ -124,7 +64,7 @@ impl Lab for Arc<LabImpl> {
 pub async fn start_server() -> (RunningServer, Arc<LabImpl>) {
     let lab = Arc::new(LabImpl::default());
     let server = Server::builder()
-        .serve(UserServiceServer::new(Users))
+        .serve(UserServiceServer::new(Users::default()))
         .serve(LabServer::new(Arc::clone(&lab)))
         .bind("127.0.0.1:0")
         .await

@@ -1,74 +1,25 @@
-//! wirecall: the `UserService` as a `#[wirecall::service]` trait.
+//! wirecall: the `UserService` fixture of `wirecall-test-support`, a `#[wirecall::service]` trait.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use wirecall::{Channel, Codec, RunningServer, Server};
 
 use super::{fan_out, BenchResult, Counter, Rpc};
 use crate::measure::Latencies;
-use crate::model::{big_request_users, fanly, Case, Fixtures, UserModel, RECORD_LEN};
+use crate::model::{big_request_users, fanly, Case, Fixtures, RECORD_LEN};
 
-/// The benchmark's service.
-#[wirecall::service]
-pub trait UserService {
-    /// A small dictionary, no arguments (the 0-object case).
-    async fn get_dictionary(&self) -> HashMap<String, String>;
-    /// Echoes a user back (the 1-object case). Idempotent: the discovery cell's balanced
-    /// channel may retry it on another server.
-    #[idempotent]
-    async fn get_user(&self, user: UserModel) -> UserModel;
-    /// Accepts a list of users (the 10- and 100-object cases).
-    async fn get(&self, users: Vec<UserModel>) -> bool;
-    /// Returns the length of a bulk payload (W5).
-    async fn bulk(&self, data: Bytes) -> u32;
-    /// Counts a one-way message (W6).
-    #[oneway]
-    async fn record(&self, entry: Vec<u8>);
-    /// The one-way messages counted so far.
-    async fn recorded(&self) -> u64;
-}
-
-/// The server-side implementation.
-#[derive(Clone)]
-struct Users {
-    recorded: Counter,
-}
-
-impl UserService for Users {
-    async fn get_dictionary(&self) -> HashMap<String, String> {
-        HashMap::from([("key".to_owned(), "value".to_owned())])
-    }
-
-    async fn get_user(&self, user: UserModel) -> UserModel {
-        user
-    }
-
-    async fn get(&self, users: Vec<UserModel>) -> bool {
-        !users.is_empty()
-    }
-
-    async fn bulk(&self, data: Bytes) -> u32 {
-        data.len() as u32
-    }
-
-    async fn record(&self, _entry: Vec<u8>) {
-        self.recorded.fetch_add(1, Ordering::Relaxed);
-    }
-
-    async fn recorded(&self) -> u64 {
-        self.recorded.load(Ordering::Relaxed)
-    }
-}
+// The benchmark's service is the shared `UserService` fixture: `get_dictionary`, `get_user`
+// and `get` are the 0-, 1-, 10- and 100-object cases, `bulk` is W5, `record`/`recorded` are W6.
+pub use wirecall_test_support::UserServiceClient;
+use wirecall_test_support::{UserServiceServer, Users};
 
 /// Starts a server on an ephemeral loopback port; every codec is allowed and the client picks.
 pub async fn serve(recorded: Counter) -> BenchResult<RunningServer> {
     Ok(Server::builder()
-        .serve(UserServiceServer::new(Users { recorded }))
+        .serve(UserServiceServer::new(Users::counting_into(recorded)))
         .bind("127.0.0.1:0")
         .await?)
 }
