@@ -130,13 +130,9 @@ impl ClientHello {
         let Some(token) = buf.get(ids_end + 1..token_end) else {
             return Ok(Progress::Need(token_end));
         };
-        let (max_frame_len, end) = if version >= 2 {
-            match parse_extensions(buf, token_end)? {
-                Progress::Need(total) => return Ok(Progress::Need(total)),
-                Progress::Done(max_frame_len, end) => (max_frame_len, end),
-            }
-        } else {
-            (None, token_end)
+        let (max_frame_len, end) = match parse_tail(buf, token_end, version)? {
+            Progress::Need(total) => return Ok(Progress::Need(total)),
+            Progress::Done(max_frame_len, end) => (max_frame_len, end),
         };
         let hello = Self {
             version,
@@ -204,13 +200,9 @@ impl ServerHello {
             return Ok(Progress::Need(ids_end));
         };
         check_no_duplicates(ids)?;
-        let (max_frame_len, end) = if version >= 2 {
-            match parse_extensions(buf, ids_end)? {
-                Progress::Need(total) => return Ok(Progress::Need(total)),
-                Progress::Done(max_frame_len, end) => (max_frame_len, end),
-            }
-        } else {
-            (None, ids_end)
+        let (max_frame_len, end) = match parse_tail(buf, ids_end, version)? {
+            Progress::Need(total) => return Ok(Progress::Need(total)),
+            Progress::Done(max_frame_len, end) => (max_frame_len, end),
         };
         let hello = Self {
             version,
@@ -260,6 +252,20 @@ fn put_extensions(out: &mut Vec<u8>, max_frame_len: Option<u32>) {
             out.extend_from_slice(&max.to_be_bytes());
         }
         None => out.extend_from_slice(&0u16.to_be_bytes()),
+    }
+}
+
+/// What follows a hello's fixed fields at `at`: nothing in version 1, the extension block
+/// from version 2 on.
+fn parse_tail(
+    buf: &[u8],
+    at: usize,
+    version: u8,
+) -> Result<Progress<Option<u32>>, NegotiationError> {
+    if version >= 2 {
+        parse_extensions(buf, at)
+    } else {
+        Ok(Progress::Done(None, at))
     }
 }
 
