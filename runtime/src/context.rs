@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::metadata::{Metadata, MetadataError};
-use crate::method::MethodId;
+use crate::method::{MethodDescriptor, MethodId, ServiceDescriptor};
 use crate::server::PeerIdentity;
 use crate::trace::TraceContext;
 
@@ -46,16 +46,19 @@ thread_local! {
 #[derive(Debug)]
 pub struct CallContext {
     pub(crate) request_id: u64,
-    pub(crate) method: MethodId,
-    pub(crate) method_name: &'static str,
-    pub(crate) service: &'static str,
+    /// The method's name and id, and its service's name: one pointer each, since the context
+    /// is moved into the thread-local and back on every poll of the call.
+    pub(crate) method: &'static MethodDescriptor,
+    pub(crate) service: &'static ServiceDescriptor,
     pub(crate) peer: Arc<PeerIdentity>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) metadata: Metadata,
     pub(crate) trace: Option<TraceContext>,
     /// Whether the connection can carry reply metadata (protocol version 2).
     pub(crate) replies_carry_metadata: bool,
-    pub(crate) reply_metadata: RefCell<Metadata>,
+    /// Boxed, and only once an entry is set: most calls send none back, and the context is
+    /// moved on every poll.
+    pub(crate) reply_metadata: RefCell<Option<Box<Metadata>>>,
     /// A copy made by [`current`](Self::current): its reply metadata goes to the call it was
     /// copied from, while that call is current, rather than into its own unused cell.
     pub(crate) copied: bool,
@@ -80,14 +83,13 @@ impl CallContext {
         CallContext {
             request_id: self.request_id,
             method: self.method,
-            method_name: self.method_name,
             service: self.service,
             peer: Arc::clone(&self.peer),
             deadline: self.deadline,
             metadata: self.metadata.clone(),
             trace: self.trace,
             replies_carry_metadata: self.replies_carry_metadata,
-            reply_metadata: RefCell::new(Metadata::new()),
+            reply_metadata: RefCell::new(None),
             copied: true,
         }
     }
@@ -99,17 +101,17 @@ impl CallContext {
 
     /// The method called.
     pub fn method_id(&self) -> MethodId {
-        self.method
+        self.method.id
     }
 
     /// The method's name as written in the trait.
     pub fn method_name(&self) -> &'static str {
-        self.method_name
+        self.method.name
     }
 
     /// The service's wire name.
     pub fn service(&self) -> &'static str {
-        self.service
+        self.service.name
     }
 
     /// Who is calling: address, token, TLS client certificate.
@@ -151,7 +153,7 @@ impl CallContext {
         value: impl Into<String>,
     ) -> Result<(), MetadataError> {
         if !self.copied {
-            return self.reply_metadata.borrow_mut().insert(key, value);
+            return insert_reply_metadata(&self.reply_metadata, key, value);
         }
         // A copy: the entry belongs to the call it was copied from, if that is still the
         // call this task serves (the same request on the same connection).
@@ -159,7 +161,7 @@ impl CallContext {
             let same_call =
                 call.request_id == self.request_id && Arc::ptr_eq(&call.peer, &self.peer);
             if same_call {
-                call.reply_metadata.borrow_mut().insert(key, value)
+                insert_reply_metadata(&call.reply_metadata, key, value)
             } else {
                 Err(MetadataError::CallNotCurrent)
             }
@@ -179,14 +181,25 @@ impl CallContext {
     pub(crate) fn take_reply_metadata() -> Option<Metadata> {
         Self::with_current(|call| {
             if call.replies_carry_metadata {
-                Some(std::mem::take(&mut *call.reply_metadata.borrow_mut()))
+                call.reply_metadata.borrow_mut().take()
             } else {
                 None
             }
         })
         .flatten()
+        .map(|metadata| *metadata)
         .filter(|metadata| !metadata.is_empty())
     }
+}
+
+fn insert_reply_metadata(
+    cell: &RefCell<Option<Box<Metadata>>>,
+    key: impl Into<String>,
+    value: impl Into<String>,
+) -> Result<(), MetadataError> {
+    cell.borrow_mut()
+        .get_or_insert_with(Box::default)
+        .insert(key, value)
 }
 
 /// A call's future with its context (see [`CallContext::around`]).

@@ -104,15 +104,14 @@ pub(super) async fn start_call(
     );
     let call = CallContext {
         request_id,
-        method,
-        method_name: route.method.name,
-        service: route.service.descriptor().name,
+        method: route.method,
+        service: route.service.descriptor(),
         peer: Arc::clone(&context.identity),
         deadline,
         metadata,
         trace,
         replies_carry_metadata: context.version >= 2,
-        reply_metadata: RefCell::new(Metadata::new()),
+        reply_metadata: RefCell::new(None),
         copied: false,
     };
     let request = Request {
