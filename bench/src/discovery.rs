@@ -123,20 +123,41 @@ async fn load<C: Caller>(
     calls: usize,
     in_flight: usize,
 ) -> BenchResult<(f64, Latencies)> {
+    let client = client.clone();
+    drive(calls, in_flight, move || {
+        let client = client.clone();
+        async move {
+            client
+                .get_user(fanly())
+                .await
+                .map(drop)
+                .map_err(|err| err.to_string())
+        }
+    })
+    .await
+}
+
+/// Runs `call` `calls` times from `in_flight` tasks at once: (calls/s, latencies). The first
+/// failed call fails the run.
+async fn drive<F, Fut>(calls: usize, in_flight: usize, call: F) -> BenchResult<(f64, Latencies)>
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = Result<(), String>> + Send,
+{
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let tasks: Vec<_> = (0..in_flight)
         .map(|_| {
-            let client = client.clone();
+            let call = call.clone();
             let next = Arc::clone(&next);
             tokio::spawn(async move {
                 let mut latencies = Latencies::with_capacity(calls / in_flight + 1);
                 while next.fetch_add(1, Ordering::Relaxed) < calls as u64 {
-                    let call = Instant::now();
-                    client.get_user(fanly()).await?;
-                    latencies.record(call.elapsed());
+                    let began = Instant::now();
+                    call().await?;
+                    latencies.record(began.elapsed());
                 }
-                Ok::<_, wirecall::Error>(latencies)
+                Ok::<_, String>(latencies)
             })
         })
         .collect();
@@ -324,37 +345,26 @@ async fn tower_balancer(servers: &[(Child, String)]) -> BenchResult<TowerBalance
     ))
 }
 
+/// [`load`] through tower's balancer.
 async fn load_tower(
     balancer: &TowerBalancer,
     calls: usize,
     in_flight: usize,
 ) -> BenchResult<(f64, Latencies)> {
     use tower::Service as _;
-    let next = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..in_flight)
-        .map(|_| {
-            let balancer = balancer.clone();
-            let next = Arc::clone(&next);
-            tokio::spawn(async move {
-                let mut latencies = Latencies::with_capacity(calls / in_flight + 1);
-                while next.fetch_add(1, Ordering::Relaxed) < calls as u64 {
-                    let call = Instant::now();
-                    let mut service = balancer.clone();
-                    let result = match futures::future::poll_fn(|cx| service.poll_ready(cx)).await {
-                        Ok(()) => service.call(fanly()).await.map(drop),
-                        Err(err) => Err(err),
-                    };
-                    result.map_err(|err| err.to_string())?;
-                    latencies.record(call.elapsed());
-                }
-                Ok::<_, String>(latencies)
-            })
-        })
-        .collect();
-    let mut all = Latencies::with_capacity(calls);
-    for task in tasks {
-        all.extend(task.await??);
-    }
-    Ok((calls as f64 / started.elapsed().as_secs_f64(), all))
+    let balancer = balancer.clone();
+    drive(calls, in_flight, move || {
+        let mut service = balancer.clone();
+        async move {
+            futures::future::poll_fn(|cx| service.poll_ready(cx))
+                .await
+                .map_err(|err| err.to_string())?;
+            service
+                .call(fanly())
+                .await
+                .map(drop)
+                .map_err(|err| err.to_string())
+        }
+    })
+    .await
 }

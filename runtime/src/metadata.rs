@@ -14,6 +14,8 @@
 //! limits: a sender refuses to build a larger block, a receiver treats one as a protocol
 //! violation.
 
+use std::sync::Arc;
+
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// Most entries one call or reply may carry.
@@ -54,6 +56,18 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// A handle's metadata with one more entry: a copy of `base` (or nothing) with `key` set,
+    /// shared by the calls of the new handle.
+    pub(crate) fn extended(
+        base: Option<&Metadata>,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Arc<Metadata>, MetadataError> {
+        let mut metadata = base.cloned().unwrap_or_default();
+        metadata.insert(key, value)?;
+        Ok(Arc::new(metadata))
+    }
+
     /// No entries.
     pub const fn new() -> Self {
         Self {

@@ -163,10 +163,8 @@ impl Channel {
         key: impl Into<String>,
         value: impl Into<String>,
     ) -> Result<Self, MetadataError> {
-        let mut metadata = self.metadata.as_deref().cloned().unwrap_or_default();
-        metadata.insert(key, value)?;
         Ok(Self {
-            metadata: Some(Arc::new(metadata)),
+            metadata: Some(Metadata::extended(self.metadata.as_deref(), key, value)?),
             ..self.clone()
         })
     }
