@@ -163,7 +163,7 @@ async fn closing_a_channel_finishes_its_calls_then_waits_for_the_connection_to_c
     // New calls fail at once, on every clone, and the channel does not reconnect.
     let err = lab.add(1, 2).await.unwrap_err();
     assert!(
-        matches!(&err, Error::ConnectionClosed { reason } if reason.contains("Channel::close")),
+        matches!(&err, Error::ConnectionClosed { reason, .. } if reason.contains("Channel::close")),
         "{err}"
     );
     eventually("the server sees the connection closed", || {

@@ -140,11 +140,17 @@ pub enum Error {
         max: u32,
     },
     /// The connection closed (or broke) before the call completed. The call may or may not
-    /// have run on the server.
+    /// have run on the server, except when `code` is
+    /// [`ShuttingDown`](ErrorCode::ShuttingDown): a server shutting down stops reading,
+    /// finishes every call it read, and only then says so and closes, so a call still waiting
+    /// then never ran.
     #[error("connection closed: {reason}")]
     ConnectionClosed {
         /// Why, as far as the client knows.
         reason: String,
+        /// The code of the connection-level `Error` frame the server sent before closing
+        /// (`None`: it closed or broke without one).
+        code: Option<ErrorCode>,
     },
     /// No reply arrived before the call's deadline. The server was told to stop the work.
     #[error("no reply within {after:?}")]
@@ -219,6 +225,7 @@ impl Error {
     pub(crate) fn closed(reason: impl Into<String>) -> Self {
         Self::ConnectionClosed {
             reason: reason.into(),
+            code: None,
         }
     }
 

@@ -28,7 +28,7 @@ use crate::transport::Transport;
 use crate::writer::{Delivery, FrameSink};
 
 use super::dial::ConnectionSettings;
-use super::pending::PendingCalls;
+use super::pending::{Closed, PendingCalls};
 use super::request::EncodeArgs;
 use super::{reader, reply_metadata};
 
@@ -187,10 +187,8 @@ impl Connection {
             self.sink
                 .send(frame, delivery)
                 .await
-                .map_err(|_| Error::closed(self.closed_reason()))?;
-            reply
-                .await
-                .map_err(|_| Error::closed(self.closed_reason()))?
+                .map_err(|_| self.closed_error())?;
+            reply.await.map_err(|_| self.closed_error())?
         };
         let exchange = if span.is_disabled() {
             Either::Left(exchange)
@@ -256,7 +254,7 @@ impl Connection {
         timeout: Option<Duration>,
     ) -> Result<(), Error> {
         if self.pending.is_closed() {
-            return Err(Error::closed(self.closed_reason()));
+            return Err(self.closed_error());
         }
         let send = self.sink.send(frame, Delivery::Background);
         match timeout {
@@ -265,7 +263,7 @@ impl Connection {
                 .map_err(|_| Error::Timeout { after })?,
             None => send.await,
         }
-        .map_err(|_| Error::closed(self.closed_reason()))
+        .map_err(|_| self.closed_error())
     }
 
     pub(super) fn encode<E: EncodeArgs + ?Sized>(
@@ -309,10 +307,16 @@ impl Connection {
         }
     }
 
-    pub(super) fn closed_reason(&self) -> String {
+    /// The error of a call that found this connection closed.
+    pub(super) fn closed_error(&self) -> Error {
+        self.closed().error()
+    }
+
+    /// Why this connection closed.
+    pub(super) fn closed(&self) -> Closed {
         self.pending
-            .closed_reason()
-            .unwrap_or_else(|| "the connection's tasks ended".to_owned())
+            .closed()
+            .unwrap_or_else(|| Closed::new("the connection's tasks ended", None))
     }
 }
 

@@ -374,7 +374,9 @@ impl Channel {
         }
         let connection = self.shared.current();
         connection.pending.drained().await;
-        connection.pending.close_all(CLOSED_BY_OWNER);
+        connection
+            .pending
+            .close_all(pending::Closed::new(CLOSED_BY_OWNER, None));
         connection.sink.close();
         connection.tasks.close();
         if tokio::time::timeout(CLOSE_LIMIT, connection.tasks.wait())
@@ -417,7 +419,7 @@ impl ChannelShared {
         if now < backoff.not_before {
             return Err(Error::closed(format!(
                 "{}; the next reconnect attempt is in {:?}",
-                current.closed_reason(),
+                current.closed().reason,
                 backoff.not_before - now
             )));
         }

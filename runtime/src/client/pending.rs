@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 use crate::frame::Frame;
 use crate::id_hash::IdMap;
 
@@ -33,7 +33,32 @@ pub(crate) struct PendingCalls {
 #[derive(Default)]
 struct State {
     calls: IdMap<u64, ReplySender>,
-    closed: Option<String>,
+    closed: Option<Closed>,
+}
+
+/// Why a connection closed: the text for the caller and, when the server said why before
+/// closing, the code of its connection-level `Error` frame.
+#[derive(Clone, Debug)]
+pub(crate) struct Closed {
+    pub(crate) reason: String,
+    pub(crate) code: Option<ErrorCode>,
+}
+
+impl Closed {
+    pub(crate) fn new(reason: impl Into<String>, code: Option<ErrorCode>) -> Self {
+        Self {
+            reason: reason.into(),
+            code,
+        }
+    }
+
+    /// The error of a call that this closing ended.
+    pub(crate) fn error(&self) -> Error {
+        Error::ConnectionClosed {
+            reason: self.reason.clone(),
+            code: self.code,
+        }
+    }
 }
 
 impl PendingCalls {
@@ -48,8 +73,8 @@ impl PendingCalls {
     /// Registers call `id`, or fails when the connection has already closed.
     pub(crate) fn register(&self, id: u64) -> Result<ReplyReceiver, Error> {
         let mut state = self.lock();
-        if let Some(reason) = &state.closed {
-            return Err(Error::closed(reason.clone()));
+        if let Some(closed) = &state.closed {
+            return Err(closed.error());
         }
         let (tx, rx) = oneshot::channel();
         state.calls.insert(id, tx);
@@ -97,18 +122,19 @@ impl PendingCalls {
         }
     }
 
-    /// Fails every waiting call and refuses new ones.
-    pub(crate) fn close_all(&self, reason: &str) {
-        let calls = {
+    /// Fails every waiting call and refuses new ones (with the first closing's reason, if
+    /// the table was already closed).
+    pub(crate) fn close_all(&self, closed: Closed) {
+        let (calls, closed) = {
             let mut state = self.lock();
-            state.closed.get_or_insert_with(|| reason.to_owned());
+            let closed = state.closed.get_or_insert(closed).clone();
             self.closed.store(true, Ordering::Release);
             self.waiting.store(0, Ordering::Relaxed);
-            std::mem::take(&mut state.calls)
+            (std::mem::take(&mut state.calls), closed)
         };
         self.empty.notify_waiters();
         for (_, tx) in calls {
-            let _ = tx.send(Err(Error::closed(reason)));
+            let _ = tx.send(Err(closed.error()));
         }
     }
 
@@ -118,7 +144,7 @@ impl PendingCalls {
     }
 
     /// Why the connection closed, if it has.
-    pub(crate) fn closed_reason(&self) -> Option<String> {
+    pub(crate) fn closed(&self) -> Option<Closed> {
         self.lock().closed.clone()
     }
 
@@ -137,13 +163,35 @@ mod tests {
     fn close_all_fails_waiting_calls_and_refuses_new_ones() {
         let pending = PendingCalls::default();
         let mut rx = pending.register(1).unwrap();
-        pending.close_all("peer reset");
+        pending.close_all(Closed::new("peer reset", None));
         assert!(matches!(
             rx.try_recv(),
-            Ok(Err(Error::ConnectionClosed { reason })) if reason == "peer reset"
+            Ok(Err(Error::ConnectionClosed { reason, code: None })) if reason == "peer reset"
         ));
         assert!(pending.register(2).is_err());
         assert_eq!(pending.len(), 0);
+    }
+
+    #[test]
+    fn the_first_closing_is_the_one_callers_see() {
+        let pending = PendingCalls::default();
+        let mut rx = pending.register(1).unwrap();
+        pending.close_all(Closed::new("shutting down", Some(ErrorCode::ShuttingDown)));
+        pending.close_all(Closed::new("closed by its owner", None));
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Err(Error::ConnectionClosed {
+                code: Some(ErrorCode::ShuttingDown),
+                ..
+            }))
+        ));
+        assert!(matches!(
+            pending.register(2),
+            Err(Error::ConnectionClosed {
+                code: Some(ErrorCode::ShuttingDown),
+                ..
+            })
+        ));
     }
 
     #[test]

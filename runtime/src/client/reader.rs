@@ -9,7 +9,7 @@ use tokio::io::AsyncRead;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
-use super::pending::PendingCalls;
+use super::pending::{Closed, PendingCalls};
 use super::Keepalive;
 use crate::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
 use crate::liveness::{Liveness, Silence};
@@ -35,6 +35,8 @@ pub(crate) async fn run_reader<R>(
     );
     tokio::pin!(silence);
     let mut reason = String::from("the server closed the connection");
+    // The code of the server's connection-level Error frame, once it sent one.
+    let mut code = None;
 
     loop {
         let next = match futures::poll!(frames.next()) {
@@ -90,6 +92,7 @@ pub(crate) async fn run_reader<R>(
                     "the server closed the connection ({:?}): {}",
                     body.code, body.message
                 );
+                code = Some(body.code);
                 tracing::debug!(%reason, "connection-level error from the server");
             }
             FrameKind::Ping => {
@@ -106,6 +109,6 @@ pub(crate) async fn run_reader<R>(
         }
     }
     tracing::debug!(%reason, "client connection ended");
-    pending.close_all(&reason);
+    pending.close_all(Closed::new(reason, code));
     sink.close();
 }

@@ -499,9 +499,10 @@ impl Failure {
             }
             // The server stopped reading before it closed, and finished every call it had
             // read: a call still waiting when it says it is shutting down never ran.
-            Error::ConnectionClosed { reason } if reason.contains("(ShuttingDown)") => {
-                Self::NotRun { broke: true }
-            }
+            Error::ConnectionClosed {
+                code: Some(ErrorCode::ShuttingDown),
+                ..
+            } => Self::NotRun { broke: true },
             Error::ConnectionClosed { .. } => Self::MaybeRun,
             Error::Remote {
                 code: ErrorCode::ShuttingDown,
