@@ -57,10 +57,36 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// The health service is written with `#[service]`, whose code names `::wirecall`.
-extern crate self as wirecall;
+pub mod health {
+    //! A built-in health service, like gRPC's health-checking protocol: per service, `Serving`,
+    //! `NotServing` or `Draining`, which orchestrators and clients can probe over wirecall, and
+    //! which a balanced channel asks before it sends an endpoint calls again
+    //! ([`BalancedChannelBuilder::health_check`](crate::discovery::BalancedChannelBuilder::health_check)).
+    //!
+    //! ```no_run
+    //! use wirecall::health::{HealthReporter, ServingStatus};
+    //! # #[wirecall::service]
+    //! # pub trait Users { async fn ping(&self) -> u32; }
+    //! # struct Impl;
+    //! # impl Users for Impl { async fn ping(&self) -> u32 { 1 } }
+    //!
+    //! # async fn run() -> Result<(), wirecall::Error> {
+    //! let health = HealthReporter::new();
+    //! health.set(UsersClient::SERVICE_NAME, ServingStatus::Serving);
+    //! let server = wirecall::Server::builder()
+    //!     .serve(UsersServer::new(Impl))
+    //!     .serve(health.service())
+    //!     .bind("127.0.0.1:7000")
+    //!     .await?;
+    //! // Every service reports Draining as soon as a graceful shutdown begins.
+    //! health.drain_on_shutdown(server.shutdown_handle());
+    //! server.run_until_shutdown_signal().await;
+    //! # Ok(())
+    //! # }
+    //! ```
 
-pub mod health;
+    pub use wirecall_runtime::health::*;
+}
 
 /// Cheaply cloneable bytes (the `bytes` crate's), for binary payloads: `Bytes` fields and
 /// arguments travel as `bin` in MessagePack and `bytes` in Protobuf, where `Vec<u8>` would be an

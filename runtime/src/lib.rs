@@ -30,6 +30,7 @@ pub mod dispatch;
 mod error;
 pub mod frame;
 mod frame_reader;
+pub mod health;
 mod id_hash;
 pub mod layers;
 mod liveness;

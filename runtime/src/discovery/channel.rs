@@ -20,6 +20,7 @@ use crate::client::{Channel, ChannelBuilder};
 use crate::client::{EncodeArgs, RawArgs};
 use crate::codec::{Codec, WireMessage};
 use crate::error::{Error, ErrorCode};
+use crate::health::{HealthClient, ServingStatus};
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 
@@ -41,7 +42,12 @@ pub const DEFAULT_MIN_RETRIES_PER_SECOND: u32 = 10;
 /// finish). When the registry cannot be reached, the last known endpoints stay.
 ///
 /// **Passive health.** An endpoint whose connection fails is ejected at once: it gets no
-/// calls until a probe, repeated with a doubling backoff (100 ms to 5 s), connects again.
+/// calls until a probe, repeated with a doubling backoff (100 ms to 5 s), connects again and
+/// the endpoint's health service (if it serves one) reports the service `Serving`.
+///
+/// **Active health** ([`BalancedChannelBuilder::health_check`], off by default): every
+/// interval, each endpoint in rotation is asked for the service's status, and one that is
+/// `Draining` or `NotServing`, or does not answer, is ejected and probed like a failed one.
 ///
 /// **Failover.** A call is sent to another endpoint when the server certainly did not run it
 /// (the connection could not be made, or the server refused it while shutting down or
@@ -69,20 +75,22 @@ struct Inner {
     subset_seed: u64,
     probe_backoff: Duration,
     max_probe_backoff: Duration,
+    /// How often endpoints in rotation are asked for their health (`None`: never).
+    health_interval: Option<Duration>,
     state: RwLock<Arc<State>>,
     counter: AtomicUsize,
     budget: TpsBudget,
-    /// Follows the registry; aborted when the last clone goes.
-    follower: Mutex<Option<JoinHandle<()>>>,
+    /// Follows the registry (and checks health); aborted when the last clone goes.
+    tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(task) = self
-            .follower
+        for task in self
+            .tasks
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
-            .take()
+            .drain(..)
         {
             task.abort();
         }
@@ -589,6 +597,34 @@ impl Inner {
         ));
     }
 
+    /// Asks every endpoint in rotation for its health, and ejects those that are not
+    /// serving or do not answer within the interval.
+    async fn check_health(self: &Arc<Self>, interval: Duration) {
+        let state = self.state();
+        let checks = state.slots.iter().filter_map(|slot| {
+            if slot.ejected.load(Ordering::Relaxed) {
+                return None;
+            }
+            // Only endpoints with an open connection: an unopened one is checked by its
+            // first call (and ejected if that cannot connect).
+            let channel = slot.ready_channel()?;
+            Some(async move {
+                let verdict = tokio::time::timeout(interval, health(&channel, &self.service)).await;
+                let err = match verdict {
+                    Ok(Ok(Health::Serving)) => return,
+                    Ok(Ok(Health::Not(status))) => Error::Remote {
+                        code: ErrorCode::ShuttingDown,
+                        message: format!("its health service reports {status:?}"),
+                    },
+                    Ok(Err(err)) => err,
+                    Err(_) => Error::Timeout { after: interval },
+                };
+                self.eject(slot, &err);
+            })
+        });
+        futures::future::join_all(checks).await;
+    }
+
     /// Replaces the endpoint set with `set`, keeping the slots (connections, counters) of
     /// endpoints that stay.
     fn update(self: &Arc<Self>, set: &EndpointSet) {
@@ -708,7 +744,18 @@ async fn probe(
         let Some(address) = slot.upgrade().map(|s| s.address.clone()) else {
             return;
         };
-        match options.clone().connect(address.as_str()).await {
+        let answered = match options.clone().connect(address.as_str()).await {
+            Ok(channel) => match health(&channel, &service).await {
+                Ok(Health::Serving) => Ok(channel),
+                Ok(Health::Not(status)) => Err(Error::Remote {
+                    code: ErrorCode::ShuttingDown,
+                    message: format!("its health service reports {status:?}"),
+                }),
+                Err(err) => Err(err),
+            },
+            Err(err) => Err(err),
+        };
+        match answered {
             Ok(channel) => {
                 let Some(slot) = slot.upgrade() else { return };
                 *slot.ready.write().unwrap_or_else(|p| p.into_inner()) = Some(channel);
@@ -721,6 +768,42 @@ async fn probe(
                 delay = (delay * 2).min(max);
             }
         }
+    }
+}
+
+/// What an endpoint's health service says of a service.
+enum Health {
+    /// `Serving`, `Unknown` (the server's reporter was not told about the service, so the
+    /// passive checks decide), or no health service at all.
+    Serving,
+    /// `NotServing` or `Draining`.
+    Not(ServingStatus),
+}
+
+/// Asks the endpoint behind `channel` for the health of `service`.
+async fn health(channel: &Channel, service: &str) -> Result<Health, Error> {
+    match HealthClient::new(channel.clone())
+        .check(service.to_owned())
+        .await
+    {
+        Ok(ServingStatus::Serving | ServingStatus::Unknown) => Ok(Health::Serving),
+        Ok(status) => Ok(Health::Not(status)),
+        // A server without the health service is judged by its connection alone.
+        Err(Error::UnknownMethod { .. }) => Ok(Health::Serving),
+        Err(err) => Err(err),
+    }
+}
+
+/// Checks the health of the endpoints in rotation every `interval`, for as long as the
+/// channel lives.
+async fn check_health(inner: Weak<Inner>, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.check_health(interval).await;
     }
 }
 
@@ -761,6 +844,7 @@ pub struct BalancedChannelBuilder {
     max_probe_backoff: Duration,
     retry_ratio: f32,
     min_retries_per_second: u32,
+    health_interval: Option<Duration>,
 }
 
 impl Default for BalancedChannelBuilder {
@@ -775,6 +859,7 @@ impl Default for BalancedChannelBuilder {
             max_probe_backoff: DEFAULT_MAX_PROBE_BACKOFF,
             retry_ratio: DEFAULT_RETRY_RATIO,
             min_retries_per_second: DEFAULT_MIN_RETRIES_PER_SECOND,
+            health_interval: None,
         }
     }
 }
@@ -833,6 +918,19 @@ impl BalancedChannelBuilder {
         self
     }
 
+    /// Active health checks: every `interval`, ask each endpoint in rotation (with an open
+    /// connection) for the service's status through the built-in health service
+    /// (`wirecall.Health`), and eject one that reports `Draining` or `NotServing` or does not
+    /// answer within `interval`; it is probed and re-added like an endpoint whose connection
+    /// failed. `Unknown` and a server without the health service count as serving. Off by
+    /// default: the passive checks eject a failed endpoint at its first failed call, and the
+    /// registry removes a draining one; turn this on to stop calling a server that is up but
+    /// reports itself not serving.
+    pub fn health_check(mut self, interval: Duration) -> Self {
+        self.health_interval = Some(interval.max(Duration::from_millis(10)));
+        self
+    }
+
     /// A channel over the endpoints of `service` in `registry`. Waits until the registry has
     /// answered once (at most the channel options' connect timeout, 10 s by default); the set
     /// may be empty then, and fill later.
@@ -862,6 +960,7 @@ impl BalancedChannelBuilder {
             subset_seed: self.subset_seed.unwrap_or_else(|| fastrand::u64(..)),
             probe_backoff: self.probe_backoff,
             max_probe_backoff: self.max_probe_backoff,
+            health_interval: self.health_interval,
             state: RwLock::new(Arc::new(State::default())),
             counter: AtomicUsize::new(0),
             budget: TpsBudget::new(
@@ -869,11 +968,14 @@ impl BalancedChannelBuilder {
                 self.min_retries_per_second,
                 self.retry_ratio,
             ),
-            follower: Mutex::new(None),
+            tasks: Mutex::new(Vec::new()),
         });
         inner.update(&first);
-        let follower = tokio::spawn(follow(Arc::downgrade(&inner), endpoints));
-        *inner.follower.lock().unwrap_or_else(|p| p.into_inner()) = Some(follower);
+        let mut tasks = vec![tokio::spawn(follow(Arc::downgrade(&inner), endpoints))];
+        if let Some(interval) = inner.health_interval {
+            tasks.push(tokio::spawn(check_health(Arc::downgrade(&inner), interval)));
+        }
+        *inner.tasks.lock().unwrap_or_else(|p| p.into_inner()) = tasks;
         Ok(BalancedChannel {
             inner,
             timeout,

@@ -1,35 +1,13 @@
 //! A built-in health service, like gRPC's health-checking protocol: per service, `Serving`,
 //! `NotServing` or `Draining`, which orchestrators and clients can probe over wirecall.
 //!
-//! ```no_run
-//! use wirecall::health::{HealthReporter, ServingStatus};
-//! # #[wirecall::service]
-//! # pub trait Users { async fn ping(&self) -> u32; }
-//! # struct Impl;
-//! # impl Users for Impl { async fn ping(&self) -> u32 { 1 } }
-//!
-//! # async fn run() -> Result<(), wirecall::Error> {
-//! let health = HealthReporter::new();
-//! health.set(UsersClient::SERVICE_NAME, ServingStatus::Serving);
-//! let server = wirecall::Server::builder()
-//!     .serve(UsersServer::new(Impl))
-//!     .serve(health.service())
-//!     .bind("127.0.0.1:7000")
-//!     .await?;
-//! // Every service reports Draining as soon as a graceful shutdown begins.
-//! health.drain_on_shutdown(server.shutdown_handle());
-//! server.run_until_shutdown_signal().await;
-//! # Ok(())
-//! # }
-//! ```
+//! The facade's `wirecall::health` module shows it in use.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use crate as wirecall;
-
 /// A service's health, as the health service reports it.
-#[wirecall::message]
+#[wirecall_macros::message]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ServingStatus {
     /// The service is not known to this server's health reporter.
@@ -44,7 +22,7 @@ pub enum ServingStatus {
 }
 
 /// The health service (wire name `wirecall.Health`).
-#[wirecall::service(name = "wirecall.Health")]
+#[wirecall_macros::service(name = "wirecall.Health")]
 pub trait Health {
     /// The status of `service` (its wire name); `""` is the server as a whole. A service the
     /// reporter was never told about is `Unknown`.
