@@ -318,6 +318,10 @@ impl SinkWriter {
     async fn drain_until_closed(&self, stall_limit: Option<Duration>) -> std::io::Result<()> {
         loop {
             self.shared.writer.notified().await;
+            // Let the tasks that are ready now queue their frames first: a waker puts this
+            // task next in line (tokio's LIFO slot), which would otherwise send one frame
+            // per write while many calls are being issued.
+            tokio::task::yield_now().await;
             loop {
                 let (mut batch, closing) = {
                     let mut queue = self.shared.lock_queue();
