@@ -1,6 +1,8 @@
-//! The discovery cell: calls/s and p99 through a `BalancedChannel` over three servers
-//! (static registry) against a direct `Channel` to one of them, in the same run, and the time
-//! from `kill -9` of one server to the moment the balanced channel stops sending it calls.
+//! The discovery cell: calls/s, p99 and client CPU per call through a `BalancedChannel` over
+//! three servers (static registry) against a direct `Channel` to one of them, in the same
+//! run; then a series of `kill -9`s of a fourth server registered with a 1 s lease, each timed
+//! from the kill to the first call that failed there and was retried elsewhere, to its
+//! ejection, and to its record's expiry.
 //!
 //! Each server is a separate process (`wirecall-bench server`, wirecall, MessagePack); the
 //! client runs here. The load is W2's shape: `get_user` calls, `in_flight` at a time, each a
@@ -14,10 +16,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
-use wirecall::discovery::{Balance, BalancedChannel, Registry, StaticRegistry};
+use wirecall::discovery::{
+    Balance, BalancedChannel, EndpointStats, Registration, Registry, StaticRegistry,
+};
 use wirecall::{Caller, Channel, Codec};
 
-use crate::measure::Latencies;
+use crate::measure::{process_cpu_ns, Latencies};
 use crate::model::fanly;
 use crate::systems::wirecall::UserServiceClient;
 use crate::systems::BenchResult;
@@ -49,24 +53,86 @@ pub struct DiscoveryResult {
     pub tower_p2c_calls_per_s: f64,
     /// tower p2c / direct calls/s.
     pub tower_p2c_ratio: f64,
-    /// From SIGKILL of one server to its ejection from the balanced channel, in ms.
-    pub kill_to_ejected_ms: f64,
-    /// From SIGKILL to the first call that failed on the killed server (and was retried on
-    /// another at once), in ms (`None`: no call was in flight there).
-    pub kill_to_first_retry_ms: Option<f64>,
-    /// Calls that failed during the kill (idempotent `get_user`: expected 0).
-    pub failed_during_kill: u64,
+    /// Client CPU per call through the direct channel, in microseconds (all of this
+    /// process's threads; the servers are other processes).
+    pub direct_cpu_us_per_call: f64,
+    /// Client CPU per call through the balanced channel over three servers, in microseconds.
+    pub discovered_cpu_us_per_call: f64,
+    /// direct / discovered client CPU per call: the balanced channel's calls/s relative to
+    /// the direct channel's when the client's CPU is the limit (servers on their own
+    /// machines), rather than three server processes sharing this machine's cores.
+    pub cpu_ratio: f64,
+    /// Kills of a server under load (each a new process, registered with a 1 s lease).
+    pub kills: usize,
+    /// Per kill, from SIGKILL to the first call that failed on the killed server and was
+    /// retried on another at once, in ms (kills with no call in flight there have none).
+    pub kill_to_first_retry_ms: Percentiles,
+    /// Per kill, from SIGKILL to the server's ejection from the balanced channel, in ms.
+    pub kill_to_ejected_ms: Percentiles,
+    /// Per kill, from SIGKILL to the server's record leaving the endpoint set (lease expiry),
+    /// in ms.
+    pub kill_to_deregistered_ms: Percentiles,
+    /// Calls that failed during the kills (idempotent `get_user`: expected 0).
+    pub failed_during_kills: u64,
+    /// Calls made during the kills.
+    pub calls_during_kills: u64,
+}
+
+/// p50, p99 and the largest of a series, and how many values it has.
+#[derive(Debug, Default, Serialize)]
+pub struct Percentiles {
+    /// Values in the series.
+    pub n: usize,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile (nearest rank).
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Percentiles {
+    fn of(mut values: Vec<f64>) -> Self {
+        if values.is_empty() {
+            return Self::default();
+        }
+        values.sort_by(f64::total_cmp);
+        let rank = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+        Self {
+            n: values.len(),
+            p50: rank(0.5),
+            p99: rank(0.99),
+            max: values[values.len() - 1],
+        }
+    }
+}
+
+impl std::fmt::Display for Percentiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "p50 {:.1} / p99 {:.1} / max {:.1} ms (n={})",
+            self.p50, self.p99, self.max, self.n
+        )
+    }
+}
+
+/// One measured round of one channel.
+struct Round {
+    calls_per_s: f64,
+    latencies: Latencies,
+    cpu_us_per_call: f64,
 }
 
 /// Runs the cell `repeat` times and prints one JSON line per run and a summary.
-pub async fn run(calls: usize, in_flight: usize, repeat: u32) -> BenchResult<()> {
+pub async fn run(calls: usize, in_flight: usize, repeat: u32, kills: usize) -> BenchResult<()> {
     for _ in 0..repeat {
-        let result = run_once(calls, in_flight).await?;
+        let result = run_once(calls, in_flight, kills).await?;
         println!("{}", serde_json::to_string(&result)?);
         println!(
             "discovered/direct calls/s: {:.0} / {:.0} = {:.2} (balanced over the direct \
              channel's server alone: {:.2}; tower p2c + Buffer over the 3 servers: {:.2}); \
-             p99 {:.0} us vs {:.0} us; kill -9 to ejected {:.1} ms, to first retry {}; {} failed",
+             p99 {:.0} us vs {:.0} us; client CPU per call {:.2} us vs {:.2} us: ratio {:.2}",
             result.discovered_calls_per_s,
             result.direct_calls_per_s,
             result.ratio,
@@ -74,16 +140,26 @@ pub async fn run(calls: usize, in_flight: usize, repeat: u32) -> BenchResult<()>
             result.tower_p2c_ratio,
             result.discovered_p99_us,
             result.direct_p99_us,
-            result.kill_to_ejected_ms,
-            result
-                .kill_to_first_retry_ms
-                .map_or("n/a".to_owned(), |ms| format!("{ms:.1} ms")),
-            result.failed_during_kill
+            result.discovered_cpu_us_per_call,
+            result.direct_cpu_us_per_call,
+            result.cpu_ratio,
         );
-        if result.failed_during_kill > 0 {
-            return Err(
-                format!("{} calls failed during the kill", result.failed_during_kill).into(),
-            );
+        println!(
+            "{} kills -9 under load (1 s lease): to first retry {}; to ejected {}; to \
+             deregistered {}; {} of {} calls failed",
+            result.kills,
+            result.kill_to_first_retry_ms,
+            result.kill_to_ejected_ms,
+            result.kill_to_deregistered_ms,
+            result.failed_during_kills,
+            result.calls_during_kills,
+        );
+        if result.failed_during_kills > 0 {
+            return Err(format!(
+                "{} calls failed during the kills",
+                result.failed_during_kills
+            )
+            .into());
         }
     }
     Ok(())
@@ -122,7 +198,7 @@ async fn load<C: Caller>(
     client: &UserServiceClient<C>,
     calls: usize,
     in_flight: usize,
-) -> BenchResult<(f64, Latencies)> {
+) -> BenchResult<Round> {
     let client = client.clone();
     drive(calls, in_flight, move || {
         let client = client.clone();
@@ -137,14 +213,15 @@ async fn load<C: Caller>(
     .await
 }
 
-/// Runs `call` `calls` times from `in_flight` tasks at once: (calls/s, latencies). The first
-/// failed call fails the run.
-async fn drive<F, Fut>(calls: usize, in_flight: usize, call: F) -> BenchResult<(f64, Latencies)>
+/// Runs `call` `calls` times from `in_flight` tasks at once. The first failed call fails the
+/// run.
+async fn drive<F, Fut>(calls: usize, in_flight: usize, call: F) -> BenchResult<Round>
 where
     F: Fn() -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = Result<(), String>> + Send,
 {
     let next = Arc::new(AtomicU64::new(0));
+    let cpu_before = process_cpu_ns().ok_or("/proc/self/task/*/schedstat is not readable")?;
     let started = Instant::now();
     let tasks: Vec<_> = (0..in_flight)
         .map(|_| {
@@ -165,10 +242,16 @@ where
     for task in tasks {
         all.extend(task.await??);
     }
-    Ok((calls as f64 / started.elapsed().as_secs_f64(), all))
+    let elapsed = started.elapsed();
+    let cpu = process_cpu_ns().unwrap_or(cpu_before) - cpu_before;
+    Ok(Round {
+        calls_per_s: calls as f64 / elapsed.as_secs_f64(),
+        latencies: all,
+        cpu_us_per_call: cpu as f64 / 1e3 / calls as f64,
+    })
 }
 
-async fn run_once(calls: usize, in_flight: usize) -> BenchResult<DiscoveryResult> {
+async fn run_once(calls: usize, in_flight: usize, kills: usize) -> BenchResult<DiscoveryResult> {
     let mut servers = Vec::new();
     for _ in 0..3 {
         servers.push(spawn_server().await?);
@@ -211,90 +294,158 @@ async fn run_once(calls: usize, in_flight: usize) -> BenchResult<DiscoveryResult
     load(&one_endpoint, calls / 10 + 1, in_flight).await?;
     let tower_p2c = tower_balancer(&servers).await?;
     load_tower(&tower_p2c, calls / 10 + 1, in_flight).await?;
-    let mut rounds: [Vec<(f64, Latencies)>; 4] = Default::default();
+    let mut rounds: [Vec<Round>; 4] = Default::default();
     for _ in 0..3 {
         rounds[0].push(load(&direct, calls, in_flight).await?);
         rounds[1].push(load(&discovered, calls, in_flight).await?);
         rounds[2].push(load(&one_endpoint, calls, in_flight).await?);
         rounds[3].push(load_tower(&tower_p2c, calls, in_flight).await?);
     }
-    let [direct_rounds, discovered_rounds, one_endpoint_rounds, tower_rounds] =
-        rounds.map(|mut runs| {
-            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-            runs.swap_remove(1)
-        });
-    let (direct_rate, mut direct_latencies) = direct_rounds;
-    let (discovered_rate, mut discovered_latencies) = discovered_rounds;
-    let (one_endpoint_rate, _) = one_endpoint_rounds;
-    let (tower_rate, _) = tower_rounds;
-
-    // kill -9 of one server under load.
-    let failed = Arc::new(AtomicU64::new(0));
-    let failovers_before: u64 = balanced.endpoints().iter().map(|e| e.failures).sum();
-    let load_task = {
-        let discovered = discovered.clone();
-        let failed = Arc::clone(&failed);
-        tokio::spawn(async move {
-            let stop = Instant::now() + Duration::from_millis(1500);
-            let workers: Vec<_> = (0..16)
-                .map(|_| {
-                    let discovered = discovered.clone();
-                    let failed = Arc::clone(&failed);
-                    tokio::spawn(async move {
-                        while Instant::now() < stop {
-                            if discovered.get_user(fanly()).await.is_err() {
-                                failed.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for worker in workers {
-                let _ = worker.await;
-            }
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let (mut victim, victim_addr) = servers.remove(2);
-    let killed = Instant::now();
-    victim.start_kill()?;
-    let mut first_failover = None;
-    let ejected = loop {
-        let endpoints = balanced.endpoints();
-        let failures: u64 = endpoints.iter().map(|e| e.failures).sum();
-        if first_failover.is_none() && failures > failovers_before {
-            first_failover = Some(killed.elapsed());
-        }
-        if endpoints
-            .iter()
-            .any(|e| e.address == victim_addr && e.ejected)
-        {
-            break killed.elapsed();
-        }
-        if killed.elapsed() > Duration::from_secs(10) {
-            return Err("the killed server was not ejected within 10 s".into());
-        }
-        tokio::time::sleep(Duration::from_micros(200)).await;
-    };
-    load_task.await?;
-    let _ = victim.wait().await;
+    let [mut direct, mut discovered_round, one_endpoint, tower_round] = rounds.map(|mut runs| {
+        runs.sort_by(|a, b| a.calls_per_s.total_cmp(&b.calls_per_s));
+        runs.swap_remove(1)
+    });
+    let kills = kill_series(&registry, &balanced, &discovered, kills).await?;
 
     Ok(DiscoveryResult {
         calls,
         in_flight,
-        direct_calls_per_s: direct_rate,
-        direct_p99_us: direct_latencies.quantile_us(0.99).unwrap_or_default(),
-        discovered_calls_per_s: discovered_rate,
-        discovered_p99_us: discovered_latencies.quantile_us(0.99).unwrap_or_default(),
-        ratio: discovered_rate / direct_rate,
-        one_endpoint_calls_per_s: one_endpoint_rate,
-        one_endpoint_ratio: one_endpoint_rate / direct_rate,
-        tower_p2c_calls_per_s: tower_rate,
-        tower_p2c_ratio: tower_rate / direct_rate,
-        kill_to_ejected_ms: ejected.as_secs_f64() * 1e3,
-        kill_to_first_retry_ms: first_failover.map(|d| d.as_secs_f64() * 1e3),
-        failed_during_kill: failed.load(Ordering::Relaxed),
+        direct_calls_per_s: direct.calls_per_s,
+        direct_p99_us: direct.latencies.quantile_us(0.99).unwrap_or_default(),
+        discovered_calls_per_s: discovered_round.calls_per_s,
+        discovered_p99_us: discovered_round
+            .latencies
+            .quantile_us(0.99)
+            .unwrap_or_default(),
+        ratio: discovered_round.calls_per_s / direct.calls_per_s,
+        one_endpoint_calls_per_s: one_endpoint.calls_per_s,
+        one_endpoint_ratio: one_endpoint.calls_per_s / direct.calls_per_s,
+        tower_p2c_calls_per_s: tower_round.calls_per_s,
+        tower_p2c_ratio: tower_round.calls_per_s / direct.calls_per_s,
+        direct_cpu_us_per_call: direct.cpu_us_per_call,
+        discovered_cpu_us_per_call: discovered_round.cpu_us_per_call,
+        cpu_ratio: direct.cpu_us_per_call / discovered_round.cpu_us_per_call,
+        kills: kills.kills,
+        kill_to_first_retry_ms: Percentiles::of(kills.first_retry_ms),
+        kill_to_ejected_ms: Percentiles::of(kills.ejected_ms),
+        kill_to_deregistered_ms: Percentiles::of(kills.deregistered_ms),
+        failed_during_kills: kills.failed,
+        calls_during_kills: kills.calls,
     })
+}
+
+/// What a series of kills measured.
+struct Kills {
+    kills: usize,
+    first_retry_ms: Vec<f64>,
+    ejected_ms: Vec<f64>,
+    deregistered_ms: Vec<f64>,
+    failed: u64,
+    calls: u64,
+}
+
+/// Under continuous load through `discovered` (16 tasks calling the idempotent `get_user`),
+/// `kills` times: starts a server registered in `registry` with a 1 s lease, waits until it
+/// answers calls, kills it with SIGKILL (its lease is no longer renewed), and times the
+/// kill's effects on `balanced`.
+async fn kill_series(
+    registry: &Registry,
+    balanced: &BalancedChannel,
+    discovered: &UserServiceClient<BalancedChannel>,
+    kills: usize,
+) -> BenchResult<Kills> {
+    const LEASE: Duration = Duration::from_secs(1);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let failed = Arc::new(AtomicU64::new(0));
+    let made = Arc::new(AtomicU64::new(0));
+    let workers: Vec<_> = (0..16)
+        .map(|_| {
+            let (discovered, stop) = (discovered.clone(), Arc::clone(&stop));
+            let (failed, made) = (Arc::clone(&failed), Arc::clone(&made));
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    made.fetch_add(1, Ordering::Relaxed);
+                    if let Err(err) = discovered.get_user(fanly()).await {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("a call failed during the kills: {err}");
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut series = Kills {
+        kills,
+        first_retry_ms: Vec::new(),
+        ejected_ms: Vec::new(),
+        deregistered_ms: Vec::new(),
+        failed: 0,
+        calls: 0,
+    };
+    let outcome = async {
+        for _ in 0..kills {
+            let (mut victim, address) = spawn_server().await?;
+            let registered = registry.keep_registered(
+                Registration::new(address.as_str())
+                    .service(UserServiceClient::SERVICE_NAME)
+                    .ttl(LEASE),
+            );
+            // In rotation once it has answered a few calls.
+            let joined = Instant::now();
+            while endpoint(balanced, &address).is_none_or(|e| e.calls < 10) {
+                if joined.elapsed() > Duration::from_secs(10) {
+                    return Err("a new server got no calls within 10 s".into());
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let failures_before = endpoint(balanced, &address).map_or(0, |e| e.failures);
+            let killed = Instant::now();
+            victim.start_kill()?;
+            drop(registered);
+            let (mut first_retry, mut ejected) = (None, None);
+            let deregistered = loop {
+                let elapsed_ms = killed.elapsed().as_secs_f64() * 1e3;
+                match endpoint(balanced, &address) {
+                    None => break elapsed_ms,
+                    Some(e) => {
+                        if first_retry.is_none() && e.failures > failures_before {
+                            first_retry = Some(elapsed_ms);
+                        }
+                        if ejected.is_none() && e.ejected {
+                            ejected = Some(elapsed_ms);
+                        }
+                    }
+                }
+                if killed.elapsed() > Duration::from_secs(10) {
+                    return Err("a killed server's record did not expire within 10 s".into());
+                }
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            };
+            let _ = victim.wait().await;
+            series.first_retry_ms.extend(first_retry);
+            series
+                .ejected_ms
+                .push(ejected.ok_or("a killed server was never ejected")?);
+            series.deregistered_ms.push(deregistered);
+        }
+        Ok::<_, crate::systems::BoxError>(())
+    }
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.await?;
+    }
+    outcome?;
+    series.failed = failed.load(Ordering::Relaxed);
+    series.calls = made.load(Ordering::Relaxed);
+    Ok(series)
+}
+
+/// The balanced channel's view of the endpoint at `address`.
+fn endpoint(balanced: &BalancedChannel, address: &str) -> Option<EndpointStats> {
+    balanced
+        .endpoints()
+        .into_iter()
+        .find(|e| e.address == address)
 }
 
 /// One server as a tower `Service`, for tower's balancer.
@@ -350,7 +501,7 @@ async fn load_tower(
     balancer: &TowerBalancer,
     calls: usize,
     in_flight: usize,
-) -> BenchResult<(f64, Latencies)> {
+) -> BenchResult<Round> {
     use tower::Service as _;
     let balancer = balancer.clone();
     drive(calls, in_flight, move || {

@@ -64,8 +64,9 @@ fn main() -> ExitCode {
             calls,
             in_flight,
             repeat,
+            kills,
         } => match multi_thread()
-            .and_then(|runtime| runtime.block_on(discovery::run(calls, in_flight, repeat)))
+            .and_then(|runtime| runtime.block_on(discovery::run(calls, in_flight, repeat, kills)))
         {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => fail("discovery cell failed", &*err),

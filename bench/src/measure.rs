@@ -44,6 +44,19 @@ pub fn peak_rss_kb() -> Option<u64> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// CPU time this process's live threads have used, in nanoseconds (the sum of the first
+/// field of `/proc/self/task/*/schedstat`), or `None` where that is not readable. Threads that
+/// exited are not counted, so compare readings taken around work done by long-lived threads
+/// (a runtime's workers).
+pub fn process_cpu_ns() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
 /// The median of `values` (the mean of the middle two for an even count), `None` if empty.
 pub fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {
@@ -81,6 +94,16 @@ mod tests {
     }
 
     #[cfg(target_os = "linux")]
+    #[test]
+    fn process_cpu_time_grows_with_work() {
+        let before = process_cpu_ns().expect("schedstat is readable on linux");
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        assert!(process_cpu_ns().unwrap() > before, "{x}");
+    }
+
     #[test]
     fn peak_rss_is_readable_on_linux() {
         assert!(peak_rss_kb().is_some_and(|kb| kb > 0));

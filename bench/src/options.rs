@@ -111,6 +111,9 @@ pub struct DiscoveryArgs {
     /// Runs
     #[arg(long, value_name = "N", default_value_t = 3)]
     repeat: u32,
+    /// Servers killed (kill -9) under load per run, one after another
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    kills: usize,
     /// Tiny counts, one run (for CI)
     #[arg(long)]
     smoke: bool,
@@ -145,6 +148,8 @@ pub enum Command {
         in_flight: usize,
         /// Runs.
         repeat: u32,
+        /// Kills per run.
+        kills: usize,
     },
     /// `server`.
     Server {
@@ -182,12 +187,14 @@ impl Sub {
                     calls: 2_000,
                     in_flight: args.in_flight.clamp(1, 64),
                     repeat: 1,
+                    kills: args.kills.min(2),
                 }
             } else {
                 Command::Discovery {
                     calls: args.calls.max(1),
                     in_flight: args.in_flight.clamp(1, args.calls.max(1)),
                     repeat: args.repeat.max(1),
+                    kills: args.kills,
                 }
             }),
             Sub::Server(args) => Ok(Command::Server {
