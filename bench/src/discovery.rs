@@ -382,7 +382,7 @@ async fn kill_series(
         calls: 0,
     };
     let outcome = async {
-        for _ in 0..kills {
+        for kill in 0..kills {
             let (mut victim, address) = spawn_server().await?;
             let registered = registry.keep_registered(
                 Registration::new(address.as_str())
@@ -397,6 +397,10 @@ async fn kill_series(
                 }
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
+            // Kill at a different point of the lease each time (it is renewed every third of
+            // its TTL), so the time to expiry covers the whole range.
+            let phase = LEASE.mul_f64((kill as f64 * 0.37) % 1.0);
+            tokio::time::sleep(phase).await;
             let failures_before = endpoint(balanced, &address).map_or(0, |e| e.failures);
             let killed = Instant::now();
             victim.start_kill()?;
