@@ -169,3 +169,36 @@ async fn a_server_without_the_health_service_is_judged_by_its_connection() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn active_checks_never_eject_every_endpoint_in_rotation() {
+    let registry = Registry::new(StaticRegistry::new());
+    let (one, two) = (HealthReporter::new(), HealthReporter::new());
+    let a = start(&registry, "a", &one).await;
+    let b = start(&registry, "b", &two).await;
+    let channel = balanced(&registry, Some(Duration::from_millis(30))).await;
+    let client = ClusterClient::over(channel.clone());
+    wait_for_endpoints(&channel, 2, Duration::from_secs(5)).await;
+    wait_connected(&client, 2).await;
+
+    // One unfit server leaves; when the last one in rotation turns unfit too, it stays.
+    two.set("Cluster", ServingStatus::NotServing);
+    wait_ejected(&channel, &b.local_addr().to_string(), true).await;
+    one.set("Cluster", ServingStatus::NotServing);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let a_address = a.local_addr().to_string();
+    assert!(
+        channel
+            .endpoints()
+            .iter()
+            .any(|e| e.address == a_address && !e.ejected),
+        "{:?}",
+        channel.endpoints()
+    );
+    assert_eq!(
+        shares(&client, 20).await,
+        HashMap::from([("a".to_owned(), 20)])
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}

@@ -47,7 +47,8 @@ pub const DEFAULT_MIN_RETRIES_PER_SECOND: u32 = 10;
 ///
 /// **Active health** ([`BalancedChannelBuilder::health_check`], off by default): every
 /// interval, each endpoint in rotation is asked for the service's status, and one that is
-/// `Draining` or `NotServing`, or does not answer, is ejected and probed like a failed one.
+/// `Draining` or `NotServing`, or does not answer, is ejected and probed like a failed one,
+/// unless every endpoint in rotation fails the check at once: then all stay.
 ///
 /// **Failover.** A call is sent to another endpoint when the server certainly did not run it
 /// (the connection could not be made, or the server refused it while shutting down or
@@ -598,9 +599,16 @@ impl Inner {
     }
 
     /// Asks every endpoint in rotation for its health, and ejects those that are not
-    /// serving or do not answer within the interval.
+    /// serving or do not answer within the interval, unless that would eject every endpoint
+    /// in rotation: a fleet that all reports itself unfit (or a check that is wrong
+    /// everywhere) keeps its calls rather than failing all of them.
     async fn check_health(self: &Arc<Self>, interval: Duration) {
         let state = self.state();
+        let in_rotation = state
+            .slots
+            .iter()
+            .filter(|slot| !slot.ejected.load(Ordering::Relaxed))
+            .count();
         let checks = state.slots.iter().filter_map(|slot| {
             if slot.ejected.load(Ordering::Relaxed) {
                 return None;
@@ -611,7 +619,7 @@ impl Inner {
             Some(async move {
                 let verdict = tokio::time::timeout(interval, health(&channel, &self.service)).await;
                 let err = match verdict {
-                    Ok(Ok(Health::Serving)) => return,
+                    Ok(Ok(Health::Serving)) => return None,
                     Ok(Ok(Health::Not(status))) => Error::Remote {
                         code: ErrorCode::ShuttingDown,
                         message: format!("its health service reports {status:?}"),
@@ -619,10 +627,26 @@ impl Inner {
                     Ok(Err(err)) => err,
                     Err(_) => Error::Timeout { after: interval },
                 };
-                self.eject(slot, &err);
+                Some((slot, err))
             })
         });
-        futures::future::join_all(checks).await;
+        let unfit: Vec<_> = futures::future::join_all(checks)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        if !unfit.is_empty() && unfit.len() >= in_rotation {
+            tracing::warn!(
+                service = %self.service,
+                endpoints = in_rotation,
+                "every endpoint in rotation fails its health check; keeping them all rather \
+                 than calling none"
+            );
+            return;
+        }
+        for (slot, err) in unfit {
+            self.eject(slot, &err);
+        }
     }
 
     /// Replaces the endpoint set with `set`, keeping the slots (connections, counters) of
@@ -922,7 +946,10 @@ impl BalancedChannelBuilder {
     /// connection) for the service's status through the built-in health service
     /// (`wirecall.Health`), and eject one that reports `Draining` or `NotServing` or does not
     /// answer within `interval`; it is probed and re-added like an endpoint whose connection
-    /// failed. `Unknown` and a server without the health service count as serving. Off by
+    /// failed. Active checks never empty the rotation: when every endpoint in it fails a
+    /// check at once, all stay (with a warning), since calling servers that say they are
+    /// unfit beats failing every call. `Unknown` and a server without the health service
+    /// count as serving. Off by
     /// default: the passive checks eject a failed endpoint at its first failed call, and the
     /// registry removes a draining one; turn this on to stop calling a server that is up but
     /// reports itself not serving.
