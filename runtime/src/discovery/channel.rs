@@ -78,6 +78,10 @@ struct Inner {
     max_probe_backoff: Duration,
     /// How often endpoints in rotation are asked for their health (`None`: never).
     health_interval: Option<Duration>,
+    /// Whether an empty set from the registry replaces a non-empty one.
+    accept_empty_set: bool,
+    /// Set while an empty set from the registry is being ignored (so it is logged once).
+    ignoring_empty_set: AtomicBool,
     state: RwLock<Arc<State>>,
     counter: AtomicUsize,
     budget: TpsBudget,
@@ -653,6 +657,18 @@ impl Inner {
     /// endpoints that stay.
     fn update(self: &Arc<Self>, set: &EndpointSet) {
         let old = self.state();
+        if set.endpoints.is_empty() && !old.slots.is_empty() && !self.accept_empty_set {
+            if !self.ignoring_empty_set.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    service = %self.service,
+                    endpoints = old.slots.len(),
+                    "the registry lists no endpoint any more; keeping the last known ones \
+                     (a failed one is still ejected at its first failed call)"
+                );
+            }
+            return;
+        }
+        self.ignoring_empty_set.store(false, Ordering::Relaxed);
         let mut slots: Vec<Arc<Slot>> = Vec::new();
         let mut registrations: Vec<&super::Registration> = Vec::new();
         for endpoint in set.endpoints.iter() {
@@ -869,6 +885,7 @@ pub struct BalancedChannelBuilder {
     retry_ratio: f32,
     min_retries_per_second: u32,
     health_interval: Option<Duration>,
+    accept_empty_set: bool,
 }
 
 impl Default for BalancedChannelBuilder {
@@ -884,6 +901,7 @@ impl Default for BalancedChannelBuilder {
             retry_ratio: DEFAULT_RETRY_RATIO,
             min_retries_per_second: DEFAULT_MIN_RETRIES_PER_SECOND,
             health_interval: None,
+            accept_empty_set: false,
         }
     }
 }
@@ -958,6 +976,19 @@ impl BalancedChannelBuilder {
         self
     }
 
+    /// Whether an empty endpoint set from the registry replaces the endpoints the channel
+    /// has (default `false`). By default a registry that suddenly lists no endpoint at all
+    /// (its data lost or restored from an old snapshot, a wrong prefix, every lease expired
+    /// during a registry outage) is treated like an unreachable one: the last known endpoints
+    /// stay, with a warning, and the next non-empty set replaces them. Endpoints that are
+    /// really gone fail their next call, are ejected and probed. Set `true` to follow the
+    /// registry to zero, for example when a service is retired and its callers should fail
+    /// with [`Error::NoEndpoints`] at once.
+    pub fn accept_empty_set(mut self, accept: bool) -> Self {
+        self.accept_empty_set = accept;
+        self
+    }
+
     /// A channel over the endpoints of `service` in `registry`. Waits until the registry has
     /// answered once (at most the channel options' connect timeout, 10 s by default); the set
     /// may be empty then, and fill later.
@@ -988,6 +1019,8 @@ impl BalancedChannelBuilder {
             probe_backoff: self.probe_backoff,
             max_probe_backoff: self.max_probe_backoff,
             health_interval: self.health_interval,
+            accept_empty_set: self.accept_empty_set,
+            ignoring_empty_set: AtomicBool::new(false),
             state: RwLock::new(Arc::new(State::default())),
             counter: AtomicUsize::new(0),
             budget: TpsBudget::new(
