@@ -1,6 +1,9 @@
-//! A small fleet of servers registered in a registry, and the discovery scenarios that run
-//! against every back-end (`tests/discovery.rs`: static; `tests/discovery_etcd.rs`: etcd).
+//! A small fleet of servers registered in a registry, and (in [`scenarios`]) the discovery
+//! behaviours that run against every back-end (`tests/discovery.rs`: static;
+//! `tests/discovery_etcd.rs`: etcd; `tests/discovery_zookeeper.rs`: ZooKeeper).
 #![allow(dead_code)]
+
+pub mod scenarios;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
