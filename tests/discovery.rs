@@ -145,7 +145,7 @@ async fn the_health_service_reports_draining_as_soon_as_a_graceful_shutdown_begi
     let server = wirecall::Server::builder()
         .serve(cluster::ClusterServer::new(cluster::Node {
             name: "h".to_owned(),
-            recorded: Default::default(),
+            ledger: Default::default(),
         }))
         .serve(health.service())
         .register(

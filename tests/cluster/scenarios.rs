@@ -14,7 +14,10 @@ use futures::future::BoxFuture;
 use wirecall::discovery::{Balance, Registry};
 use wirecall::{Error, RunningServer};
 
-use super::{client, load, shares, start_node, wait_for_endpoints, ClusterClient};
+use super::{
+    client, load, load_id, shares, start_node_with_ledger, wait_for_endpoints, ClusterClient,
+    Ledger,
+};
 
 /// A namespace of one test's own in one registry back-end (a fresh static registry, an etcd
 /// key prefix, a ZooKeeper root), so that tests running at once never see each other's
@@ -31,6 +34,8 @@ pub struct Namespace {
     hosts: HostRegistries,
     /// What [`Namespace::kill`] cuts, by server address.
     connections: Mutex<HashMap<SocketAddr, Cut>>,
+    /// The `record` calls every server of this namespace ran.
+    ledger: Ledger,
 }
 
 type HostRegistries = Box<dyn Fn() -> BoxFuture<'static, HostRegistry> + Send + Sync>;
@@ -84,6 +89,7 @@ impl Namespace {
             clients,
             hosts: Box::new(host_registry),
             connections: Mutex::new(HashMap::new()),
+            ledger: Ledger::default(),
         }
     }
 
@@ -95,7 +101,8 @@ impl Namespace {
     /// Starts a server named `name`, registered in this namespace with the lease TTL.
     pub async fn start(&self, name: &str) -> RunningServer {
         let host = (self.hosts)().await;
-        let server = start_node(&host.registry, name, self.ttl).await;
+        let server =
+            start_node_with_ledger(&host.registry, name, self.ttl, self.ledger.clone()).await;
         if let Some(cut) = host.cut {
             self.connections
                 .lock()
@@ -224,9 +231,10 @@ pub async fn kill_under_load_loses_no_idempotent_call(ns: Namespace) {
     shutdown(servers).await;
 }
 
-/// One of two servers stopped at once under a mix of calls: idempotent calls are retried on
-/// the other, a non-idempotent call cut mid-flight is never replayed and fails naming the
-/// endpoint it was on.
+/// One of two servers stopped at once under a mix of calls, with slow non-idempotent calls in
+/// flight on both: idempotent calls are retried on the other server; a non-idempotent call
+/// cut mid-flight is never replayed (it ran once, on the server that died) and fails naming
+/// the endpoint it was on.
 pub async fn non_idempotent_call_is_never_replayed_and_names_its_endpoint(ns: Namespace) {
     let mut servers = ns.start_all(&["a", "b"]).await;
     let (client, channel) = client(ns.registry(), Balance::RoundRobin).await;
@@ -235,28 +243,64 @@ pub async fn non_idempotent_call_is_never_replayed_and_names_its_endpoint(ns: Na
     let stop = Arc::new(AtomicBool::new(false));
     let running = load(client.clone(), Arc::clone(&stop), true);
     tokio::time::sleep(Duration::from_millis(300)).await;
+    // Six calls picked one after another (one task): round-robin puts some on each server,
+    // where they run for a second, long past the kill.
+    const SLOW: u64 = 1 << 40;
+    let slow_ids: Vec<u64> = (SLOW..SLOW + 6).collect();
+    let slow = tokio::spawn({
+        let client = client.clone();
+        let ids = slow_ids.clone();
+        async move { futures::future::join_all(ids.into_iter().map(|id| client.record(id, 1000))).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let b = servers.remove(1);
     let b_address = b.local_addr().to_string();
     ns.kill(b);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (_, failed) = finish(&stop, running).await;
-    // Idempotent calls (odd sequence numbers) were retried; a non-idempotent call (even) cut
-    // mid-flight fails, naming b.
-    for failure in &failed {
-        assert!(
-            failure.contains(&format!("endpoint {b_address}")),
-            "{failure}"
+    let slow = tokio::time::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("no call hangs")
+        .expect("the slow calls");
+    let named = format!("endpoint {b_address}");
+    let mut cut = 0;
+    for (id, answer) in slow_ids.iter().zip(&slow) {
+        match answer {
+            Ok(name) => assert_eq!(name, "a", "call {id} answered by {name}, killed"),
+            Err(err) => {
+                assert!(err.to_string().contains(&named), "call {id}: {err}");
+                cut += 1;
+            }
+        }
+        assert_eq!(
+            ns.ledger.times(*id),
+            1,
+            "call {id} did not run exactly once: {answer:?}"
         );
-        let seq: u64 = failure
-            .split("call ")
-            .nth(1)
-            .and_then(|rest| rest.split(':').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no sequence number in {failure}"));
-        assert_eq!(seq % 2, 0, "an idempotent call failed: {failure}");
     }
+    assert!(cut > 0, "no slow call was on b: {slow:?}");
+    // Idempotent calls (odd sequence numbers) were retried; a non-idempotent call (even) cut
+    // mid-flight fails, naming b, and was not run again.
+    for failure in &failed {
+        assert!(failure.contains(&named), "{failure}");
+        let number = |after: &str, until: char| -> u64 {
+            failure
+                .split(after)
+                .nth(1)
+                .and_then(|rest| rest.split(until).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no {after}number in {failure}"))
+        };
+        let (worker, seq) = (number("worker ", ','), number("call ", ':'));
+        assert_eq!(seq % 2, 0, "an idempotent call failed: {failure}");
+        assert!(
+            ns.ledger.times(load_id(worker, seq)) <= 1,
+            "replayed: {failure}"
+        );
+    }
+    assert_eq!(ns.ledger.replayed(), [] as [u64; 0], "calls run twice");
     eprintln!(
-        "{} non-idempotent call(s) cut by the kill, none replayed",
+        "{cut} of 6 slow non-idempotent calls and {} under load cut by the kill, none replayed",
         failed.len()
     );
     shutdown(servers).await;
