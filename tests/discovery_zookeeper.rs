@@ -3,7 +3,7 @@
 //! zookeeper --test discovery_zookeeper` with `WIRECALL_ZOOKEEPER=127.0.0.1:PORT`. These
 //! tests fail, never skip, when that variable is missing or ZooKeeper does not answer. The
 //! behaviours every back-end shares are in `tests/cluster/scenarios.rs`; this file adds
-//! ZooKeeper's own: session expiry. The session-expiry test starts a ZooKeeper of its own (`java` with
+//! ZooKeeper's own, session expiry: that test starts a ZooKeeper of its own (`java` with
 //! `WIRECALL_ZOOKEEPER_CLASSPATH`, default Debian's paths) so that it can replace it.
 //!
 //! In ZooKeeper a registration lives as long as its registry's session, so each server here
@@ -55,8 +55,8 @@ async fn registry_at(endpoint: &str, root: &str) -> Registry {
 
 /// A root of this test's own on the shared ZooKeeper: clients watch through one session,
 /// each server registers through a session of its own, over a [`relay`] that a kill cuts.
-/// ZooKeeper expires sessions on its 500 ms ticks, so a dead host's node may outlive the
-/// timeout by up to 2 s.
+/// ZooKeeper expires sessions on its 500 ms ticks and the watch then has to hear of it, so a
+/// dead host's node may outlive the timeout by up to 2 s.
 async fn namespace(test: &str) -> Namespace {
     let (endpoint, root) = (zookeeper_endpoint(), root(test));
     let clients = registry_at(&endpoint, &root).await;

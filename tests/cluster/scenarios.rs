@@ -206,7 +206,7 @@ pub async fn kill_under_load_loses_no_idempotent_call(ns: Namespace) {
         .collect();
     assert_eq!(
         ejected,
-        [victim_address.clone()],
+        [victim_address.as_str()],
         "{:?}",
         channel.endpoints()
     );
@@ -247,11 +247,10 @@ pub async fn non_idempotent_call_is_never_replayed_and_names_its_endpoint(ns: Na
     // where they run for a second, long past the kill.
     const SLOW: u64 = 1 << 40;
     let slow_ids: Vec<u64> = (SLOW..SLOW + 6).collect();
-    let slow = tokio::spawn({
+    let slow = tokio::spawn(futures::future::join_all(slow_ids.iter().map(|&id| {
         let client = client.clone();
-        let ids = slow_ids.clone();
-        async move { futures::future::join_all(ids.into_iter().map(|id| client.record(id, 1000))).await }
-    });
+        async move { client.record(id, 1000).await }
+    })));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let b = servers.remove(1);
     let b_address = b.local_addr().to_string();
