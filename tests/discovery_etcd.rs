@@ -10,12 +10,10 @@
 mod cluster;
 
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use cluster::scenarios::{self, Namespace};
-use cluster::{client, load, shares, start_node, wait_for_endpoints};
+use cluster::scenarios::{self, Namespace, RegistryServer};
+use cluster::{client, shares, start_node, wait_for_endpoints};
 use wirecall::discovery::{Balance, Etcd, Registry};
 
 const TTL: Duration = Duration::from_secs(2);
@@ -30,11 +28,7 @@ fn etcd_endpoint() -> String {
     })
 }
 
-/// A registry on the shared etcd, under a prefix of this test's own.
-async fn registry(test: &str) -> Registry {
-    registry_at(&etcd_endpoint(), test).await
-}
-
+/// A registry on the etcd at `endpoint`, under a prefix of this test's own.
 async fn registry_at(endpoint: &str, test: &str) -> Registry {
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -52,12 +46,17 @@ async fn registry_at(endpoint: &str, test: &str) -> Registry {
     registry
 }
 
-/// A prefix of this test's own on the shared etcd. etcd counts a lease's TTL in whole
+/// A prefix of this test's own on the shared etcd.
+async fn namespace(test: &str) -> Namespace {
+    namespace_at(&etcd_endpoint(), test).await
+}
+
+/// A prefix of this test's own on the etcd at `endpoint`. etcd counts a lease's TTL in whole
 /// seconds and checks expiry twice a second, so a dead host's record may outlive the TTL by
 /// up to 1.5 s.
-async fn namespace(test: &str) -> Namespace {
+async fn namespace_at(endpoint: &str, test: &str) -> Namespace {
     Namespace::shared(
-        registry(test).await,
+        registry_at(endpoint, test).await,
         TTL,
         Duration::from_secs(10),
         TTL + Duration::from_millis(1500),
@@ -101,16 +100,18 @@ async fn no_endpoint_is_a_clear_error() {
     scenarios::no_endpoint_is_a_clear_error(namespace("empty").await).await;
 }
 
-/// An etcd of this test's own, stopped by PID when dropped.
+/// An etcd of this test's own in `dir`, stopped by PID when dropped.
 struct PrivateEtcd {
     child: Child,
     endpoint: String,
     args: Vec<String>,
+    dir: std::path::PathBuf,
 }
 
 impl PrivateEtcd {
-    fn start(dir: &std::path::Path, client_port: u16, peer_port: u16) -> Self {
-        let endpoint = format!("127.0.0.1:{client_port}");
+    fn start(dir: &std::path::Path) -> Self {
+        let endpoint = format!("127.0.0.1:{}", free_port());
+        let peer = format!("127.0.0.1:{}", free_port());
         let args = vec![
             "--name".to_owned(),
             "outage".to_owned(),
@@ -121,17 +122,18 @@ impl PrivateEtcd {
             "--advertise-client-urls".to_owned(),
             format!("http://{endpoint}"),
             "--listen-peer-urls".to_owned(),
-            format!("http://127.0.0.1:{peer_port}"),
+            format!("http://{peer}"),
             "--initial-advertise-peer-urls".to_owned(),
-            format!("http://127.0.0.1:{peer_port}"),
+            format!("http://{peer}"),
             "--initial-cluster".to_owned(),
-            format!("outage=http://127.0.0.1:{peer_port}"),
+            format!("outage=http://{peer}"),
         ];
         let child = Self::spawn(&args, dir);
         Self {
             child,
             endpoint,
             args,
+            dir: dir.to_path_buf(),
         }
     }
 
@@ -149,20 +151,23 @@ impl PrivateEtcd {
             .spawn()
             .unwrap_or_else(|err| panic!("cannot start {binary} (install etcd-server): {err}"))
     }
+}
 
+impl RegistryServer for PrivateEtcd {
     fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
-    fn restart(&mut self, dir: &std::path::Path) {
-        self.child = Self::spawn(&self.args, dir);
+    fn restart(&mut self) {
+        self.child = Self::spawn(&self.args, &self.dir);
     }
 }
 
 impl Drop for PrivateEtcd {
     fn drop(&mut self) {
         self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -175,65 +180,13 @@ fn free_port() -> u16 {
 }
 
 #[tokio::test]
-async fn calls_flow_while_the_registry_is_down_and_registrations_come_back() {
+async fn registry_outage_keeps_calls_flowing_and_registrations_come_back() {
     let dir = std::env::temp_dir().join(format!("wirecall-etcd-outage-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut etcd = PrivateEtcd::start(&dir, free_port(), free_port());
-    let registry = registry_at(&etcd.endpoint, "outage").await;
-    let a = start_node(&registry, "a", TTL).await;
-    let b = start_node(&registry, "b", TTL).await;
-    let (client, channel) = client(&registry, Balance::RoundRobin).await;
-    wait_for_endpoints(&channel, 2, Duration::from_secs(10)).await;
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let running = load(client.clone(), Arc::clone(&stop), true);
-    etcd.stop();
-    // Longer than the lease TTL: the servers cannot renew, the client keeps its endpoints.
-    tokio::time::sleep(TTL * 2).await;
-    assert_eq!(channel.endpoints().len(), 2, "{:?}", channel.endpoints());
-    etcd.restart(&dir);
-    // Both servers are back in the registry, and stay there for two more TTLs: their
-    // records are renewed (or written again under new leases), not leftovers of the leases
-    // etcd restored and would expire.
-    let addresses = || {
-        let mut addresses: Vec<String> = registry
-            .watch("Cluster")
-            .current()
-            .endpoints
-            .iter()
-            .map(|e| e.registration.address.clone())
-            .collect();
-        addresses.sort();
-        addresses.dedup();
-        addresses
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while addresses().len() != 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "registrations did not come back within 20 s: {:?}",
-            addresses()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    tokio::time::sleep(TTL * 2).await;
-    assert_eq!(addresses().len(), 2, "{:?}", addresses());
-    stop.store(true, Ordering::Relaxed);
-    let (ok, failed) = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("no call hangs")
-        .unwrap();
-    assert!(
-        failed.is_empty(),
-        "{} calls failed: {failed:?}",
-        failed.len()
-    );
-    assert!(ok > 100, "only {ok} calls ran");
-    a.shutdown().await;
-    b.shutdown().await;
-    drop(etcd);
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut etcd = PrivateEtcd::start(&dir);
+    let ns = namespace_at(&etcd.endpoint, "outage").await;
+    scenarios::registry_outage_keeps_calls_flowing_and_registrations_come_back(ns, &mut etcd).await;
 }
 
 /// Three etcd members of this test's own, each stopped by PID when dropped.

@@ -16,7 +16,7 @@ mod cluster;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use cluster::scenarios::{self, HostRegistry, Namespace};
+use cluster::scenarios::{self, HostRegistry, Namespace, RegistryServer};
 use cluster::{client, start_node, wait_for_endpoints};
 use tokio::net::TcpStream;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -58,7 +58,12 @@ async fn registry_at(endpoint: &str, root: &str) -> Registry {
 /// ZooKeeper expires sessions on its 500 ms ticks and the watch then has to hear of it, so a
 /// dead host's node may outlive the timeout by up to 2 s.
 async fn namespace(test: &str) -> Namespace {
-    let (endpoint, root) = (zookeeper_endpoint(), root(test));
+    namespace_at(&zookeeper_endpoint(), test).await
+}
+
+/// Like [`namespace`], on the ZooKeeper at `endpoint`.
+async fn namespace_at(endpoint: &str, test: &str) -> Namespace {
+    let (endpoint, root) = (endpoint.to_owned(), root(test));
     let clients = registry_at(&endpoint, &root).await;
     Namespace::with_host_registries(
         clients,
@@ -157,13 +162,22 @@ async fn no_endpoint_is_a_clear_error() {
 struct PrivateZooKeeper {
     child: Child,
     port: u16,
+    data: std::path::PathBuf,
 }
 
 impl PrivateZooKeeper {
     fn start(port: u16, data: &std::path::Path) -> Self {
+        Self {
+            child: Self::spawn(port, data),
+            port,
+            data: data.to_path_buf(),
+        }
+    }
+
+    fn spawn(port: u16, data: &std::path::Path) -> Child {
         let classpath = std::env::var("WIRECALL_ZOOKEEPER_CLASSPATH")
             .unwrap_or_else(|_| "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar".to_owned());
-        let child = Command::new("java")
+        Command::new("java")
             .args([
                 "-cp",
                 &classpath,
@@ -175,13 +189,22 @@ impl PrivateZooKeeper {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|err| panic!("cannot start ZooKeeper (install zookeeper): {err}"));
-        Self { child, port }
+            .unwrap_or_else(|err| panic!("cannot start ZooKeeper (install zookeeper): {err}"))
     }
 
+    fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl RegistryServer for PrivateZooKeeper {
     fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    fn restart(&mut self) {
+        self.child = Self::spawn(self.port, &self.data);
     }
 }
 
@@ -191,17 +214,33 @@ impl Drop for PrivateZooKeeper {
     }
 }
 
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn registry_outage_keeps_calls_flowing_and_registrations_come_back() {
+    let dir = std::env::temp_dir().join(format!("wirecall-zk-outage-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut zookeeper = PrivateZooKeeper::start(free_port(), &dir);
+    let ns = namespace_at(&zookeeper.endpoint(), "outage").await;
+    scenarios::registry_outage_keeps_calls_flowing_and_registrations_come_back(ns, &mut zookeeper)
+        .await;
+    drop(zookeeper);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn after_a_session_expiry_the_server_registers_again() {
     let dir = std::env::temp_dir().join(format!("wirecall-zk-expiry-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut zookeeper = PrivateZooKeeper::start(port, &dir.join("first"));
-    let endpoint = format!("127.0.0.1:{}", zookeeper.port);
+    let endpoint = zookeeper.endpoint();
     let root = root("expiry");
     let server_registry = registry_at(&endpoint, &root).await;
     let server = start_node(&server_registry, "a", SESSION).await;

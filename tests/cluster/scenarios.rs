@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use wirecall::discovery::{Balance, Registry};
+use wirecall::discovery::{Balance, EndpointSet, Registry};
 use wirecall::{Error, RunningServer};
 
 use super::{
@@ -135,6 +135,14 @@ impl Namespace {
         }
         server.abort();
     }
+}
+
+/// A registry server of the test's own, which a scenario may stop and start again.
+pub trait RegistryServer {
+    /// Stops it at once (by PID), as a crash would.
+    fn stop(&mut self);
+    /// Starts it again on the same address, with the data it had.
+    fn restart(&mut self);
 }
 
 /// Stops the load, and checks that it ran and ended: returns (successes, failures).
@@ -421,6 +429,66 @@ pub async fn a_dead_hosts_route_goes_and_takes_no_live_record_with_it(ns: Namesp
         "the live host's record was replaced"
     );
     live.shutdown().await;
+}
+
+/// The whole registry stopped under load for longer than the TTL, then started again: the
+/// client keeps calling the endpoints it knew and no call fails, and both servers' records
+/// come back and stay (renewed, or written again), not leftovers that expire.
+pub async fn registry_outage_keeps_calls_flowing_and_registrations_come_back(
+    ns: Namespace,
+    registry: &mut impl RegistryServer,
+) {
+    let servers = ns.start_all(&["a", "b"]).await;
+    let (client, channel) = client(ns.registry(), Balance::RoundRobin).await;
+    wait_for_endpoints(&channel, 2, ns.settle).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = load(client.clone(), Arc::clone(&stop), true);
+    registry.stop();
+    // Longer than the lease TTL: the servers cannot renew, the client keeps its endpoints.
+    tokio::time::sleep(ns.ttl * 2).await;
+    assert_eq!(channel.endpoints().len(), 2, "{:?}", channel.endpoints());
+    let mut watch = ns.registry().watch(ClusterClient::SERVICE_NAME);
+    let last_heard = watch.current().generation;
+    registry.restart();
+    let restarted = tokio::time::Instant::now();
+    let addresses = |set: EndpointSet| -> HashSet<String> {
+        set.endpoints
+            .iter()
+            .map(|e| e.registration.address.clone())
+            .collect()
+    };
+    // Both records, in a set the registry sent after its restart.
+    loop {
+        let set = tokio::time::timeout_at(restarted + Duration::from_secs(20), watch.changed())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "registrations did not come back within 20 s: {:?}",
+                    watch.current()
+                )
+            });
+        if set.generation > last_heard && addresses(set).len() == 2 {
+            break;
+        }
+    }
+    eprintln!(
+        "registrations back {:?} after the restart",
+        restarted.elapsed()
+    );
+    // Two more TTLs: the records are renewed (or written again under new leases), not
+    // leftovers of leases the registry restored and would expire.
+    tokio::time::sleep(ns.ttl * 2).await;
+    let expected: HashSet<_> = servers.iter().map(|s| s.local_addr().to_string()).collect();
+    assert_eq!(addresses(watch.current()), expected);
+    let (ok, failed) = finish(&stop, running).await;
+    assert!(
+        failed.is_empty(),
+        "{} calls failed: {failed:?}",
+        failed.len()
+    );
+    eprintln!("registry outage: {ok} calls, none failed");
+    shutdown(servers).await;
 }
 
 /// A client of a service nobody registered gets an error that says so.
