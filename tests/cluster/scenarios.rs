@@ -315,7 +315,7 @@ pub async fn non_idempotent_call_is_never_replayed_and_names_its_endpoint(ns: Na
 
 /// Each of three servers in turn shut down gracefully and replaced, under continuous load of
 /// idempotent and non-idempotent calls: deregister-first and the drain delay mean no call
-/// fails, and afterwards only the new servers answer.
+/// fails and none runs twice, and afterwards only the new servers answer.
 pub async fn rolling_restart_under_load_fails_no_call(ns: Namespace) {
     let mut servers = ns.start_all(&["a0", "b0", "c0"]).await;
     let (client, channel) = client(ns.registry(), Balance::PowerOfTwo).await;
@@ -336,6 +336,7 @@ pub async fn rolling_restart_under_load_fails_no_call(ns: Namespace) {
         "{} calls failed: {failed:?}",
         failed.len()
     );
+    assert_eq!(ns.ledger.replayed(), [] as [u64; 0], "calls run twice");
     eprintln!("rolling restart: {ok} calls, none failed");
     let counts = shares(&client, 90).await;
     let mut names: Vec<_> = counts.keys().cloned().collect();
@@ -487,6 +488,7 @@ pub async fn registry_outage_keeps_calls_flowing_and_registrations_come_back(
         "{} calls failed: {failed:?}",
         failed.len()
     );
+    assert_eq!(ns.ledger.replayed(), [] as [u64; 0], "calls run twice");
     eprintln!("registry outage: {ok} calls, none failed");
     shutdown(servers).await;
 }
