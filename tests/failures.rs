@@ -287,8 +287,14 @@ async fn the_grace_period_bounds_shutdown() {
     let started = Instant::now();
     server.shutdown_within(Duration::from_millis(100)).await;
     assert!(started.elapsed() < Duration::from_secs(5));
-    let err = stuck.await.unwrap().unwrap_err();
-    assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
+    // Stopped half-way, the call may have run: the server does not say goodbye with
+    // ShuttingDown, which tells a client its waiting calls never ran (and may be replayed).
+    match stuck.await.unwrap().unwrap_err() {
+        Error::ConnectionClosed { reason } => {
+            assert!(!reason.contains("ShuttingDown"), "{reason}")
+        }
+        err => panic!("expected ConnectionClosed, got {err:?}"),
+    }
 }
 
 #[tokio::test]

@@ -1,10 +1,13 @@
-//! A small fleet of servers registered in a registry, and the discovery scenarios that run
-//! against every back-end (`tests/discovery.rs`: static; `tests/discovery_etcd.rs`: etcd).
+//! A small fleet of servers registered in a registry, and (in [`scenarios`]) the discovery
+//! behaviours that run against every back-end (`tests/discovery.rs`: static;
+//! `tests/discovery_etcd.rs`: etcd; `tests/discovery_zookeeper.rs`: ZooKeeper).
 #![allow(dead_code)]
+
+pub mod scenarios;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -20,14 +23,49 @@ pub trait Cluster {
     /// Who served the call (safe to run twice).
     #[idempotent]
     async fn whoami(&self, delay_ms: u64) -> String;
-    /// Counts a call on the server that ran it (not idempotent).
-    async fn record(&self, seq: u64) -> String;
+    /// Notes call `id` in the server's ledger, then answers after `delay_ms` (not
+    /// idempotent: running it twice notes it twice).
+    async fn record(&self, id: u64, delay_ms: u64) -> String;
+}
+
+/// The ids of the `record` calls a set of servers ran, in order: a call replayed shows up
+/// twice.
+#[derive(Clone, Default)]
+pub struct Ledger(Arc<Mutex<Vec<u64>>>);
+
+impl Ledger {
+    pub fn ran(&self) -> Vec<u64> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// How many times call `id` ran.
+    pub fn times(&self, id: u64) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|&&ran| ran == id)
+            .count()
+    }
+
+    /// The ids that ran more than once.
+    pub fn replayed(&self) -> Vec<u64> {
+        let mut ran = self.ran();
+        ran.sort_unstable();
+        let mut replayed: Vec<u64> = ran
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        replayed.dedup();
+        replayed
+    }
 }
 
 #[derive(Clone)]
 pub struct Node {
     pub name: String,
-    pub recorded: Arc<AtomicU64>,
+    pub ledger: Ledger,
 }
 
 impl Cluster for Node {
@@ -38,18 +76,31 @@ impl Cluster for Node {
         self.name.clone()
     }
 
-    async fn record(&self, _seq: u64) -> String {
-        self.recorded.fetch_add(1, Ordering::Relaxed);
+    async fn record(&self, id: u64, delay_ms: u64) -> String {
+        self.ledger.0.lock().unwrap().push(id);
+        if delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        }
         self.name.clone()
     }
 }
 
 /// Starts a server named `name` registered in `registry` with a lease of `ttl`.
 pub async fn start_node(registry: &Registry, name: &str, ttl: Duration) -> RunningServer {
+    start_node_with_ledger(registry, name, ttl, Ledger::default()).await
+}
+
+/// Like [`start_node`], noting the `record` calls it runs in `ledger`.
+pub async fn start_node_with_ledger(
+    registry: &Registry,
+    name: &str,
+    ttl: Duration,
+    ledger: Ledger,
+) -> RunningServer {
     Server::builder()
         .serve(ClusterServer::new(Node {
             name: name.to_owned(),
-            recorded: Arc::new(AtomicU64::new(0)),
+            ledger,
         }))
         .register(
             registry.clone(),
@@ -110,15 +161,17 @@ pub async fn shares(client: &ClusterClient<BalancedChannel>, n: usize) -> HashMa
     counts
 }
 
-/// Continuous load until `stop`: `whoami` (idempotent) and `record` (not) calls from 4 tasks.
-/// Returns a handle whose output is (successes, failures as text).
+/// Continuous load until `stop`: `whoami` (idempotent) and, if asked, `record` (not) calls
+/// from 4 tasks, alternating; the `record` of worker `w`'s call `seq` has id [`load_id`]`(w,
+/// seq)`. Returns a handle whose output is (successes, failures as text, each starting
+/// `worker W, call SEQ:`).
 pub fn load(
     client: ClusterClient<BalancedChannel>,
     stop: Arc<AtomicBool>,
     include_non_idempotent: bool,
 ) -> tokio::task::JoinHandle<(u64, Vec<String>)> {
     tokio::spawn(async move {
-        let workers: Vec<_> = (0..4)
+        let workers: Vec<_> = (0..4u64)
             .map(|worker| {
                 let client = client.clone();
                 let stop = Arc::clone(&stop);
@@ -129,7 +182,7 @@ pub fn load(
                     while !stop.load(Ordering::Relaxed) {
                         seq += 1;
                         let result = if include_non_idempotent && seq % 2 == 0 {
-                            client.record(seq).await
+                            client.record(load_id(worker, seq), 0).await
                         } else {
                             client.whoami(2).await
                         };
@@ -151,6 +204,11 @@ pub fn load(
         }
         (ok, failed)
     })
+}
+
+/// The id of the `record` call `seq` of load worker `worker`.
+pub fn load_id(worker: u64, seq: u64) -> u64 {
+    (worker << 32) | seq
 }
 
 /// A back-end that refuses the first `n` registrations, like a registry that is still down

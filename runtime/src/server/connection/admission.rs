@@ -262,9 +262,13 @@ impl InFlight {
         }
     }
 
-    pub(super) fn abort_all(&self) {
-        for (_, abort) in self.lock().drain() {
+    /// Stops every call still running; returns how many there were.
+    pub(super) fn abort_all(&self) -> usize {
+        let mut running = self.lock();
+        let stopped = running.len();
+        for (_, abort) in running.drain() {
             abort.abort();
         }
+        stopped
     }
 }

@@ -263,17 +263,23 @@ async fn close_connection(end: End, closing: Closing<'_>) {
     match end {
         End::Shutdown => {
             sink.flush().await;
-            tokio::select! {
-                _ = tasks.wait() => {}
+            let stopped = tokio::select! {
+                _ = tasks.wait() => 0,
                 _ = shared.force.cancelled() => calls.abort_all(),
-            }
+            };
             tasks.wait().await;
-            send_connection_error(
-                &sink,
-                ErrorCode::ShuttingDown,
-                "the server is shutting down",
-            )
-            .await;
+            // The goodbye tells the client that every call it still waits for never ran, so
+            // that a balanced channel may send them elsewhere, idempotent or not. Calls the
+            // grace period (or an abort) stopped half-way may have run: then the connection
+            // closes without it, and the client counts them as maybe run.
+            if stopped == 0 {
+                send_connection_error(
+                    &sink,
+                    ErrorCode::ShuttingDown,
+                    "the server is shutting down",
+                )
+                .await;
+            }
         }
         End::PeerGone | End::Violation => {
             // Nobody will read the replies: stop the work.
