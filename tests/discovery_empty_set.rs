@@ -3,11 +3,9 @@
 
 mod cluster;
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{wait_for_endpoints, ClusterClient, ClusterServer, Node};
+use cluster::{wait_for_endpoints, ClusterClient, ClusterServer, Ledger, Node};
 use wirecall::discovery::{BalancedChannel, Registration, Registry, StaticRegistry};
 use wirecall::{Channel, Error, RunningServer, Server};
 
@@ -16,7 +14,7 @@ async fn unregistered_server(name: &str) -> RunningServer {
     Server::builder()
         .serve(ClusterServer::new(Node {
             name: name.to_owned(),
-            recorded: Arc::new(AtomicU64::new(0)),
+            ledger: Ledger::default(),
         }))
         .bind("127.0.0.1:0")
         .await

@@ -4,11 +4,9 @@
 mod cluster;
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{shares, wait_for_endpoints, ClusterClient, ClusterServer, Node};
+use cluster::{shares, wait_for_endpoints, ClusterClient, ClusterServer, Ledger, Node};
 use wirecall::discovery::{BalancedChannel, Registration, Registry, StaticRegistry};
 use wirecall::health::{HealthReporter, ServingStatus};
 use wirecall::{Channel, RunningServer, Server};
@@ -18,7 +16,7 @@ async fn start(registry: &Registry, name: &str, health: &HealthReporter) -> Runn
     Server::builder()
         .serve(ClusterServer::new(Node {
             name: name.to_owned(),
-            recorded: Arc::new(AtomicU64::new(0)),
+            ledger: Ledger::default(),
         }))
         .serve(health.service())
         .register(registry.clone(), Registration::bound_address())

@@ -290,7 +290,8 @@ async fn the_grace_period_bounds_shutdown() {
     // Stopped half-way, the call may have run: the server does not say goodbye with
     // ShuttingDown, which tells a client its waiting calls never ran (and may be replayed).
     match stuck.await.unwrap().unwrap_err() {
-        Error::ConnectionClosed { reason } => {
+        Error::ConnectionClosed { reason, code } => {
+            assert_eq!(code, None, "{reason}");
             assert!(!reason.contains("ShuttingDown"), "{reason}")
         }
         err => panic!("expected ConnectionClosed, got {err:?}"),
