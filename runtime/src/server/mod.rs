@@ -224,7 +224,9 @@ impl ServerBuilder {
     /// shutdown the server deregisters **first**, waits [`drain_delay`](Self::drain_delay)
     /// so that clients stop sending it calls, and only then stops reading calls and drains
     /// the ones in flight. A server stopped at once (dropped or aborted) does not deregister:
-    /// its records expire with its lease.
+    /// its records expire with its lease (with ZooKeeper, whose lease is the registry's
+    /// session, they go as soon as the last handle on that `Registry` in the process is
+    /// dropped, which closes the session; a killed process's session expires).
     pub fn register(mut self, registry: Registry, registration: Registration) -> Self {
         self.registrations.push((registry, registration));
         self
