@@ -271,17 +271,53 @@ fn put_header(
 }
 
 /// An outgoing frame under construction: the codec encodes the payload straight after a
-/// reserved header, so the payload is never copied.
+/// reserved header.
+///
+/// The buffer comes from a per-thread scratch buffer that keeps its capacity, and a finished
+/// frame of up to [`COPY_OUT_UP_TO`] bytes is copied out into an allocation of exactly its
+/// size: one allocation per frame, where encoding into a fresh buffer cost one, another per
+/// growth, and one more for the shared header `Bytes` needs when a buffer's length is not its
+/// capacity. Larger frames are handed over without a copy.
 #[derive(Debug)]
 pub struct FrameBuf {
     buf: BytesMut,
     flags: u8,
 }
 
+/// Frames up to this size are copied out of the scratch buffer; larger ones take it along.
+const COPY_OUT_UP_TO: usize = 4 * 1024;
+
+/// A scratch buffer that grew past this is not kept for the next frame.
+const KEEP_SCRATCH_UP_TO: usize = 16 * 1024;
+
+thread_local! {
+    /// The scratch buffer of the frames this thread encodes (`None` while one is in use).
+    static SCRATCH: std::cell::Cell<Option<BytesMut>> = const { std::cell::Cell::new(None) };
+}
+
+/// An empty buffer with room for `capacity` bytes, from this thread's scratch if it is free.
+fn scratch(capacity: usize) -> BytesMut {
+    match SCRATCH.take() {
+        Some(mut buf) => {
+            buf.reserve(capacity);
+            buf
+        }
+        None => BytesMut::with_capacity(capacity.max(256)),
+    }
+}
+
+/// Keeps `buf` as this thread's scratch buffer for the next frame.
+fn keep_scratch(mut buf: BytesMut) {
+    if buf.capacity() <= KEEP_SCRATCH_UP_TO {
+        buf.clear();
+        SCRATCH.set(Some(buf));
+    }
+}
+
 impl FrameBuf {
     /// An empty frame with room for `payload_hint` bytes of payload.
     pub fn with_capacity(payload_hint: usize) -> Self {
-        let mut buf = BytesMut::with_capacity(FRAME_OVERHEAD + payload_hint);
+        let mut buf = scratch(FRAME_OVERHEAD + payload_hint);
         buf.put_bytes(0, FRAME_OVERHEAD);
         Self { buf, flags: 0 }
     }
@@ -336,7 +372,12 @@ impl FrameBuf {
             method,
             deadline_ms,
         );
-        Ok(self.buf.freeze())
+        if self.buf.len() > COPY_OUT_UP_TO {
+            return Ok(self.buf.freeze());
+        }
+        let frame = Bytes::copy_from_slice(&self.buf);
+        keep_scratch(self.buf);
+        Ok(frame)
     }
 }
 
@@ -398,6 +439,46 @@ mod tests {
         assert_eq!(&buf[..4], &[0, 0, 0, 27]);
         assert_eq!(codec.decode(&mut buf).unwrap(), Some(sample()));
         assert!(buf.is_empty());
+    }
+
+    /// Encodes a frame whose payload is `len` bytes of `byte`, through `FrameBuf`.
+    fn built(byte: u8, len: usize) -> Bytes {
+        let mut frame = FrameBuf::with_capacity(8);
+        frame.payload_writer().put_bytes(byte, len);
+        frame
+            .finish(FrameKind::Request, 7, MethodId::new(9), 0, u32::MAX)
+            .unwrap()
+    }
+
+    #[test]
+    fn frames_built_one_after_another_keep_their_own_bytes() {
+        // Small frames are copied out of a reused scratch buffer, large ones take it along:
+        // either way a finished frame must not change when the next one is built.
+        let sizes = [
+            10,
+            COPY_OUT_UP_TO,
+            COPY_OUT_UP_TO + 1,
+            3,
+            KEEP_SCRATCH_UP_TO + 1,
+            5,
+        ];
+        let frames: Vec<Bytes> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| built(i as u8 + 1, len))
+            .collect();
+        for (i, (frame, &len)) in frames.iter().zip(&sizes).enumerate() {
+            assert_eq!(frame.len(), FRAME_OVERHEAD + len);
+            let decoded = FrameCodec::default()
+                .decode(&mut BytesMut::from(&frame[..]))
+                .unwrap()
+                .unwrap();
+            assert_eq!(decoded.request_id, 7);
+            assert!(
+                decoded.payload.iter().all(|&b| b == i as u8 + 1),
+                "frame {i}"
+            );
+        }
     }
 
     #[test]
