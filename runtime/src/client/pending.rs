@@ -33,7 +33,36 @@ pub(crate) struct PendingCalls {
 #[derive(Default)]
 struct State {
     calls: IdMap<u64, ReplySender>,
-    closed: Option<String>,
+    closed: Option<Closed>,
+}
+
+/// Why the table closed.
+enum Closed {
+    /// The connection ended: calls fail with [`Error::ConnectionClosed`] and this reason.
+    Reason(String),
+    /// The server refused (or garbled) its answer to a hello sent with early calls: calls
+    /// fail with the error a connect would have returned.
+    Hello(Error),
+}
+
+impl Closed {
+    fn error(&self) -> Error {
+        match self {
+            Self::Reason(reason) => Error::closed(reason.clone()),
+            Self::Hello(Error::Negotiation(error)) => Error::Negotiation(error.duplicate()),
+            Self::Hello(Error::Tls(error)) => {
+                Error::Tls(std::io::Error::new(error.kind(), error.to_string()))
+            }
+            Self::Hello(other) => Error::closed(other.to_string()),
+        }
+    }
+
+    fn reason(&self) -> String {
+        match self {
+            Self::Reason(reason) => reason.clone(),
+            Self::Hello(error) => error.to_string(),
+        }
+    }
 }
 
 impl PendingCalls {
@@ -48,8 +77,8 @@ impl PendingCalls {
     /// Registers call `id`, or fails when the connection has already closed.
     pub(crate) fn register(&self, id: u64) -> Result<ReplyReceiver, Error> {
         let mut state = self.lock();
-        if let Some(reason) = &state.closed {
-            return Err(Error::closed(reason.clone()));
+        if let Some(closed) = &state.closed {
+            return Err(closed.error());
         }
         let (tx, rx) = oneshot::channel();
         state.calls.insert(id, tx);
@@ -99,16 +128,37 @@ impl PendingCalls {
 
     /// Fails every waiting call and refuses new ones.
     pub(crate) fn close_all(&self, reason: &str) {
-        let calls = {
+        self.close(Closed::Reason(reason.to_owned()));
+    }
+
+    /// Fails every waiting call, and refuses new ones, with `error`: the server refused the
+    /// hello these calls were sent behind.
+    pub(crate) fn fail_hello(&self, error: Error) {
+        self.close(Closed::Hello(error));
+    }
+
+    fn close(&self, why: Closed) {
+        let (calls, error) = {
             let mut state = self.lock();
-            state.closed.get_or_insert_with(|| reason.to_owned());
+            let closed = state.closed.get_or_insert(why);
+            let error = closed.error();
             self.closed.store(true, Ordering::Release);
             self.waiting.store(0, Ordering::Relaxed);
-            std::mem::take(&mut state.calls)
+            (std::mem::take(&mut state.calls), error)
         };
         self.empty.notify_waiters();
+        let mut error = Some(error);
         for (_, tx) in calls {
-            let _ = tx.send(Err(Error::closed(reason)));
+            let error = error.take().unwrap_or_else(|| self.closed_error());
+            let _ = tx.send(Err(error));
+        }
+    }
+
+    /// The error of a call on this connection after it closed.
+    pub(crate) fn closed_error(&self) -> Error {
+        match &self.lock().closed {
+            Some(closed) => closed.error(),
+            None => Error::closed("the connection's tasks ended"),
         }
     }
 
@@ -119,7 +169,7 @@ impl PendingCalls {
 
     /// Why the connection closed, if it has.
     pub(crate) fn closed_reason(&self) -> Option<String> {
-        self.lock().closed.clone()
+        self.lock().closed.as_ref().map(Closed::reason)
     }
 
     /// Calls currently waiting.
