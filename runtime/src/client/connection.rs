@@ -361,6 +361,9 @@ pub(super) struct EarlyHello {
     pub(super) hello: ClientHello,
     /// The server, as the early-calls table knows it.
     pub(super) key: ServerKey,
+    /// Whether the server chooses by its own order, as the table knows (the answer to an
+    /// early hello cannot tell).
+    pub(super) server_order: bool,
     /// How long the server hello may take (the connect timeout).
     pub(super) timeout: Duration,
     /// Turns a failed handshake into the error a connect would have returned (with TLS, an
@@ -381,14 +384,15 @@ impl EarlyHello {
             .await
             .unwrap_or(Err(NegotiationError::TimedOut));
         match verdict {
-            Ok(negotiated) => {
+            Ok((negotiated, supported)) => {
                 send_limit.store(negotiated.send_limit(own_limit), Ordering::Relaxed);
                 if negotiated.early_calls {
-                    let known = KnownServer {
-                        codec: negotiated.codec,
-                        version: negotiated.version,
-                        max_frame_len: negotiated.peer_max_frame_len,
-                    };
+                    let known = KnownServer::accepted(
+                        &self.hello.codecs,
+                        &negotiated,
+                        &supported,
+                        Some(self.server_order),
+                    );
                     early::remember(self.key, known);
                 } else {
                     // A server that no longer announces early calls ran these as first

@@ -19,7 +19,7 @@ use crate::codec::Codec;
 use crate::error::Error;
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::negotiate::{
-    check_codec_list, client_handshake, ClientHello, CodecList, Negotiated, NegotiationError,
+    check_codec_list, client_handshake_listed, ClientHello, CodecList, Negotiated, NegotiationError,
     MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 #[cfg(feature = "tls")]
@@ -181,10 +181,13 @@ impl ConnectionSettings {
         version: u8,
         map_error: fn(Error) -> Error,
     ) -> Result<Connection, Error> {
-        let known = key.as_ref().and_then(|key| self.early_calls_to(key, version));
+        let offer = CodecList::of(&self.codecs).0;
+        let known = key
+            .as_ref()
+            .and_then(|key| self.early_calls_to(key, version, &offer));
         let mut hello = ClientHello {
             version,
-            codecs: CodecList::of(&self.codecs).0,
+            codecs: offer,
             token: self
                 .token
                 .as_ref()
@@ -193,14 +196,14 @@ impl ConnectionSettings {
             max_frame_len: Some(self.max_frame_len),
             early_calls: false,
         };
-        if let (Some(known), Some(key)) = (known, key.clone()) {
+        if let (Some((known, codec)), Some(key)) = (known, key.clone()) {
             // The early calls' codec leads the offer; the server must choose it or refuse.
-            let id = known.codec.id();
+            let id = codec.id();
             hello.codecs.retain(|other| *other != id);
             hello.codecs.insert(0, id);
             hello.early_calls = true;
             let negotiated = Negotiated {
-                codec: known.codec,
+                codec,
                 version,
                 peer_max_frame_len: known.max_frame_len,
                 early_calls: true,
@@ -208,6 +211,7 @@ impl ConnectionSettings {
             let early = EarlyHello {
                 hello,
                 key,
+                server_order: known.server_order,
                 timeout: self.connect_timeout,
                 map_error,
             };
@@ -219,14 +223,10 @@ impl ConnectionSettings {
                 Some(early),
             ));
         }
-        let negotiated = client_handshake(&mut stream, &hello).await?;
+        let (negotiated, supported) = client_handshake_listed(&mut stream, &hello).await?;
         if let Some(key) = key {
             if negotiated.early_calls {
-                let known = KnownServer {
-                    codec: negotiated.codec,
-                    version: negotiated.version,
-                    max_frame_len: negotiated.peer_max_frame_len,
-                };
+                let known = KnownServer::accepted(&hello.codecs, &negotiated, &supported, None);
                 early::remember(key, known);
             } else {
                 early::forget(&key);
@@ -235,15 +235,22 @@ impl ConnectionSettings {
         Ok(Connection::start(stream, negotiated, peer, self, None))
     }
 
-    /// What the early-calls table knows about `key`, when this channel may send it early
-    /// calls in protocol `version`: the option is on, the server said it understands them
-    /// on a connection of the same version, and its codec is one this channel offers.
-    fn early_calls_to(&self, key: &ServerKey, version: u8) -> Option<KnownServer> {
+    /// What the early-calls table knows about `key`, and the codec to send it early calls
+    /// in, when this channel may send them in protocol `version`: the option is on, the
+    /// server said it understands them on a connection of the same version, and it allows
+    /// a codec of `offer` (the one a hello without early calls would get).
+    fn early_calls_to(
+        &self,
+        key: &ServerKey,
+        version: u8,
+        offer: &[u8],
+    ) -> Option<(KnownServer, Codec)> {
         if !self.early_calls || version < 2 {
             return None;
         }
-        early::lookup(key)
-            .filter(|known| known.version == version && self.codecs.contains(&known.codec))
+        let known = early::lookup(key).filter(|known| known.version == version)?;
+        let codec = known.codec_for(offer)?;
+        Some((known, codec))
     }
 }
 

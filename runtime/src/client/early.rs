@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::codec::Codec;
+use crate::negotiate::{negotiate_codec, Negotiated, Preference};
 
 /// The most servers remembered at once.
 const CAPACITY: usize = 4096;
@@ -24,14 +25,50 @@ pub(super) struct ServerKey {
 }
 
 /// What the last accepted connection to a server settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct KnownServer {
-    /// The codec it chose: early calls are encoded in it, and it leads the next offer.
-    pub(super) codec: Codec,
+    /// The codecs it allows, in its order.
+    pub(super) supported: Vec<Codec>,
+    /// It chose by its own order, not the client's (`prefer_server_codec_order`).
+    pub(super) server_order: bool,
     /// The protocol version of that connection; early calls are sent only in the same one.
     pub(super) version: u8,
     /// The frame limit it announced: early frames are sent no larger.
     pub(super) max_frame_len: Option<u32>,
+}
+
+impl KnownServer {
+    /// What an accepting hello to `offer` says about its server. `server_order` when known
+    /// (an early hello lists the codec to choose first, so its answer cannot tell), else
+    /// inferred: the server chose otherwise than the client's order would.
+    pub(super) fn accepted(
+        offer: &[u8],
+        negotiated: &Negotiated,
+        supported: &[u8],
+        server_order: Option<bool>,
+    ) -> Self {
+        let supported: Vec<Codec> = supported.iter().filter_map(|id| Codec::from_id(*id)).collect();
+        let server_order = server_order.unwrap_or_else(|| {
+            negotiate_codec(offer, &supported, Preference::Client) != Some(negotiated.codec)
+        });
+        Self {
+            supported,
+            server_order,
+            version: negotiated.version,
+            max_frame_len: negotiated.peer_max_frame_len,
+        }
+    }
+
+    /// The codec a connection offering `offer` would get from this server, as a connection
+    /// without early calls would: early calls are encoded in it.
+    pub(super) fn codec_for(&self, offer: &[u8]) -> Option<Codec> {
+        let preference = if self.server_order {
+            Preference::Server
+        } else {
+            Preference::Client
+        };
+        negotiate_codec(offer, &self.supported, preference)
+    }
 }
 
 /// Known servers, at most `capacity` of them.
@@ -66,7 +103,7 @@ fn table() -> MutexGuard<'static, Table> {
 
 /// What the table knows about `key`.
 pub(super) fn lookup(key: &ServerKey) -> Option<KnownServer> {
-    table().servers.get(key).copied()
+    table().servers.get(key).cloned()
 }
 
 /// Remembers that `key` understands early calls, as `server` says.
@@ -91,10 +128,37 @@ mod tests {
     }
 
     const KNOWN: KnownServer = KnownServer {
-        codec: Codec::Json,
+        supported: Vec::new(),
+        server_order: false,
         version: 2,
         max_frame_len: Some(1 << 20),
     };
+
+    #[test]
+    fn the_early_codec_is_the_one_a_plain_hello_would_get() {
+        let msgpack_json = [Codec::MessagePack.id(), Codec::Json.id()];
+        let json_msgpack = [Codec::Json.id(), Codec::MessagePack.id()];
+        let by = |server_order| KnownServer {
+            supported: vec![Codec::Json, Codec::Protobuf],
+            server_order,
+            ..KNOWN
+        };
+        assert_eq!(by(false).codec_for(&json_msgpack), Some(Codec::Json));
+        assert_eq!(by(true).codec_for(&msgpack_json), Some(Codec::Json));
+        assert_eq!(by(false).codec_for(&[Codec::MessagePack.id()]), None);
+        let offer = [Codec::Protobuf.id(), Codec::Json.id()];
+        let negotiated = |codec| Negotiated {
+            codec,
+            version: 2,
+            peer_max_frame_len: None,
+            early_calls: true,
+        };
+        let ids = [Codec::Json.id(), Codec::Protobuf.id()];
+        let inferred = KnownServer::accepted(&offer, &negotiated(Codec::Json), &ids, None);
+        assert!(inferred.server_order, "json was chosen over the offered protobuf");
+        let inferred = KnownServer::accepted(&offer, &negotiated(Codec::Protobuf), &ids, None);
+        assert!(!inferred.server_order);
+    }
 
     #[test]
     fn a_full_table_starts_over_rather_than_grow() {
@@ -103,13 +167,13 @@ mod tests {
             capacity: 8,
         };
         for port in 0..20 {
-            table.remember(key(port), KNOWN);
+            table.remember(key(port), KNOWN.clone());
             assert!(table.servers.len() <= 8);
         }
         assert_eq!(table.servers.get(&key(19)), Some(&KNOWN));
         // A known server is updated in place, even when the table is full.
         let len = table.servers.len();
-        table.remember(key(19), KNOWN);
+        table.remember(key(19), KNOWN.clone());
         assert_eq!(table.servers.len(), len);
     }
 
@@ -123,7 +187,7 @@ mod tests {
             server_name: Some("api.example".to_owned()),
             ..plain.clone()
         };
-        remember(named.clone(), KNOWN);
+        remember(named.clone(), KNOWN.clone());
         assert_eq!(lookup(&plain), None);
         assert_eq!(lookup(&named), Some(KNOWN));
         forget(&named);

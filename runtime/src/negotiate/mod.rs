@@ -268,6 +268,18 @@ pub async fn client_handshake<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    Ok(client_handshake_listed(stream, hello).await?.0)
+}
+
+/// [`client_handshake`], also returning the codecs the server allows (its accepting hello
+/// lists them).
+pub(crate) async fn client_handshake_listed<S>(
+    stream: &mut S,
+    hello: &ClientHello,
+) -> Result<(Negotiated, Vec<u8>), NegotiationError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     if hello.codecs.is_empty() {
         return Err(NegotiationError::NothingToOffer);
     }
@@ -278,11 +290,11 @@ where
 
 /// Reads the server's answer to `hello`, which was sent on `stream`, and checks it against
 /// what the hello offered (with early calls: that the server chose the codec they are
-/// encoded in).
+/// encoded in). Also returns the codecs the server allows.
 pub(crate) async fn read_verdict<S>(
     stream: &mut S,
     hello: &ClientHello,
-) -> Result<Negotiated, NegotiationError>
+) -> Result<(Negotiated, Vec<u8>), NegotiationError>
 where
     S: AsyncRead + Unpin,
 {
@@ -320,12 +332,15 @@ where
                     server.version
                 )))
             }
-            Some(codec) if offered(codec.id()) => Ok(Negotiated {
-                codec,
-                version: server.version,
-                peer_max_frame_len: server.max_frame_len,
-                early_calls: server.early_calls,
-            }),
+            Some(codec) if offered(codec.id()) => Ok((
+                Negotiated {
+                    codec,
+                    version: server.version,
+                    peer_max_frame_len: server.max_frame_len,
+                    early_calls: server.early_calls,
+                },
+                server.supported,
+            )),
             _ => Err(NegotiationError::BadServerHello(format!(
                 "the server chose codec id {}, which was not offered",
                 server.codec
@@ -769,7 +784,7 @@ mod tests {
         };
         client.write_all(&hello.to_bytes()).await.unwrap();
         client.write_all(b"an early frame").await.unwrap();
-        let verdict = read_verdict(&mut client, &hello).await;
+        let verdict = read_verdict(&mut client, &hello).await.map(|(n, _)| n);
         drop(client);
         let (outcome, rest) = server.await.unwrap();
         (verdict, outcome, rest)
