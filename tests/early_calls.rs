@@ -115,7 +115,9 @@ async fn user_server(codecs: &[Codec]) -> wirecall::RunningServer {
 }
 
 async fn get_user(channel: &Channel) -> Result<UserModel, Error> {
-    UserServiceClient::new(channel.clone()).get_user(fanly()).await
+    UserServiceClient::new(channel.clone())
+        .get_user(fanly())
+        .await
 }
 
 #[tokio::test]
@@ -199,7 +201,10 @@ async fn a_server_that_no_longer_allows_the_codec_refuses_and_the_call_is_sent_a
         assert_eq!(get_user(&channel).await.unwrap(), fanly());
         if reconnect {
             let seen = relay.seen();
-            assert!(seen[1].early_frame, "the refused connection sent a call: {seen:?}");
+            assert!(
+                seen[1].early_frame,
+                "the refused connection sent a call: {seen:?}"
+            );
             assert!(!seen[2].announced, "the next one waited: {seen:?}");
         }
     }
@@ -257,14 +262,20 @@ async fn a_wrong_token_fails_the_early_calls_with_the_authentication_error() {
         .expect("connect returns before the server hello");
     let err = get_user(&channel).await.unwrap_err();
     assert!(
-        matches!(err, Error::Negotiation(NegotiationError::AuthenticationFailed)),
+        matches!(
+            err,
+            Error::Negotiation(NegotiationError::AuthenticationFailed)
+        ),
         "{err:?}"
     );
     assert!(relay.seen()[1].early_frame);
     // The next call dials again, without early calls, and gets the same answer.
     let err = get_user(&channel).await.unwrap_err();
     assert!(
-        matches!(err, Error::Negotiation(NegotiationError::AuthenticationFailed)),
+        matches!(
+            err,
+            Error::Negotiation(NegotiationError::AuthenticationFailed)
+        ),
         "{err:?}"
     );
 }
@@ -310,7 +321,9 @@ async fn a_hostile_server_hello_fails_the_early_calls_without_a_hang() {
             matches!(e, NegotiationError::BadExtensions(_))
         }),
         // Cut short, then closed.
-        (b"WCAL\x02\x00", false, |e| matches!(e, NegotiationError::Io(_))),
+        (b"WCAL\x02\x00", false, |e| {
+            matches!(e, NegotiationError::Io(_))
+        }),
         // Nothing at all, connection held open: the connect timeout.
         (b"", true, |e| matches!(e, NegotiationError::TimedOut)),
     ];

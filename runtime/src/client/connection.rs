@@ -101,12 +101,14 @@ impl Connection {
                 (tasks.spawn(run), None)
             }
             Some(early) => {
-                // First on the wire; the writer task sends it even if no call follows.
-                sink.send_now(Bytes::from(early.hello.to_bytes()));
+                // First on the wire. Corked: a call made right away writes it together with
+                // its own frame, from its own task; else the reader writes it when it starts.
+                let _ = sink.try_cork(Bytes::from(early.hello.to_bytes()));
                 let (verdict, hello) = watch::channel(Verdict::Waiting);
                 let (pending, sink, send_limit) =
                     (Arc::clone(&pending), sink.clone(), Arc::clone(&send_limit));
                 let reader = tasks.spawn(async move {
+                    sink.flush().await;
                     let settled = early.settle(&mut read_half, own_limit, &send_limit).await;
                     // The verdict is out before the calls fail, so that each of them can see
                     // why, and it is final: the reader reads no frame after a refusal.

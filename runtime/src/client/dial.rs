@@ -19,8 +19,8 @@ use crate::codec::Codec;
 use crate::error::Error;
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::negotiate::{
-    check_codec_list, client_handshake_listed, ClientHello, CodecList, Negotiated, NegotiationError,
-    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+    check_codec_list, client_handshake_listed, ClientHello, CodecList, Negotiated,
+    NegotiationError, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;

@@ -47,7 +47,10 @@ impl KnownServer {
         supported: &[u8],
         server_order: Option<bool>,
     ) -> Self {
-        let supported: Vec<Codec> = supported.iter().filter_map(|id| Codec::from_id(*id)).collect();
+        let supported: Vec<Codec> = supported
+            .iter()
+            .filter_map(|id| Codec::from_id(*id))
+            .collect();
         let server_order = server_order.unwrap_or_else(|| {
             negotiate_codec(offer, &supported, Preference::Client) != Some(negotiated.codec)
         });
@@ -155,7 +158,10 @@ mod tests {
         };
         let ids = [Codec::Json.id(), Codec::Protobuf.id()];
         let inferred = KnownServer::accepted(&offer, &negotiated(Codec::Json), &ids, None);
-        assert!(inferred.server_order, "json was chosen over the offered protobuf");
+        assert!(
+            inferred.server_order,
+            "json was chosen over the offered protobuf"
+        );
         let inferred = KnownServer::accepted(&offer, &negotiated(Codec::Protobuf), &ids, None);
         assert!(!inferred.server_order);
     }

@@ -11,8 +11,8 @@ use std::fmt;
 
 use crate::codec::Codec;
 use crate::wire::{
-    HelloStatus, EXTENSION_EARLY_CALLS, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS, MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN,
-    PROTOCOL_VERSION,
+    HelloStatus, EXTENSION_EARLY_CALLS, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS,
+    MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN, PROTOCOL_VERSION,
 };
 
 use super::NegotiationError;
@@ -446,7 +446,10 @@ mod tests {
     fn early_calls_is_an_empty_entry_after_the_frame_limit() {
         let hello = client_hello(Some(4096));
         let bytes = hello.to_bytes();
-        assert!(bytes.ends_with(&[0, 8, 1, 4, 0, 0, 0x10, 0, 2, 0]), "{bytes:?}");
+        assert!(
+            bytes.ends_with(&[0, 8, 1, 4, 0, 0, 0x10, 0, 2, 0]),
+            "{bytes:?}"
+        );
         // Alone, and in either order with the frame limit.
         for (extensions, max) in [
             (&[0u8, 2, 2, 0][..], None),

@@ -792,8 +792,11 @@ mod tests {
 
     #[tokio::test]
     async fn early_calls_get_the_first_codec_whatever_the_server_prefers() {
-        let (client, server, rest) =
-            early_hello(&[Codec::Json, Codec::Protobuf], &[Codec::Protobuf, Codec::Json]).await;
+        let (client, server, rest) = early_hello(
+            &[Codec::Json, Codec::Protobuf],
+            &[Codec::Protobuf, Codec::Json],
+        )
+        .await;
         let client = client.unwrap();
         assert_eq!((client.codec, client.early_calls), (Codec::Json, true));
         assert_eq!(server.unwrap().codec, Codec::Json);
@@ -803,19 +806,26 @@ mod tests {
 
     #[tokio::test]
     async fn early_calls_in_a_codec_the_server_lacks_are_refused_unread() {
-        let (client, server, _) = early_hello(&[Codec::Json, Codec::Protobuf], &[Codec::Protobuf]).await;
+        let (client, server, _) =
+            early_hello(&[Codec::Json, Codec::Protobuf], &[Codec::Protobuf]).await;
         let err = client.unwrap_err();
         assert_eq!(
             err.to_string(),
             "early calls refused: the server does not allow [json], the codec they were sent \
              in; it supports [protobuf]"
         );
-        assert!(matches!(server, Err(NegotiationError::EarlyCallsRefused { .. })));
+        assert!(matches!(
+            server,
+            Err(NegotiationError::EarlyCallsRefused { .. })
+        ));
     }
 
     #[tokio::test]
     async fn every_accepted_version_2_hello_announces_early_calls() {
-        let sides = Sides::new(&[Codec::Json, Codec::Protobuf], &[Codec::Protobuf, Codec::Json]);
+        let sides = Sides::new(
+            &[Codec::Json, Codec::Protobuf],
+            &[Codec::Protobuf, Codec::Json],
+        );
         let (client, _) = sides.run().await;
         let client = client.unwrap();
         assert_eq!((client.codec, client.early_calls), (Codec::Json, true));
@@ -829,7 +839,10 @@ mod tests {
         }
         .encode();
         // Version 1 has no extension block to carry it.
-        assert_eq!(ServerHello::parse(&bytes).unwrap().unwrap().0.early_calls, false);
+        assert_eq!(
+            ServerHello::parse(&bytes).unwrap().unwrap().0.early_calls,
+            false
+        );
     }
 
     #[tokio::test]
