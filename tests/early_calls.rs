@@ -299,12 +299,16 @@ async fn hostile_server(answer: &'static [u8], linger: bool) -> SocketAddr {
     addr
 }
 
+/// What a hostile server answers, whether it then holds the connection open, and which
+/// error the early calls must get.
+type HostileCase = (&'static [u8], bool, fn(&NegotiationError) -> bool);
+
 #[tokio::test]
 async fn a_hostile_server_hello_fails_the_early_calls_without_a_hang() {
     let server = user_server(&[Codec::MessagePack]).await;
     let relay = Relay::start(server.local_addr()).await;
     // (answer, keep the connection open, what the call must fail with)
-    let cases: [(&'static [u8], bool, fn(&NegotiationError) -> bool); 6] = [
+    let cases: [HostileCase; 6] = [
         (b"HTTP/1.1 400 Bad Request\r\n\r\n", false, |e| {
             matches!(e, NegotiationError::BadMagic(_))
         }),

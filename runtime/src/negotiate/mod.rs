@@ -839,10 +839,7 @@ mod tests {
         }
         .encode();
         // Version 1 has no extension block to carry it.
-        assert_eq!(
-            ServerHello::parse(&bytes).unwrap().unwrap().0.early_calls,
-            false
-        );
+        assert!(!ServerHello::parse(&bytes).unwrap().unwrap().0.early_calls);
     }
 
     #[tokio::test]
