@@ -87,10 +87,10 @@ struct ChannelShared {
     trace: bool,
     /// Set by [`Channel::close`]: no new call, no reconnect.
     closed_by_owner: AtomicBool,
-    /// How to dial again; `None` for channels over a stream the caller supplied.
+    /// How to dial again; `None` for channels over a stream the caller supplied. Kept with
+    /// `reconnect(false)` too: a refusal of early calls is answered by dialling once more
+    /// without them.
     redial: Option<Redial>,
-    // (With `reconnect(false)` a channel still keeps it: a refusal of early calls is answered
-    // by dialling once more without them.)
 }
 
 /// How long [`Channel::close`] waits for the server to close its side before it drops the
@@ -436,8 +436,9 @@ impl ChannelShared {
         let mut left = timeout;
         let mut sent_again = false;
         loop {
-            let started = Instant::now();
             let connection = self.connection().await?;
+            // Only a call sent early can be sent again, so only it reads the clock.
+            let started = connection.hello.is_some().then(Instant::now);
             let (request_id, frame) = connection.encode_request(method, &args, left, &outgoing)?;
             let result = connection
                 .exchange(method, request_id, frame, left, outgoing.trace)
@@ -445,8 +446,11 @@ impl ChannelShared {
             match result {
                 Err(_) if !sent_again && connection.refused_early_calls() => {
                     sent_again = true;
+                    // (`refused_early_calls` implies the connection was opened early, so
+                    // `started` is set.)
+                    let spent = started.map_or(Duration::ZERO, |at| at.elapsed());
                     left = match (timeout, left) {
-                        (Some(after), Some(left)) => match left.checked_sub(started.elapsed()) {
+                        (Some(after), Some(left)) => match left.checked_sub(spent) {
                             Some(rest) if !rest.is_zero() => Some(rest),
                             _ => return Err(Error::Timeout { after }),
                         },
