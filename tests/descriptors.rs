@@ -118,10 +118,16 @@ async fn accept_pauses_when_descriptors_run_out() {
         flood.push(TcpStream::connect(addr).await.unwrap());
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let refused = Channel::builder()
-        .connect_timeout(Duration::from_millis(500))
-        .connect(addr)
-        .await;
+    // The server is known to understand early calls, so `connect` may return before the
+    // server hello would have arrived: then the first call fails in its place.
+    let refused = async {
+        let channel = Channel::builder()
+            .connect_timeout(Duration::from_millis(500))
+            .connect(addr)
+            .await?;
+        LabClient::new(channel).add(1, 1).await
+    }
+    .await;
     assert!(
         refused.is_err(),
         "a new connection cannot be served while descriptors are exhausted"

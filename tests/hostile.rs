@@ -614,13 +614,14 @@ impl RawPeer {
 }
 
 /// The server's acceptance: version 2, status 0, the codec, its list, then the extension
-/// block announcing the server's frame limit.
+/// block announcing the server's frame limit and that it understands early calls.
 fn accepted_hello(codec: Codec) -> Vec<u8> {
     let mut hello = b"WCAL\x02\x00".to_vec();
     hello.push(codec.id());
     hello.extend_from_slice(&SUPPORTED);
-    hello.extend_from_slice(&[0, 6, 1, 4]);
+    hello.extend_from_slice(&[0, 8, 1, 4]);
     hello.extend_from_slice(&MAX_FRAME_LEN.to_be_bytes());
+    hello.extend_from_slice(&[2, 0]);
     hello
 }
 

@@ -211,7 +211,21 @@ async fn connections_beyond_max_connections_are_refused_as_busy() {
     let _second = UserServiceClient::connect(server.local_addr())
         .await
         .unwrap();
-    let err = Channel::connect(server.local_addr()).await.unwrap_err();
+    let err = Channel::builder()
+        .early_calls(false)
+        .connect(server.local_addr())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Negotiation(NegotiationError::Busy)),
+        "{err:?}"
+    );
+    // With early calls (the server is known by now) `connect` does not wait for the
+    // verdict, and the first call gets it.
+    let early = UserServiceClient::connect(server.local_addr())
+        .await
+        .unwrap();
+    let err = early.get_user(fanly()).await.unwrap_err();
     assert!(
         matches!(err, Error::Negotiation(NegotiationError::Busy)),
         "{err:?}"

@@ -91,6 +91,7 @@ async fn the_prometheus_page_counts_calls_connections_bytes_and_handshake_failur
     ));
     let refused = Channel::builder()
         .token("wrong")
+        .early_calls(false)
         .connect(server.local_addr())
         .await;
     assert!(matches!(

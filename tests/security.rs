@@ -229,6 +229,9 @@ async fn the_failure_limit_is_configurable_and_slides() {
             .await
             .unwrap();
         let addr = server.local_addr();
+        // Each attempt waits for its verdict in `connect` (with early calls, a refusal after a
+        // success would surface on the first call instead).
+        let client = || client().early_calls(false);
         assert!(client().token("guess").connect(addr).await.is_err());
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert!(client().token("guess").connect(addr).await.is_err());
@@ -361,9 +364,19 @@ async fn a_token_travels_inside_tls() {
             .await
             .unwrap();
         assert_eq!(read(channel).await.unwrap(), "value of a");
+        // Known to understand early calls by now: `connect` returns after the TLS handshake
+        // without the server hello, and the refusal of the token fails the first call.
+        let channel = client()
+            .tls(pki.client_tls())
+            .token("guess")
+            .connect(server.local_addr())
+            .await
+            .unwrap();
+        assert_authentication_failed(&read(channel).await.unwrap_err());
         let err = client()
             .tls(pki.client_tls())
             .token("guess")
+            .early_calls(false)
             .connect(server.local_addr())
             .await
             .unwrap_err();

@@ -228,6 +228,7 @@ fn annotate_extensions(out: &mut String, block: &[u8]) {
                 "max_frame_len = {}",
                 u32::from_be_bytes(value.try_into().unwrap())
             ),
+            2 => "early_calls".to_owned(),
             _ => format!("unknown extension {kind}"),
         };
         field(out, "extension", &rest[..2 + value.len()], &described);

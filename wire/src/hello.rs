@@ -28,6 +28,14 @@ pub const MAX_EXTENSIONS_LEN: usize = 1024;
 /// with `FrameTooLarge` instead of closing the connection.
 pub const EXTENSION_MAX_FRAME_LEN: u8 = 1;
 
+/// Extension type 2: early calls, with an empty value. In a server hello (every `Accepted`
+/// hello of version 2 or later from a server that knows it): "I understand early calls". In
+/// a client hello: "Request and Notify frames encoded in the first codec of my list follow
+/// this hello without waiting for your answer". A server that receives it chooses that codec
+/// if it allows it, and otherwise answers [`HelloStatus::EarlyCallsRefused`] and reads no
+/// frame.
+pub const EXTENSION_EARLY_CALLS: u8 = 2;
+
 /// The server's verdict in its hello.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -46,6 +54,10 @@ pub enum HelloStatus {
     /// The server requires a token and the client sent a wrong one, none, or too many wrong
     /// ones recently.
     AuthenticationFailed = 5,
+    /// The client hello announced early calls, and the server does not allow the first codec
+    /// of its list, the one the early frames are encoded in. The early frames were not run;
+    /// the client dials again without early calls.
+    EarlyCallsRefused = 6,
 }
 
 impl HelloStatus {
@@ -58,6 +70,7 @@ impl HelloStatus {
             3 => Self::Malformed,
             4 => Self::Busy,
             5 => Self::AuthenticationFailed,
+            6 => Self::EarlyCallsRefused,
             _ => return None,
         })
     }

@@ -207,6 +207,18 @@ impl ChannelBuilder {
         self
     }
 
+    /// Whether to send the first calls of a new connection right behind its hello, without
+    /// waiting a round trip for the server's answer (default true). Only a TCP server whose
+    /// last accepted hello said it understands early calls gets them, in the codec it chose
+    /// then. A server that no longer allows that codec refuses them unrun, and the channel
+    /// dials again without them and sends them again, transparently; any other refusal (a
+    /// wrong token, a busy server) then fails the first calls, with the error
+    /// [`connect`](Self::connect) would have returned, rather than `connect` itself.
+    pub fn early_calls(mut self, early_calls: bool) -> Self {
+        self.settings.early_calls = early_calls;
+        self
+    }
+
     /// Whether a channel whose connection broke dials again on the next call (default true).
     pub fn reconnect(mut self, reconnect: bool) -> Self {
         self.reconnect = reconnect;
@@ -261,10 +273,13 @@ impl ChannelBuilder {
     async fn connect_to(self, target: Target) -> Result<Channel, Error> {
         self.validate()?;
         let connection = self.settings.dial(&target).await?;
-        let redial = self
-            .reconnect
-            .then(|| Redial::new(target, self.settings.clone(), self.max_reconnect_backoff));
-        Ok(self.channel(connection, redial))
+        let redial = Redial::new(
+            target,
+            self.settings.clone(),
+            self.max_reconnect_backoff,
+            self.reconnect,
+        );
+        Ok(self.channel(connection, Some(redial)))
     }
 
     /// Negotiates over an already open stream (a Unix socket, an in-memory duplex, ...).

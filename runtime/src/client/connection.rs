@@ -1,34 +1,39 @@
 //! A channel's connection and its call path: encode the arguments (and metadata) into a
 //! frame, register the call, send, wait for the reply or the deadline, decode. Cancelling a
 //! call (dropping its future) sends a `Cancel`.
+//!
+//! A connection opened with early calls starts before its server hello has arrived: its
+//! hello is the first thing its writer sends, calls follow right behind it, and its reader
+//! reads the server hello before any frame (see [`EarlyHello`]).
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::Either;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::codec::{Codec, WireMessage};
+use crate::codec::Codec;
 use crate::context::CallContext;
 use crate::error::{Error, ErrorCode};
 use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
 use crate::metadata::Metadata;
 use crate::method::MethodId;
-use crate::negotiate::Negotiated;
+use crate::negotiate::{read_verdict, ClientHello, Negotiated, NegotiationError};
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::Transport;
 use crate::writer::{Delivery, FrameSink};
 
 use super::dial::ConnectionSettings;
-use super::pending::{Closed, PendingCalls};
+use super::early::{self, KnownServer, ServerKey};
+use super::pending::PendingCalls;
 use super::request::EncodeArgs;
 use super::{reader, reply_metadata};
 
@@ -41,8 +46,11 @@ pub(crate) struct Connection {
     pub(super) pending: Arc<PendingCalls>,
     pub(super) next_request_id: AtomicU64,
     /// The largest frame this connection may send: the channel's `max_frame_len`, lowered to
-    /// the server's announced limit (version 2).
-    pub(super) send_limit: u32,
+    /// the server's announced limit (version 2). With early calls, the limit the server
+    /// announced last time until its hello says again.
+    pub(super) send_limit: Arc<AtomicU32>,
+    /// For a connection opened with early calls: what its server hello said, once read.
+    pub(super) hello: Option<watch::Receiver<Verdict>>,
     pub(super) peer: Option<SocketAddr>,
     pub(super) reader: JoinHandle<()>,
     /// The reader and writer tasks, so that closing can wait for both to end.
@@ -63,14 +71,17 @@ impl Connection {
         self.codec
     }
 
-    /// Starts the writer and the reader of a connection whose hello was accepted.
+    /// Starts the writer and the reader of a connection whose hello was accepted, or, with
+    /// `early`, whose hello is yet to be sent: `negotiated` is then what the server settled
+    /// last time, and the reader checks that it settles the same again.
     pub(super) fn start<T: Transport>(
         stream: T,
         negotiated: Negotiated,
         peer: Option<SocketAddr>,
         settings: &ConnectionSettings,
+        early: Option<EarlyHello>,
     ) -> Self {
-        let (read_half, write_half) = stream.split_io();
+        let (mut read_half, write_half) = stream.split_io();
         let (sink, sink_writer) = FrameSink::new(write_half);
         let tasks = TaskTracker::new();
         tasks.spawn(async move {
@@ -79,57 +90,91 @@ impl Connection {
             }
         });
         let pending = Arc::new(PendingCalls::default());
-        let frames = FramedRead::new(
-            read_half,
-            FrameCodec::for_version(settings.max_frame_len, negotiated.version),
-        );
-        let reader = tasks.spawn(reader::run_reader(
-            frames,
-            Arc::clone(&pending),
-            sink.clone(),
-            settings.keepalive,
-        ));
+        let own_limit = settings.max_frame_len;
+        let send_limit = Arc::new(AtomicU32::new(negotiated.send_limit(own_limit)));
+        let codec = FrameCodec::for_version(own_limit, negotiated.version);
+        let keepalive = settings.keepalive;
+        let (reader, hello) = match early {
+            None => {
+                let frames = FramedRead::new(read_half, codec);
+                let run = reader::run_reader(frames, Arc::clone(&pending), sink.clone(), keepalive);
+                (tasks.spawn(run), None)
+            }
+            Some(early) => {
+                // First on the wire. Corked: a call made right away writes it together with
+                // its own frame, from its own task; else the reader writes it when it starts.
+                let _ = sink.try_cork(Bytes::from(early.hello.to_bytes()));
+                let (verdict, hello) = watch::channel(Verdict::Waiting);
+                let (pending, sink, send_limit) =
+                    (Arc::clone(&pending), sink.clone(), Arc::clone(&send_limit));
+                let reader = tasks.spawn(async move {
+                    sink.flush().await;
+                    let settled = early.settle(&mut read_half, own_limit, &send_limit).await;
+                    // The verdict is out before the calls fail, so that each of them can see
+                    // why, and it is final: the reader reads no frame after a refusal.
+                    match settled {
+                        Ok(()) => verdict.send_replace(Verdict::Accepted),
+                        Err(err) => {
+                            let refused_early = matches!(
+                                err,
+                                Error::Negotiation(NegotiationError::EarlyCallsRefused { .. })
+                            );
+                            verdict.send_replace(Verdict::Refused { refused_early });
+                            tracing::debug!(%err, "the server did not accept the early hello");
+                            pending.fail_hello(err);
+                            sink.close();
+                            return;
+                        }
+                    };
+                    let frames = FramedRead::new(read_half, codec);
+                    reader::run_reader(frames, pending, sink, keepalive).await;
+                });
+                (reader, Some(hello))
+            }
+        };
         Self {
             codec: negotiated.codec,
             version: negotiated.version,
             sink,
             pending,
             next_request_id: AtomicU64::new(1),
-            send_limit: negotiated.send_limit(settings.max_frame_len),
+            send_limit,
+            hello,
             peer,
             reader,
             tasks,
         }
     }
 
-    pub(super) async fn call<A: WireMessage, R: WireMessage>(
-        &self,
-        method: MethodId,
-        args: A,
-        timeout: Option<Duration>,
-        outgoing: Outgoing<'_>,
-    ) -> Result<R, Error> {
-        // Encoded before the first await: the future then holds `args` (`Send`), never a
-        // borrow of them (which would need `A: Sync`).
-        let (request_id, frame) = self.encode_request(method, &args, timeout, &outgoing)?;
-        drop(args);
-        let payload = self
-            .exchange(method, request_id, frame, timeout, outgoing.trace)
-            .await?;
-        Ok(self.codec.decode(&payload)?)
+    /// Whether this connection's hello went out with early calls that the server refused: no
+    /// call sent on it ran, so each may be sent again on a new connection.
+    pub(super) fn refused_early_calls(&self) -> bool {
+        self.hello.as_ref().is_some_and(|hello| {
+            matches!(
+                *hello.borrow(),
+                Verdict::Refused {
+                    refused_early: true
+                }
+            )
+        })
     }
 
-    /// A call whose reply payload is returned still encoded.
-    pub(super) async fn call_encoded<E: EncodeArgs + ?Sized>(
-        &self,
-        method: MethodId,
-        args: &E,
-        timeout: Option<Duration>,
-        outgoing: Outgoing<'_>,
-    ) -> Result<Bytes, Error> {
-        let (request_id, frame) = self.encode_request(method, args, timeout, &outgoing)?;
-        self.exchange(method, request_id, frame, timeout, outgoing.trace)
+    /// Waits until the server has accepted this connection's hello (at once when it was
+    /// read before the connection started); the error every call on it gets otherwise.
+    pub(super) async fn accepted(&self) -> Result<(), Error> {
+        let Some(hello) = &self.hello else {
+            return Ok(());
+        };
+        let mut hello = hello.clone();
+        let accepted = hello
+            .wait_for(|verdict| *verdict != Verdict::Waiting)
             .await
+            .is_ok_and(|verdict| *verdict == Verdict::Accepted);
+        if accepted {
+            Ok(())
+        } else {
+            Err(self.pending.closed_error())
+        }
     }
 
     /// A call's frame, ready to send, with the request id it uses.
@@ -187,8 +232,8 @@ impl Connection {
             self.sink
                 .send(frame, delivery)
                 .await
-                .map_err(|_| self.closed_error())?;
-            reply.await.map_err(|_| self.closed_error())?
+                .map_err(|_| self.pending.closed_error())?;
+            reply.await.map_err(|_| self.pending.closed_error())?
         };
         let exchange = if span.is_disabled() {
             Either::Left(exchange)
@@ -223,21 +268,6 @@ impl Connection {
         }
     }
 
-    /// Sends a one-way call; resolves once it is queued.
-    ///
-    /// Encoded before this returns: the future holds no borrow of `args`, so it is `Send`
-    /// whatever they are.
-    pub(super) fn notify<E: EncodeArgs + ?Sized>(
-        &self,
-        method: MethodId,
-        args: &E,
-        timeout: Option<Duration>,
-        outgoing: Outgoing<'_>,
-    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        let frame = self.encode_notify(method, args, &outgoing);
-        async move { self.send_notify(frame?, timeout).await }
-    }
-
     pub(super) fn encode_notify<E: EncodeArgs + ?Sized>(
         &self,
         method: MethodId,
@@ -254,7 +284,7 @@ impl Connection {
         timeout: Option<Duration>,
     ) -> Result<(), Error> {
         if self.pending.is_closed() {
-            return Err(self.closed_error());
+            return Err(self.pending.closed_error());
         }
         let send = self.sink.send(frame, Delivery::Background);
         match timeout {
@@ -263,7 +293,7 @@ impl Connection {
                 .map_err(|_| Error::Timeout { after })?,
             None => send.await,
         }
-        .map_err(|_| self.closed_error())
+        .map_err(|_| self.pending.closed_error())
     }
 
     pub(super) fn encode<E: EncodeArgs + ?Sized>(
@@ -286,7 +316,15 @@ impl Connection {
             }
         };
         args.encode_to(self.codec, frame.payload_writer())?;
-        Ok(frame.finish(kind, request_id, method, deadline_ms, self.send_limit)?)
+        let send_limit = self.send_limit.load(Ordering::Relaxed);
+        Ok(frame.finish(kind, request_id, method, deadline_ms, send_limit)?)
+    }
+
+    /// Why this connection closed (for messages).
+    pub(super) fn closed_reason(&self) -> String {
+        self.pending
+            .closed_reason()
+            .unwrap_or_else(|| "the connection's tasks ended".to_owned())
     }
 
     /// The payload of a Response frame, or the caller's error for an Error frame.
@@ -306,17 +344,71 @@ impl Connection {
             }
         }
     }
+}
 
-    /// The error of a call that found this connection closed.
-    pub(super) fn closed_error(&self) -> Error {
-        self.closed().error()
-    }
+/// What the server hello of a connection opened with early calls said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Not read yet.
+    Waiting,
+    /// Accepted with the codec and version the calls were sent in.
+    Accepted,
+    /// Refused, garbled or never read: every call on the connection failed with the error a
+    /// connect would have returned. `refused_early`: the refusal was `EarlyCallsRefused`.
+    Refused { refused_early: bool },
+}
 
-    /// Why this connection closed.
-    pub(super) fn closed(&self) -> Closed {
-        self.pending
-            .closed()
-            .unwrap_or_else(|| Closed::new("the connection's tasks ended", None))
+/// The hello of a connection opened with early calls, and how to check the answer to it.
+pub(super) struct EarlyHello {
+    /// Sent first; announces early calls and lists their codec first.
+    pub(super) hello: ClientHello,
+    /// The server, as the early-calls table knows it.
+    pub(super) key: ServerKey,
+    /// Whether the server chooses by its own order, as the table knows (the answer to an
+    /// early hello cannot tell).
+    pub(super) server_order: bool,
+    /// How long the server hello may take (the connect timeout).
+    pub(super) timeout: Duration,
+    /// Turns a failed handshake into the error a connect would have returned (with TLS, an
+    /// alert read in place of the hello is a TLS failure).
+    pub(super) map_error: fn(Error) -> Error,
+}
+
+impl EarlyHello {
+    /// Reads and checks the server hello, records in the early-calls table what it said, and
+    /// lowers `send_limit` to the limit it announced.
+    async fn settle<R: tokio::io::AsyncRead + Unpin>(
+        self,
+        read_half: &mut R,
+        own_limit: u32,
+        send_limit: &AtomicU32,
+    ) -> Result<(), Error> {
+        let verdict = tokio::time::timeout(self.timeout, read_verdict(read_half, &self.hello))
+            .await
+            .unwrap_or(Err(NegotiationError::TimedOut));
+        match verdict {
+            Ok((negotiated, supported)) => {
+                send_limit.store(negotiated.send_limit(own_limit), Ordering::Relaxed);
+                if negotiated.early_calls {
+                    let known = KnownServer::accepted(
+                        &self.hello.codecs,
+                        &negotiated,
+                        &supported,
+                        Some(self.server_order),
+                    );
+                    early::remember(self.key, known);
+                } else {
+                    // A server that no longer announces early calls ran these as first
+                    // frames (same codec, same version), but gets none next time.
+                    early::forget(&self.key);
+                }
+                Ok(())
+            }
+            Err(err) => {
+                early::forget(&self.key);
+                Err((self.map_error)(Error::Negotiation(err)))
+            }
+        }
     }
 }
 

@@ -1,6 +1,10 @@
 //! Opening a channel's connections: one [`ConnectionSettings`] value, built once by the
 //! builder and kept by the channel, dials TCP or a Unix socket, runs TLS and the hello, and
 //! hands the stream to a new [`Connection`]; [`Redial`] is what a channel keeps to do it again.
+//!
+//! A TCP server that announced early calls last time (see `early.rs`) is not waited for: the
+//! hello goes out with early calls, the connection starts at once, and its reader checks the
+//! server's answer.
 
 use std::net::SocketAddr;
 #[cfg(unix)]
@@ -15,14 +19,15 @@ use crate::codec::Codec;
 use crate::error::Error;
 use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::negotiate::{
-    check_codec_list, client_handshake, ClientHello, CodecList, NegotiationError,
-    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+    check_codec_list, client_handshake_listed, ClientHello, CodecList, Negotiated,
+    NegotiationError, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
 use crate::transport::{configure_tcp, Transport};
 
-use super::connection::Connection;
+use super::connection::{Connection, EarlyHello};
+use super::early::{self, KnownServer, ServerKey};
 use super::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT, FIRST_BACKOFF,
 };
@@ -43,6 +48,8 @@ pub(crate) struct ConnectionSettings {
     pub(crate) token: Option<Token>,
     /// The newest protocol version to offer.
     pub(crate) max_protocol_version: u8,
+    /// Send the first calls behind the hello to servers known to understand early calls.
+    pub(crate) early_calls: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<ClientTlsConfig>,
 }
@@ -59,6 +66,7 @@ impl Default for ConnectionSettings {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             token: None,
             max_protocol_version: PROTOCOL_VERSION,
+            early_calls: true,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -84,6 +92,7 @@ impl ConnectionSettings {
     /// Negotiates over a stream the caller opened, within the connect timeout.
     pub(super) async fn open_stream<T: Transport>(&self, stream: T) -> Result<Connection, Error> {
         let version = self.max_protocol_version;
+        // No address to know the server by: no early calls.
         tokio::time::timeout(self.connect_timeout, self.secure(stream, None, version))
             .await
             .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
@@ -140,40 +149,116 @@ impl ConnectionSettings {
     ) -> Result<Connection, Error> {
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
+            let name = tls.server_name();
             let stream = tls
                 .connector()
-                .connect(tls.server_name(), stream)
+                .connect(name.clone(), stream)
                 .await
                 .map_err(Error::Tls)?;
-            return self.open(stream, peer, version).await.map_err(tls_failure);
+            let key = peer.map(|addr| ServerKey {
+                addr,
+                server_name: Some(name.to_str().into_owned()),
+            });
+            return self
+                .open(stream, peer, key, version, tls_failure)
+                .await
+                .map_err(tls_failure);
         }
-        self.open(stream, peer, version).await
+        let key = peer.map(|addr| ServerKey {
+            addr,
+            server_name: None,
+        });
+        self.open(stream, peer, key, version, |err| err).await
     }
 
-    /// The hello, the verdict, then the connection's reader and writer.
+    /// The hello, the verdict, then the connection's reader and writer; or, for a server
+    /// known to understand early calls, the connection at once with the hello queued first.
     async fn open<T: Transport>(
         &self,
         mut stream: T,
         peer: Option<SocketAddr>,
+        key: Option<ServerKey>,
         version: u8,
+        map_error: fn(Error) -> Error,
     ) -> Result<Connection, Error> {
-        let hello = ClientHello {
+        let offer = CodecList::of(&self.codecs).0;
+        let known = key
+            .as_ref()
+            .and_then(|key| self.early_calls_to(key, version, &offer));
+        let mut hello = ClientHello {
             version,
-            codecs: CodecList::of(&self.codecs).0,
+            codecs: offer,
             token: self
                 .token
                 .as_ref()
                 .map_or(&[][..], Token::as_bytes)
                 .to_vec(),
             max_frame_len: Some(self.max_frame_len),
+            early_calls: false,
         };
-        let negotiated = client_handshake(&mut stream, &hello).await?;
-        Ok(Connection::start(stream, negotiated, peer, self))
+        if let (Some((known, codec)), Some(key)) = (known, key.clone()) {
+            // The early calls' codec leads the offer; the server must choose it or refuse.
+            let id = codec.id();
+            hello.codecs.retain(|other| *other != id);
+            hello.codecs.insert(0, id);
+            hello.early_calls = true;
+            let negotiated = Negotiated {
+                codec,
+                version,
+                peer_max_frame_len: known.max_frame_len,
+                early_calls: true,
+            };
+            let early = EarlyHello {
+                hello,
+                key,
+                server_order: known.server_order,
+                timeout: self.connect_timeout,
+                map_error,
+            };
+            return Ok(Connection::start(
+                stream,
+                negotiated,
+                peer,
+                self,
+                Some(early),
+            ));
+        }
+        let (negotiated, supported) = client_handshake_listed(&mut stream, &hello).await?;
+        if let Some(key) = key {
+            if negotiated.early_calls {
+                let known = KnownServer::accepted(&hello.codecs, &negotiated, &supported, None);
+                early::remember(key, known);
+            } else {
+                early::forget(&key);
+            }
+        }
+        Ok(Connection::start(stream, negotiated, peer, self, None))
+    }
+
+    /// What the early-calls table knows about `key`, and the codec to send it early calls
+    /// in, when this channel may send them in protocol `version`: the option is on, the
+    /// server said it understands them on a connection of the same version, and it allows
+    /// a codec of `offer` (the one a hello without early calls would get).
+    fn early_calls_to(
+        &self,
+        key: &ServerKey,
+        version: u8,
+        offer: &[u8],
+    ) -> Option<(KnownServer, Codec)> {
+        if !self.early_calls || version < 2 {
+            return None;
+        }
+        let known = early::lookup(key).filter(|known| known.version == version)?;
+        let codec = known.codec_for(offer)?;
+        Some((known, codec))
     }
 }
 
 /// How a channel dials again after its connection broke.
 pub(super) struct Redial {
+    /// Whether a broken connection is dialled again. A connection whose early calls were
+    /// refused is dialled again anyway: that is part of connecting.
+    pub(super) reconnect: bool,
     pub(super) target: Target,
     pub(super) settings: ConnectionSettings,
     /// The cap of the doubling wait between failed attempts.
@@ -183,8 +268,14 @@ pub(super) struct Redial {
 }
 
 impl Redial {
-    pub(super) fn new(target: Target, settings: ConnectionSettings, max_backoff: Duration) -> Self {
+    pub(super) fn new(
+        target: Target,
+        settings: ConnectionSettings,
+        max_backoff: Duration,
+        reconnect: bool,
+    ) -> Self {
         Self {
+            reconnect,
             target,
             settings,
             max_backoff,

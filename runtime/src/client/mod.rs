@@ -5,13 +5,14 @@
 //! Layout: this module is the [`Channel`] handle (calls, notifications, metadata, close,
 //! reconnecting); `builder.rs` the options and `connect*`; `dial.rs` the one
 //! `ConnectionSettings` value every connection of a channel is opened with (TCP or Unix,
-//! TLS, the hello); `connection.rs` a connection's call path; `pending.rs` the calls waiting
-//! for replies and `reader.rs` the task that delivers them; `request.rs` the tower seam that
-//! [`ChannelBuilder::layer`] wraps.
+//! TLS, the hello); `early.rs` the servers known to understand early calls; `connection.rs` a
+//! connection's call path; `pending.rs` the calls waiting for replies and `reader.rs` the
+//! task that delivers them; `request.rs` the tower seam that [`ChannelBuilder::layer`] wraps.
 
 mod builder;
 mod connection;
 mod dial;
+mod early;
 mod pending;
 mod reader;
 pub mod reply_metadata;
@@ -64,6 +65,11 @@ pub const DEFAULT_MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(5);
 /// made by [`ChannelBuilder::connect`] then reconnects on the next call, waiting between
 /// failed attempts with a doubling backoff capped by
 /// [`ChannelBuilder::max_reconnect_backoff`]; calls made while it waits fail fast.
+///
+/// To a TCP server that said last time that it understands early calls,
+/// [`ChannelBuilder::connect`] returns without waiting for the server's hello, and the first
+/// calls travel right behind the client's (see [`ChannelBuilder::early_calls`]): a refusal
+/// of that hello then fails those calls, with the error `connect` would have returned.
 #[derive(Clone)]
 pub struct Channel {
     shared: Arc<ChannelShared>,
@@ -81,7 +87,9 @@ struct ChannelShared {
     trace: bool,
     /// Set by [`Channel::close`]: no new call, no reconnect.
     closed_by_owner: AtomicBool,
-    /// How to dial again; `None` for channels over a stream the caller supplied.
+    /// How to dial again; `None` for channels over a stream the caller supplied. Kept with
+    /// `reconnect(false)` too: a refusal of early calls is answered by dialling once more
+    /// without them.
     redial: Option<Redial>,
 }
 
@@ -218,9 +226,12 @@ impl Channel {
         if let Some(layers) = &self.layers {
             return Box::pin(self.call_layered(layers, method, args)).await;
         }
-        let connection = self.shared.connection().await?;
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
-        connection.call(method, args, self.timeout, outgoing).await
+        let (payload, codec) = self
+            .shared
+            .send_call(method, args, self.timeout, outgoing)
+            .await?;
+        Ok(codec.decode(&payload)?)
     }
 
     /// The connection a call would go out on now (dialling again if the channel can and the
@@ -285,11 +296,12 @@ impl Channel {
                 .map_err(Error::from_layer)?;
             return Ok(reply.payload);
         }
-        let connection = self.shared.connection().await?;
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
-        connection
-            .call_encoded(method, &args, self.timeout, outgoing)
-            .await
+        let (payload, _) = self
+            .shared
+            .send_call(method, args, self.timeout, outgoing)
+            .await?;
+        Ok(payload)
     }
 
     /// A call through the channel's layers: its arguments travel type-erased to the innermost
@@ -325,7 +337,8 @@ impl Channel {
     }
 
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
-    /// waiting for (or ever receiving) a reply.
+    /// waiting for (or ever receiving) a reply. (On a connection opened with early calls,
+    /// the first ones also wait for the server's hello: see [`ChannelBuilder::early_calls`].)
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
         if let Some(layers) = &self.layers {
             let request = self.layered_request(method, true, args);
@@ -335,10 +348,9 @@ impl Channel {
                 .map(drop)
                 .map_err(Error::from_layer);
         }
-        let connection = self.shared.connection().await?;
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
-        connection
-            .notify(method, &args, self.timeout, outgoing)
+        self.shared
+            .send_notify(method, args, self.timeout, outgoing)
             .await
     }
 
@@ -354,10 +366,9 @@ impl Channel {
                 .map(drop)
                 .map_err(Error::from_layer);
         }
-        let connection = self.shared.connection().await?;
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
-        connection
-            .notify(method, &args, self.timeout, outgoing)
+        self.shared
+            .send_notify(method, args, self.timeout, outgoing)
             .await
     }
 
@@ -403,8 +414,78 @@ impl ChannelShared {
         }
         let current = self.current();
         match &self.redial {
-            Some(redial) if current.pending.is_closed() => self.reconnect(redial).await,
+            Some(redial)
+                if current.pending.is_closed()
+                    && (redial.reconnect || current.refused_early_calls()) =>
+            {
+                self.reconnect(redial).await
+            }
             _ => Ok(current),
+        }
+    }
+
+    /// Sends a call and waits for its reply payload, which is in the returned codec. A call
+    /// sent early on a connection whose server then refused early calls never ran: it is
+    /// encoded again (the new connection's codec differs) and sent once more on a new
+    /// connection, within what is left of its deadline.
+    pub(super) async fn send_call<E: EncodeArgs>(
+        &self,
+        method: MethodId,
+        args: E,
+        timeout: Option<Duration>,
+        outgoing: Outgoing<'_>,
+    ) -> Result<(Bytes, Codec), Error> {
+        let mut left = timeout;
+        let mut sent_again = false;
+        loop {
+            let connection = self.connection().await?;
+            // Only a call sent early can be sent again, so only it reads the clock.
+            let started = connection.hello.is_some().then(Instant::now);
+            let (request_id, frame) = connection.encode_request(method, &args, left, &outgoing)?;
+            let result = connection
+                .exchange(method, request_id, frame, left, outgoing.trace)
+                .await;
+            match result {
+                Err(_) if !sent_again && connection.refused_early_calls() => {
+                    sent_again = true;
+                    // (`refused_early_calls` implies the connection was opened early, so
+                    // `started` is set.)
+                    let spent = started.map_or(Duration::ZERO, |at| at.elapsed());
+                    left = match (timeout, left) {
+                        (Some(after), Some(left)) => match left.checked_sub(spent) {
+                            Some(rest) if !rest.is_zero() => Some(rest),
+                            _ => return Err(Error::Timeout { after }),
+                        },
+                        _ => None,
+                    };
+                }
+                result => return result.map(|payload| (payload, connection.codec)),
+            }
+        }
+    }
+
+    /// Sends a one-way call. On a connection opened with early calls it also waits for the
+    /// server's hello, so that a call the server refused unrun is sent once more on a new
+    /// connection rather than lost.
+    pub(super) async fn send_notify<E: EncodeArgs>(
+        &self,
+        method: MethodId,
+        args: E,
+        timeout: Option<Duration>,
+        outgoing: Outgoing<'_>,
+    ) -> Result<(), Error> {
+        let mut sent_again = false;
+        loop {
+            let connection = self.connection().await?;
+            let frame = connection.encode_notify(method, &args, &outgoing)?;
+            let result = match connection.send_notify(frame, timeout).await {
+                Ok(()) => connection.accepted().await,
+                Err(err) => Err(err),
+            };
+            match result {
+                Err(_) if !sent_again && connection.refused_early_calls() => sent_again = true,
+                result => return result,
+            }
         }
     }
 
@@ -419,7 +500,7 @@ impl ChannelShared {
         if now < backoff.not_before {
             return Err(Error::closed(format!(
                 "{}; the next reconnect attempt is in {:?}",
-                current.closed().reason,
+                current.closed_reason(),
                 backoff.not_before - now
             )));
         }

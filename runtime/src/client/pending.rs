@@ -36,27 +36,48 @@ struct State {
     closed: Option<Closed>,
 }
 
-/// Why a connection closed: the text for the caller and, when the server said why before
-/// closing, the code of its connection-level `Error` frame.
-#[derive(Clone, Debug)]
-pub(crate) struct Closed {
-    pub(crate) reason: String,
-    pub(crate) code: Option<ErrorCode>,
+/// Why the table closed.
+pub(crate) enum Closed {
+    /// The connection ended: calls fail with [`Error::ConnectionClosed`], this reason and,
+    /// when the server said why before closing, the code of its connection-level `Error`
+    /// frame.
+    Ended {
+        reason: String,
+        code: Option<ErrorCode>,
+    },
+    /// The server refused (or garbled) its answer to a hello sent with early calls: calls
+    /// fail with the error a connect would have returned.
+    Hello(Error),
 }
 
 impl Closed {
+    /// The connection ended for `reason`, the server having said `code` (if anything).
     pub(crate) fn new(reason: impl Into<String>, code: Option<ErrorCode>) -> Self {
-        Self {
+        Self::Ended {
             reason: reason.into(),
             code,
         }
     }
 
     /// The error of a call that this closing ended.
-    pub(crate) fn error(&self) -> Error {
-        Error::ConnectionClosed {
-            reason: self.reason.clone(),
-            code: self.code,
+    fn error(&self) -> Error {
+        match self {
+            Self::Ended { reason, code } => Error::ConnectionClosed {
+                reason: reason.clone(),
+                code: *code,
+            },
+            Self::Hello(Error::Negotiation(error)) => Error::Negotiation(error.duplicate()),
+            Self::Hello(Error::Tls(error)) => {
+                Error::Tls(std::io::Error::new(error.kind(), error.to_string()))
+            }
+            Self::Hello(other) => Error::closed(other.to_string()),
+        }
+    }
+
+    fn reason(&self) -> String {
+        match self {
+            Self::Ended { reason, .. } => reason.clone(),
+            Self::Hello(error) => error.to_string(),
         }
     }
 }
@@ -125,16 +146,37 @@ impl PendingCalls {
     /// Fails every waiting call and refuses new ones (with the first closing's reason, if
     /// the table was already closed).
     pub(crate) fn close_all(&self, closed: Closed) {
-        let (calls, closed) = {
+        self.close(closed);
+    }
+
+    /// Fails every waiting call, and refuses new ones, with `error`: the server refused the
+    /// hello these calls were sent behind.
+    pub(crate) fn fail_hello(&self, error: Error) {
+        self.close(Closed::Hello(error));
+    }
+
+    fn close(&self, why: Closed) {
+        let (calls, error) = {
             let mut state = self.lock();
-            let closed = state.closed.get_or_insert(closed).clone();
+            let closed = state.closed.get_or_insert(why);
+            let error = closed.error();
             self.closed.store(true, Ordering::Release);
             self.waiting.store(0, Ordering::Relaxed);
-            (std::mem::take(&mut state.calls), closed)
+            (std::mem::take(&mut state.calls), error)
         };
         self.empty.notify_waiters();
+        let mut error = Some(error);
         for (_, tx) in calls {
-            let _ = tx.send(Err(closed.error()));
+            let error = error.take().unwrap_or_else(|| self.closed_error());
+            let _ = tx.send(Err(error));
+        }
+    }
+
+    /// The error of a call on this connection after it closed.
+    pub(crate) fn closed_error(&self) -> Error {
+        match &self.lock().closed {
+            Some(closed) => closed.error(),
+            None => Error::closed("the connection's tasks ended"),
         }
     }
 
@@ -144,8 +186,8 @@ impl PendingCalls {
     }
 
     /// Why the connection closed, if it has.
-    pub(crate) fn closed(&self) -> Option<Closed> {
-        self.lock().closed.clone()
+    pub(crate) fn closed_reason(&self) -> Option<String> {
+        self.lock().closed.as_ref().map(Closed::reason)
     }
 
     /// Calls currently waiting.

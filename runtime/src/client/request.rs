@@ -34,6 +34,12 @@ impl<A: WireMessage> EncodeArgs for A {
 /// ([`Channel::call_raw`](crate::Channel::call_raw)), copied into the frame untouched.
 pub(crate) struct RawArgs(pub(crate) Bytes);
 
+impl EncodeArgs for Box<dyn EncodeArgs> {
+    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
+        (**self).encode_to(codec, dst)
+    }
+}
+
 impl EncodeArgs for RawArgs {
     fn encode_to(&self, _codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
         dst.extend_from_slice(&self.0);
@@ -144,7 +150,6 @@ impl tower::Service<Request> for Connector {
     fn call(&mut self, request: Request) -> ConnectorFuture {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
-            let connection = shared.connection().await?;
             let Request {
                 method,
                 one_way,
@@ -157,22 +162,17 @@ impl tower::Service<Request> for Connector {
                 metadata: metadata.as_deref(),
                 trace,
             };
-            let payload = if one_way {
-                let frame = connection.encode_notify(method, &*args, &outgoing)?;
-                connection.send_notify(frame, timeout).await?;
-                Bytes::new()
-            } else {
-                let (request_id, frame) =
-                    connection.encode_request(method, &*args, timeout, &outgoing)?;
-                drop(args);
-                connection
-                    .exchange(method, request_id, frame, timeout, trace)
-                    .await?
-            };
-            Ok(Reply {
-                payload,
-                codec: connection.codec,
-            })
+            if one_way {
+                shared.send_notify(method, args, timeout, outgoing).await?;
+                // No reply to decode: the codec is only what the reply says it is in.
+                let codec = shared.current().codec;
+                return Ok(Reply {
+                    payload: Bytes::new(),
+                    codec,
+                });
+            }
+            let (payload, codec) = shared.send_call(method, args, timeout, outgoing).await?;
+            Ok(Reply { payload, codec })
         })
     }
 }

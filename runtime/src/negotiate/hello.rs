@@ -11,8 +11,8 @@ use std::fmt;
 
 use crate::codec::Codec;
 use crate::wire::{
-    HelloStatus, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS, MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN,
-    PROTOCOL_VERSION,
+    HelloStatus, EXTENSION_EARLY_CALLS, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS,
+    MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN, PROTOCOL_VERSION,
 };
 
 use super::NegotiationError;
@@ -47,6 +47,9 @@ pub struct ClientHello {
     /// The largest frame the client accepts, from the hello's extension block (version 2 and
     /// later; `None` when not announced).
     pub max_frame_len: Option<u32>,
+    /// Request and Notify frames encoded in the first codec of `codecs` follow this hello
+    /// without waiting for the server's (extension type 2, version 2 and later).
+    pub early_calls: bool,
 }
 
 impl fmt::Debug for ClientHello {
@@ -59,6 +62,7 @@ impl fmt::Debug for ClientHello {
                 &format_args!("<{} bytes, redacted>", self.token.len()),
             )
             .field("max_frame_len", &self.max_frame_len)
+            .field("early_calls", &self.early_calls)
             .finish()
     }
 }
@@ -81,6 +85,7 @@ impl ClientHello {
             codecs: CodecList::of(codecs).0,
             token: token.to_vec(),
             max_frame_len: None,
+            early_calls: false,
         }
         .to_bytes()
     }
@@ -99,7 +104,7 @@ impl ClientHello {
         out.push(token.len() as u8);
         out.extend_from_slice(token);
         if self.version >= 2 {
-            put_extensions(&mut out, self.max_frame_len);
+            put_extensions(&mut out, self.max_frame_len, self.early_calls);
         }
         out
     }
@@ -130,15 +135,16 @@ impl ClientHello {
         let Some(token) = buf.get(ids_end + 1..token_end) else {
             return Ok(Progress::Need(token_end));
         };
-        let (max_frame_len, end) = match parse_tail(buf, token_end, version)? {
+        let (extensions, end) = match parse_tail(buf, token_end, version)? {
             Progress::Need(total) => return Ok(Progress::Need(total)),
-            Progress::Done(max_frame_len, end) => (max_frame_len, end),
+            Progress::Done(extensions, end) => (extensions, end),
         };
         let hello = Self {
             version,
             codecs: ids.to_vec(),
             token: token.to_vec(),
-            max_frame_len,
+            max_frame_len: extensions.max_frame_len,
+            early_calls: extensions.early_calls,
         };
         Ok(Progress::Done(hello, end))
     }
@@ -158,6 +164,9 @@ pub struct ServerHello {
     /// The largest frame the server accepts, from the hello's extension block (version 2 and
     /// later; `None` when not announced).
     pub max_frame_len: Option<u32>,
+    /// The server understands early calls (extension type 2, version 2 and later): a client
+    /// may send its next connection's first calls right behind its hello.
+    pub early_calls: bool,
 }
 
 impl ServerHello {
@@ -172,7 +181,7 @@ impl ServerHello {
         out.push(supported.len() as u8);
         out.extend_from_slice(supported);
         if self.version >= 2 {
-            put_extensions(&mut out, self.max_frame_len);
+            put_extensions(&mut out, self.max_frame_len, self.early_calls);
         }
         out
     }
@@ -200,16 +209,17 @@ impl ServerHello {
             return Ok(Progress::Need(ids_end));
         };
         check_no_duplicates(ids)?;
-        let (max_frame_len, end) = match parse_tail(buf, ids_end, version)? {
+        let (extensions, end) = match parse_tail(buf, ids_end, version)? {
             Progress::Need(total) => return Ok(Progress::Need(total)),
-            Progress::Done(max_frame_len, end) => (max_frame_len, end),
+            Progress::Done(extensions, end) => (extensions, end),
         };
         let hello = Self {
             version,
             status,
             codec,
             supported: ids.to_vec(),
-            max_frame_len,
+            max_frame_len: extensions.max_frame_len,
+            early_calls: extensions.early_calls,
         };
         Ok(Progress::Done(hello, end))
     }
@@ -243,16 +253,24 @@ impl fmt::Display for CodecList {
 }
 
 /// The extension block of a version-2 hello: `len:u16 BE`, then `type:u8 len:u8 value`
-/// entries. Only the frame limit is written.
-fn put_extensions(out: &mut Vec<u8>, max_frame_len: Option<u32>) {
-    match max_frame_len {
-        Some(max) => {
-            out.extend_from_slice(&6u16.to_be_bytes());
-            out.extend_from_slice(&[EXTENSION_MAX_FRAME_LEN, 4]);
-            out.extend_from_slice(&max.to_be_bytes());
-        }
-        None => out.extend_from_slice(&0u16.to_be_bytes()),
+/// entries: the frame limit, then early calls.
+fn put_extensions(out: &mut Vec<u8>, max_frame_len: Option<u32>, early_calls: bool) {
+    let len = max_frame_len.map_or(0u16, |_| 6) + if early_calls { 2 } else { 0 };
+    out.extend_from_slice(&len.to_be_bytes());
+    if let Some(max) = max_frame_len {
+        out.extend_from_slice(&[EXTENSION_MAX_FRAME_LEN, 4]);
+        out.extend_from_slice(&max.to_be_bytes());
     }
+    if early_calls {
+        out.extend_from_slice(&[EXTENSION_EARLY_CALLS, 0]);
+    }
+}
+
+/// What a hello's extension block says (all absent in version 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Extensions {
+    max_frame_len: Option<u32>,
+    early_calls: bool,
 }
 
 /// What follows a hello's fixed fields at `at`: nothing in version 1, the extension block
@@ -261,19 +279,20 @@ fn parse_tail(
     buf: &[u8],
     at: usize,
     version: u8,
-) -> Result<Progress<Option<u32>>, NegotiationError> {
+) -> Result<Progress<Extensions>, NegotiationError> {
     if version >= 2 {
         parse_extensions(buf, at)
     } else {
-        Ok(Progress::Done(None, at))
+        Ok(Progress::Done(Extensions::default(), at))
     }
 }
 
-/// Reads the extension block that starts at `at`: the announced frame limit, if any, and
-/// where the hello ends. Unknown extension types are skipped, so later versions can add
-/// some; a block over [`MAX_EXTENSIONS_LEN`], an entry running past the block, a frame limit
-/// that is not four bytes or smaller than a frame header, or one given twice is malformed.
-fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Option<u32>>, NegotiationError> {
+/// Reads the extension block that starts at `at`: the announced frame limit and early
+/// calls, and where the hello ends. Unknown extension types are skipped, so later versions
+/// can add some; a block over [`MAX_EXTENSIONS_LEN`], an entry running past the block, a
+/// frame limit that is not four bytes or smaller than a frame header, an early-calls entry
+/// with a value, or a known entry given twice is malformed.
+fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Extensions>, NegotiationError> {
     let Some(&[high, low]) = buf.get(at..at + 2) else {
         return Ok(Progress::Need(at + 2));
     };
@@ -288,6 +307,7 @@ fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Option<u32>>, Nego
         return Ok(Progress::Need(end));
     };
     let mut max_frame_len = None;
+    let mut early_calls = false;
     while let [kind, value_len, rest @ ..] = block {
         let Some(value) = rest.get(..usize::from(*value_len)) else {
             return Err(NegotiationError::BadExtensions(format!(
@@ -307,6 +327,13 @@ fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Option<u32>>, Nego
                     "a frame limit of {max} bytes, or a second one"
                 )));
             }
+        } else if *kind == EXTENSION_EARLY_CALLS {
+            if !value.is_empty() || early_calls {
+                return Err(NegotiationError::BadExtensions(format!(
+                    "early calls with a {value_len}-byte value (it takes none), or twice"
+                )));
+            }
+            early_calls = true;
         }
         block = &rest[value.len()..];
     }
@@ -315,7 +342,11 @@ fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Option<u32>>, Nego
             "a stray byte {stray:#04x} at the end of the extensions"
         )));
     }
-    Ok(Progress::Done(max_frame_len, end))
+    let extensions = Extensions {
+        max_frame_len,
+        early_calls,
+    };
+    Ok(Progress::Done(extensions, end))
 }
 
 fn check_no_duplicates(ids: &[u8]) -> Result<(), NegotiationError> {
@@ -347,6 +378,7 @@ mod tests {
             codecs: vec![2, 1],
             token: b"s3cret".to_vec(),
             max_frame_len,
+            early_calls: max_frame_len.is_some(),
         }
     }
 
@@ -381,6 +413,7 @@ mod tests {
                 codec: 2,
                 supported: vec![2, 3, 1],
                 max_frame_len: max,
+                early_calls: max.is_none(),
             };
             let bytes = server.encode();
             assert_eq!(
@@ -410,8 +443,29 @@ mod tests {
     }
 
     #[test]
+    fn early_calls_is_an_empty_entry_after_the_frame_limit() {
+        let hello = client_hello(Some(4096));
+        let bytes = hello.to_bytes();
+        assert!(
+            bytes.ends_with(&[0, 8, 1, 4, 0, 0, 0x10, 0, 2, 0]),
+            "{bytes:?}"
+        );
+        // Alone, and in either order with the frame limit.
+        for (extensions, max) in [
+            (&[0u8, 2, 2, 0][..], None),
+            (&[0, 8, 2, 0, 1, 4, 0, 0, 0x10, 0][..], Some(4096)),
+        ] {
+            let mut bytes = b"WCAL\x02\x01\x01\x00".to_vec();
+            bytes.extend_from_slice(extensions);
+            let (hello, _) = ClientHello::parse(&bytes).unwrap().unwrap();
+            assert!(hello.early_calls);
+            assert_eq!(hello.max_frame_len, max);
+        }
+    }
+
+    #[test]
     fn malformed_extensions_are_refused() {
-        let cases: [&[u8]; 5] = [
+        let cases: [&[u8]; 7] = [
             // An entry longer than the block.
             &[0, 3, 1, 4, 0],
             // A frame limit of 3 bytes.
@@ -422,6 +476,10 @@ mod tests {
             &[0, 12, 1, 4, 0, 0, 1, 0, 1, 4, 0, 0, 1, 0],
             // A stray byte after the entries.
             &[0, 1, 7],
+            // Early calls with a value.
+            &[0, 3, 2, 1, 0],
+            // Early calls twice.
+            &[0, 4, 2, 0, 2, 0],
         ];
         for extensions in cases {
             let mut bytes = b"WCAL\x02\x01\x01\x00".to_vec();

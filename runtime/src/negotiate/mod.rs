@@ -3,9 +3,11 @@
 //! ```text
 //! client hello:  "WCAL"  version:u8  count:u8 (1..=16)  codec ids:[u8; count]  (preference order)
 //!                token_len:u8 (0 = no token)  token:[u8; token_len]
-//!                (version >= 2) extensions_len:u16  extensions (the client's frame limit)
+//!                (version >= 2) extensions_len:u16  extensions (the client's frame limit,
+//!                early calls)
 //! server hello:  "WCAL"  version:u8  status:u8  chosen codec id:u8  count:u8  server codec ids:[u8; count]
-//!                (version >= 2) extensions_len:u16  extensions (the server's frame limit)
+//!                (version >= 2) extensions_len:u16  extensions (the server's frame limit,
+//!                early calls)
 //! ```
 //!
 //! `hello.rs` turns hellos into bytes and back without I/O; the two drivers here read exactly
@@ -14,6 +16,13 @@
 //! closes the connection. A server that requires a token checks it before it chooses a codec,
 //! and answers a wrong or missing one with [`HelloStatus::AuthenticationFailed`], listing no
 //! codecs.
+//!
+//! Early calls (book: "Early calls"): a client hello with the early-calls extension is
+//! followed by frames encoded in the first codec it lists, sent before the server's answer.
+//! The server then chooses that codec whatever its own preference, or refuses with
+//! [`HelloStatus::EarlyCallsRefused`]; after any refusal it reads no frame. A server announces
+//! in its `Accepted` hellos that it understands early calls, and a client sends them only to
+//! a server that said so.
 
 mod hello;
 
@@ -69,6 +78,16 @@ pub enum NegotiationError {
     /// The server is at its connection limit or shutting down.
     #[error("the server is busy (connection limit reached or shutting down); retry later")]
     Busy,
+    /// The client sent early calls in its first codec, which the server does not allow; the
+    /// early calls were not run. A channel dials again without early calls and sends them
+    /// again, so this surfaces only where that cannot happen.
+    #[error("early calls refused: the server does not allow {codec}, the codec they were sent in; it supports {supported}")]
+    EarlyCallsRefused {
+        /// The codec the early calls were encoded in (the first one offered).
+        codec: CodecList,
+        /// The server's list, in its preference order.
+        supported: CodecList,
+    },
     /// The server requires a token and refused the one sent (wrong, missing, or too many
     /// failures from this address recently). The message never contains the token.
     #[error("authentication failed: the server refused the token (wrong or missing token, or too many failed attempts from this address)")]
@@ -91,6 +110,39 @@ pub enum NegotiationError {
 impl From<std::io::Error> for NegotiationError {
     fn from(error: std::io::Error) -> Self {
         Self::Io(error)
+    }
+}
+
+impl NegotiationError {
+    /// An equal error, for each of the calls that a failed early hello fails (an i/o error
+    /// keeps its kind and message).
+    pub(crate) fn duplicate(&self) -> Self {
+        match self {
+            Self::NoCommonCodec { offered, supported } => Self::NoCommonCodec {
+                offered: offered.clone(),
+                supported: supported.clone(),
+            },
+            Self::UnsupportedVersion { client, server } => Self::UnsupportedVersion {
+                client: *client,
+                server: *server,
+            },
+            Self::BadMagic(magic) => Self::BadMagic(*magic),
+            Self::BadCodecCount(count) => Self::BadCodecCount(*count),
+            Self::DuplicateCodec(id) => Self::DuplicateCodec(*id),
+            Self::BadExtensions(why) => Self::BadExtensions(why.clone()),
+            Self::BadServerHello(why) => Self::BadServerHello(why.clone()),
+            Self::RejectedAsMalformed => Self::RejectedAsMalformed,
+            Self::Busy => Self::Busy,
+            Self::EarlyCallsRefused { codec, supported } => Self::EarlyCallsRefused {
+                codec: codec.clone(),
+                supported: supported.clone(),
+            },
+            Self::AuthenticationFailed => Self::AuthenticationFailed,
+            Self::PeerSpeaksTls(magic) => Self::PeerSpeaksTls(*magic),
+            Self::NothingToOffer => Self::NothingToOffer,
+            Self::TimedOut => Self::TimedOut,
+            Self::Io(error) => Self::Io(std::io::Error::new(error.kind(), error.to_string())),
+        }
     }
 }
 
@@ -158,6 +210,9 @@ pub struct Negotiated {
     /// The largest frame the peer accepts, as its hello announced (version 2); `None` when it
     /// announced none.
     pub peer_max_frame_len: Option<u32>,
+    /// The peer's hello carried the early-calls extension: on the client, the server
+    /// understands early calls; on the server, early frames follow the client's hello.
+    pub early_calls: bool,
 }
 
 impl Negotiated {
@@ -213,13 +268,37 @@ pub async fn client_handshake<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    Ok(client_handshake_listed(stream, hello).await?.0)
+}
+
+/// [`client_handshake`], also returning the codecs the server allows (its accepting hello
+/// lists them).
+pub(crate) async fn client_handshake_listed<S>(
+    stream: &mut S,
+    hello: &ClientHello,
+) -> Result<(Negotiated, Vec<u8>), NegotiationError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     if hello.codecs.is_empty() {
         return Err(NegotiationError::NothingToOffer);
     }
-    let version = hello.version;
     stream.write_all(&hello.to_bytes()).await?;
     stream.flush().await?;
+    read_verdict(stream, hello).await
+}
 
+/// Reads the server's answer to `hello`, which was sent on `stream`, and checks it against
+/// what the hello offered (with early calls: that the server chose the codec they are
+/// encoded in). Also returns the codecs the server allows.
+pub(crate) async fn read_verdict<S>(
+    stream: &mut S,
+    hello: &ClientHello,
+) -> Result<(Negotiated, Vec<u8>), NegotiationError>
+where
+    S: AsyncRead + Unpin,
+{
+    let version = hello.version;
     let mut buf = vec![0u8; MAX_SERVER_HELLO];
     // A TLS record where the magic should be means the server wants TLS, which deserves a
     // clearer error than "bad magic".
@@ -241,11 +320,27 @@ where
                     server.version
                 )))
             }
-            Some(codec) if offered(codec.id()) => Ok(Negotiated {
-                codec,
-                version: server.version,
-                peer_max_frame_len: server.max_frame_len,
-            }),
+            Some(codec) if hello.early_calls && hello.codecs.first() != Some(&codec.id()) => {
+                Err(NegotiationError::BadServerHello(format!(
+                    "the server chose {codec}, not {} in which the early calls were sent",
+                    CodecList(hello.codecs.iter().take(1).copied().collect())
+                )))
+            }
+            Some(_) if hello.early_calls && server.version != version => {
+                Err(NegotiationError::BadServerHello(format!(
+                    "the server accepted early calls of protocol version {version} with version {}",
+                    server.version
+                )))
+            }
+            Some(codec) if offered(codec.id()) => Ok((
+                Negotiated {
+                    codec,
+                    version: server.version,
+                    peer_max_frame_len: server.max_frame_len,
+                    early_calls: server.early_calls,
+                },
+                server.supported,
+            )),
             _ => Err(NegotiationError::BadServerHello(format!(
                 "the server chose codec id {}, which was not offered",
                 server.codec
@@ -262,6 +357,15 @@ where
         HelloStatus::Malformed => Err(NegotiationError::RejectedAsMalformed),
         HelloStatus::Busy => Err(NegotiationError::Busy),
         HelloStatus::AuthenticationFailed => Err(NegotiationError::AuthenticationFailed),
+        HelloStatus::EarlyCallsRefused if hello.early_calls => {
+            Err(NegotiationError::EarlyCallsRefused {
+                codec: CodecList(hello.codecs.iter().take(1).copied().collect()),
+                supported: CodecList(server.supported),
+            })
+        }
+        HelloStatus::EarlyCallsRefused => Err(NegotiationError::BadServerHello(
+            "the server refused early calls, and none were sent".to_owned(),
+        )),
     }
 }
 
@@ -290,6 +394,11 @@ pub struct ServerHandshake<'a> {
 /// `authenticate` sees the token the client sent (empty when none) once the whole hello is
 /// read and the version matches; when it returns false the client gets
 /// [`HelloStatus::AuthenticationFailed`] and no codec is chosen.
+///
+/// A hello announcing early calls gets the first codec it lists when the server allows it,
+/// whatever `preference` says, and [`HelloStatus::EarlyCallsRefused`] otherwise. After a
+/// refusal of such a hello the early frames are read and discarded (never run) until the
+/// client closes, so that closing does not reset the connection under the refusal.
 pub async fn server_handshake<S>(
     stream: &mut S,
     config: ServerHandshake<'_>,
@@ -316,6 +425,8 @@ where
             return Err(error);
         }
     };
+    // A version-1 hello has no extensions, so never early calls.
+    let early = hello.early_calls;
     let speaks = if max_version <= 1 {
         hello.version == 1
     } else {
@@ -329,6 +440,7 @@ where
             before_auth,
         )
         .await;
+        discard_early_frames(stream, early).await;
         return Err(NegotiationError::UnsupportedVersion {
             client: hello.version,
             server: max_version,
@@ -337,30 +449,76 @@ where
     let version = hello.version.min(max_version);
     if !authenticate(&hello.token) {
         refuse_as(stream, version, HelloStatus::AuthenticationFailed, &[]).await;
+        discard_early_frames(stream, early).await;
         return Err(NegotiationError::AuthenticationFailed);
     }
-    let Some(codec) = negotiate_codec(&hello.codecs, supported, preference) else {
-        refuse_as(stream, version, HelloStatus::NoCommonCodec, supported).await;
-        return Err(NegotiationError::NoCommonCodec {
-            offered: CodecList(hello.codecs),
-            supported: CodecList::of(supported),
-        });
+    let chosen = if early {
+        // The early frames are encoded in the first codec offered: that one or none.
+        let first = hello.codecs.iter().take(1).copied().collect::<Vec<u8>>();
+        match negotiate_codec(&first, supported, preference) {
+            Some(codec) => codec,
+            None => {
+                refuse_as(stream, version, HelloStatus::EarlyCallsRefused, supported).await;
+                discard_early_frames(stream, early).await;
+                return Err(NegotiationError::EarlyCallsRefused {
+                    codec: CodecList(first),
+                    supported: CodecList::of(supported),
+                });
+            }
+        }
+    } else {
+        let Some(codec) = negotiate_codec(&hello.codecs, supported, preference) else {
+            refuse_as(stream, version, HelloStatus::NoCommonCodec, supported).await;
+            return Err(NegotiationError::NoCommonCodec {
+                offered: CodecList(hello.codecs),
+                supported: CodecList::of(supported),
+            });
+        };
+        codec
     };
     let reply = ServerHello {
         version,
         status: HelloStatus::Accepted,
-        codec: codec.id(),
+        codec: chosen.id(),
         supported: CodecList::of(supported).0,
         max_frame_len: (version >= 2).then_some(max_frame_len),
+        early_calls: version >= 2,
     };
     stream.write_all(&reply.encode()).await?;
     stream.flush().await?;
     Ok(Negotiated {
-        codec,
+        codec: chosen,
         version,
         // A version-1 connection has no extensions, whatever the hello carried.
         peer_max_frame_len: hello.max_frame_len.filter(|_| version >= 2),
+        early_calls: early,
     })
+}
+
+/// The most early-frame bytes read and dropped after refusing an early-calls hello.
+const MAX_DISCARDED: usize = 256 * 1024;
+
+/// After refusing a hello that announced early calls: ends the write side (the refusal goes
+/// out with it) and reads and drops what the client sent until it closes, at most
+/// [`MAX_DISCARDED`] bytes and within the handshake deadline the caller imposes. Closing a
+/// socket with unread bytes resets the connection, and a reset can overtake the refusal at
+/// the client; draining lets the client read why it was refused. No frame is parsed, none runs.
+async fn discard_early_frames<S>(stream: &mut S, early: bool)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if !early {
+        return;
+    }
+    let _ = stream.shutdown().await;
+    let mut scratch = [0u8; 4096];
+    let mut discarded = 0;
+    while discarded < MAX_DISCARDED {
+        match stream.read(&mut scratch).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => discarded += n,
+        }
+    }
 }
 
 /// Sends a refusal carrying this build's protocol version; failures are ignored because the
@@ -383,6 +541,7 @@ where
         codec: 0,
         supported: CodecList::of(supported).0,
         max_frame_len: None,
+        early_calls: false,
     };
     let _ = stream.write_all(&reply.encode()).await;
     let _ = stream.flush().await;
@@ -513,6 +672,7 @@ mod tests {
                 codecs: CodecList::of(self.offer).0,
                 token: self.token.to_vec(),
                 max_frame_len: Some(CLIENT_MAX_FRAME),
+                early_calls: false,
             };
             let client = client_handshake(&mut client, &hello).await;
             (client, server.await.unwrap())
@@ -588,6 +748,100 @@ mod tests {
         assert!(handshake_versions(0, 2).await.is_err());
     }
 
+    /// A client hello with early calls offering `offer`, then an early frame's bytes, to a
+    /// server allowing `supported` that prefers its own order; the client side reads the
+    /// verdict and closes. Returns both outcomes and what the server left unread.
+    async fn early_hello(
+        offer: &[Codec],
+        supported: &'static [Codec],
+    ) -> (
+        Result<Negotiated, NegotiationError>,
+        Result<Negotiated, NegotiationError>,
+        Vec<u8>,
+    ) {
+        let (mut client, mut server) = tokio::io::duplex(4096);
+        let server = tokio::spawn(async move {
+            let config = ServerHandshake {
+                supported,
+                preference: Preference::Server,
+                max_version: PROTOCOL_VERSION,
+                reveal_codecs: true,
+                max_frame_len: SERVER_MAX_FRAME,
+            };
+            let outcome = server_handshake(&mut server, config, |_| true).await;
+            let mut rest = Vec::new();
+            if outcome.is_ok() {
+                server.read_to_end(&mut rest).await.unwrap();
+            }
+            (outcome, rest)
+        });
+        let hello = ClientHello {
+            version: PROTOCOL_VERSION,
+            codecs: CodecList::of(offer).0,
+            token: Vec::new(),
+            max_frame_len: Some(CLIENT_MAX_FRAME),
+            early_calls: true,
+        };
+        client.write_all(&hello.to_bytes()).await.unwrap();
+        client.write_all(b"an early frame").await.unwrap();
+        let verdict = read_verdict(&mut client, &hello).await.map(|(n, _)| n);
+        drop(client);
+        let (outcome, rest) = server.await.unwrap();
+        (verdict, outcome, rest)
+    }
+
+    #[tokio::test]
+    async fn early_calls_get_the_first_codec_whatever_the_server_prefers() {
+        let (client, server, rest) = early_hello(
+            &[Codec::Json, Codec::Protobuf],
+            &[Codec::Protobuf, Codec::Json],
+        )
+        .await;
+        let client = client.unwrap();
+        assert_eq!((client.codec, client.early_calls), (Codec::Json, true));
+        assert_eq!(server.unwrap().codec, Codec::Json);
+        // The early frame is left for the connection to serve as its first.
+        assert_eq!(rest, b"an early frame");
+    }
+
+    #[tokio::test]
+    async fn early_calls_in_a_codec_the_server_lacks_are_refused_unread() {
+        let (client, server, _) =
+            early_hello(&[Codec::Json, Codec::Protobuf], &[Codec::Protobuf]).await;
+        let err = client.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "early calls refused: the server does not allow [json], the codec they were sent \
+             in; it supports [protobuf]"
+        );
+        assert!(matches!(
+            server,
+            Err(NegotiationError::EarlyCallsRefused { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn every_accepted_version_2_hello_announces_early_calls() {
+        let sides = Sides::new(
+            &[Codec::Json, Codec::Protobuf],
+            &[Codec::Protobuf, Codec::Json],
+        );
+        let (client, _) = sides.run().await;
+        let client = client.unwrap();
+        assert_eq!((client.codec, client.early_calls), (Codec::Json, true));
+        let bytes = ServerHello {
+            version: 1,
+            status: HelloStatus::Accepted,
+            codec: 1,
+            supported: vec![1],
+            max_frame_len: None,
+            early_calls: true,
+        }
+        .encode();
+        // Version 1 has no extension block to carry it.
+        assert!(!ServerHello::parse(&bytes).unwrap().unwrap().0.early_calls);
+    }
+
     #[tokio::test]
     async fn a_tls_answer_is_named_as_such() {
         let (mut client, mut server) = tokio::io::duplex(1024);
@@ -605,6 +859,7 @@ mod tests {
             codecs: vec![Codec::Json.id()],
             token: Vec::new(),
             max_frame_len: None,
+            early_calls: false,
         };
         let err = client_handshake(&mut client, &hello).await.unwrap_err();
         assert!(matches!(err, NegotiationError::PeerSpeaksTls(_)), "{err}");

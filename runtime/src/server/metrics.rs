@@ -84,7 +84,9 @@ pub(crate) fn unknown_method() {
 pub(crate) fn handshake_reason(error: &NegotiationError) -> &'static str {
     match error {
         NegotiationError::AuthenticationFailed => "authentication",
-        NegotiationError::NoCommonCodec { .. } | NegotiationError::NothingToOffer => "codec",
+        NegotiationError::NoCommonCodec { .. }
+        | NegotiationError::EarlyCallsRefused { .. }
+        | NegotiationError::NothingToOffer => "codec",
         NegotiationError::UnsupportedVersion { .. } => "version",
         NegotiationError::TimedOut => "timeout",
         NegotiationError::Io(_) => "io",
