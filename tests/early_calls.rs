@@ -360,3 +360,72 @@ async fn a_hostile_server_hello_fails_the_early_calls_without_a_hang() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_balanced_channel_fails_a_refused_early_call_over_to_another_endpoint() {
+    use wirecall::discovery::{Balance, BalancedChannel, Registry, StaticRegistry};
+
+    let offer = [Codec::MessagePack, Codec::Json];
+    let before = user_server(&offer).await;
+    let relay = Relay::start(before.local_addr()).await;
+    let other = user_server(&offer).await;
+    // The process learns that the server behind the relay takes early calls...
+    let known = Channel::builder()
+        .codecs(offer)
+        .connect(relay.addr)
+        .await
+        .unwrap();
+    assert_eq!(get_user(&known).await.unwrap(), fanly());
+    // ...and then it is redeployed without MessagePack, at the same address.
+    let after = user_server(&[Codec::Json]).await;
+    relay.switch_to(after.local_addr());
+
+    let registry = Registry::new(
+        StaticRegistry::new()
+            .endpoint(UserServiceClient::SERVICE_NAME, relay.addr.to_string())
+            .endpoint(
+                UserServiceClient::SERVICE_NAME,
+                other.local_addr().to_string(),
+            ),
+    );
+    let balanced = BalancedChannel::builder()
+        .balance(Balance::RoundRobin)
+        .channel(Channel::builder().codecs(offer))
+        .probe_backoff(Duration::from_millis(20), Duration::from_millis(50))
+        .discover(&registry, UserServiceClient::SERVICE_NAME)
+        .await
+        .unwrap();
+    let users = UserServiceClient::over(balanced.clone());
+    // The refusal means the call never ran: it goes to the other endpoint, never to the caller.
+    for _ in 0..20 {
+        assert_eq!(users.get_user(fanly()).await.unwrap(), fanly());
+    }
+    let relayed = |balanced: &BalancedChannel| {
+        balanced
+            .endpoints()
+            .into_iter()
+            .find(|e| e.address == relay.addr.to_string())
+            .unwrap()
+    };
+    assert!(
+        relayed(&balanced).failures >= 1,
+        "{:?}",
+        balanced.endpoints()
+    );
+    assert!(
+        relay.seen().iter().any(|s| s.early_frame),
+        "no call was sent early: {:?}",
+        relay.seen()
+    );
+    // The probe dials without early calls, and the endpoint serves again, in JSON.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while relayed(&balanced).calls == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            balanced.endpoints()
+        );
+        assert_eq!(users.get_user(fanly()).await.unwrap(), fanly());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
