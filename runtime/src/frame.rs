@@ -274,7 +274,7 @@ fn put_header(
 /// reserved header.
 ///
 /// The buffer comes from a per-thread scratch buffer that keeps its capacity, and a finished
-/// frame of up to [`COPY_OUT_UP_TO`] bytes is copied out into an allocation of exactly its
+/// frame of up to 4 KiB is copied out into an allocation of exactly its
 /// size: one allocation per frame, where encoding into a fresh buffer cost one, another per
 /// growth, and one more for the shared header `Bytes` needs when a buffer's length is not its
 /// capacity. Larger frames are handed over without a copy.
