@@ -1,22 +1,28 @@
-//! Reading frames off a server connection without holding a read buffer while it is idle.
+//! Reading frames off a connection without holding a read buffer while it is idle.
 //!
-//! Most of a server's connections are idle most of the time, and a read buffer per
-//! connection, even a small one, is then much of what an idle connection costs. A
-//! [`FrameReader`] hands its buffer back to a small per-thread pool when the connection has
-//! nothing left to read ([`FrameReader::park`]) and takes one from the pool when bytes arrive:
-//! idle connections hold no buffer, and a busy connection still reads into a buffer it already
-//! has, so the hot path allocates nothing. The seed's socket servers call this buffer pooling.
+//! Most of a server's connections are idle most of the time, and so are most of the
+//! connections of a client that holds many; a read buffer per connection is then much of what
+//! an idle connection costs. A [`FrameReader`] lets go of its buffer when the connection has
+//! nothing left to read ([`FrameReader::park`]), into a small per-thread pool, and takes one
+//! from the pool when bytes arrive: idle connections hold no buffer, and a busy connection
+//! still reads into a buffer it already has. The seed's socket servers call this buffer
+//! pooling.
 //!
-//! The client keeps tokio-util's `FramedRead`: a reply's payload is still being decoded by its
-//! caller when the client's reader waits again, so its buffer is shared at that moment and
-//! cannot be pooled, and reading replies in pooled 512-byte buffers cost the pipelined W2 cell
-//! about 10 % (measured); its 8 KiB buffer per connection is the price.
+//! A buffer still shared with a frame's payload when the connection goes idle (a reply its
+//! caller is still decoding, a request a spawned call still holds) is kept, and the next read
+//! reuses it in place once the payload is gone: letting it go would cost an allocation per
+//! call. So a client, whose replies are usually still shared when its reader waits again,
+//! mostly keeps its buffer; its buffers start at 1 KiB (tokio-util's `FramedRead` starts at
+//! 8 KiB) and grow when a read fills them, so a pipelining connection soon reads in large
+//! buffers while an idle one holds a small one ([`ReadPolicy`]).
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::thread::LocalKey;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, ReadBuf};
@@ -24,60 +30,91 @@ use tokio_util::codec::Decoder;
 
 use crate::frame::{Frame, FrameCodec, FrameError};
 
-/// The capacity of a pooled read buffer: room for a few small frames per read. The decoder
-/// grows a buffer beyond this for large frames (and drops it again afterwards).
+/// The capacity of a pooled server read buffer: room for a few small frames per read. The
+/// decoder grows a buffer beyond this for large frames (and drops it again afterwards).
 pub(crate) const READ_BUFFER: usize = 512;
 
-/// Buffers kept per thread. A thread that parks more than this frees the rest, so the pool
-/// costs at most `POOL_PER_THREAD * READ_BUFFER` bytes per thread.
+/// The capacity of a pooled client read buffer. The decoder doubles a buffer that a read
+/// filled, so a connection with many replies in flight soon reads more per syscall.
+const CLIENT_READ_BUFFER: usize = 1024;
+
+/// Buffers kept per thread and pool. A thread that parks more than this frees the rest, so a
+/// pool costs at most this many buffers per thread.
 const POOL_PER_THREAD: usize = 64;
 
-/// The largest buffer pooled; one the decoder grew for bulk reads stays with its connection.
-const POOL_UP_TO: usize = 4 * READ_BUFFER;
+type Pool = RefCell<Vec<BytesMut>>;
 
 thread_local! {
-    static POOL: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+    static SERVER_POOL: Pool = const { RefCell::new(Vec::new()) };
+    static CLIENT_POOL: Pool = const { RefCell::new(Vec::new()) };
 }
 
-/// A pooled buffer, or a new one if this thread's pool is empty.
-fn take_buffer() -> BytesMut {
-    POOL.with_borrow_mut(Vec::pop)
-        .unwrap_or_else(|| BytesMut::with_capacity(READ_BUFFER))
+/// How large a [`FrameReader`]'s buffers start, and which per-thread pool they go back to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadPolicy {
+    /// Requests: small frames, most connections idle.
+    Server,
+    /// Replies: larger frames, read in bursts when calls are pipelined.
+    Client,
 }
 
-/// Returns `buffer` to this thread's pool, or gives it back to the caller to keep:
-/// - when a frame payload still shares its allocation: the reader's next read reuses it in
-///   place once the payload is gone (dropping it would cost a fresh allocation per call for a
-///   client, whose replies are still being decoded when its reader waits again);
-/// - when the decoder grew it because the peer sends in bulk: the connection is busy, and
-///   starting again from a small buffer would cost it a syscall per 512 bytes (the decoder
-///   still frees a buffer grown past 64 KiB).
-fn give_back(mut buffer: BytesMut) -> Option<BytesMut> {
-    if buffer.capacity() > POOL_UP_TO || !buffer.try_reclaim(READ_BUFFER) {
-        return Some(buffer);
-    }
-    POOL.with_borrow_mut(|pool| {
-        if pool.len() < POOL_PER_THREAD {
-            pool.push(buffer);
+impl ReadPolicy {
+    fn capacity(self) -> usize {
+        match self {
+            Self::Server => READ_BUFFER,
+            Self::Client => CLIENT_READ_BUFFER,
         }
-    });
-    None
+    }
+
+    fn pool(self) -> &'static LocalKey<Pool> {
+        match self {
+            Self::Server => &SERVER_POOL,
+            Self::Client => &CLIENT_POOL,
+        }
+    }
+
+    /// A pooled buffer, or a new one if this thread's pool is empty.
+    fn take_buffer(self) -> BytesMut {
+        self.pool()
+            .with_borrow_mut(Vec::pop)
+            .unwrap_or_else(|| BytesMut::with_capacity(self.capacity()))
+    }
+
+    /// Returns `buffer` to this thread's pool, or gives it back to the caller to keep:
+    /// - when a frame payload still shares its allocation: the reader's next read reuses it
+    ///   in place once the payload is gone;
+    /// - when the decoder grew it because the peer sends in bulk: the connection is busy, and
+    ///   starting again from a small buffer would cost it more syscalls (the decoder still
+    ///   frees a buffer grown past 64 KiB).
+    fn give_back(self, mut buffer: BytesMut) -> Option<BytesMut> {
+        if buffer.capacity() > 4 * self.capacity() || !buffer.try_reclaim(self.capacity()) {
+            return Some(buffer);
+        }
+        self.pool().with_borrow_mut(|pool| {
+            if pool.len() < POOL_PER_THREAD {
+                pool.push(buffer);
+            }
+        });
+        None
+    }
 }
 
 /// A stream of frames from `R`, decoded by a [`FrameCodec`].
 pub(crate) struct FrameReader<R> {
     io: R,
     codec: FrameCodec,
+    policy: ReadPolicy,
     /// Empty with no capacity while parked.
     buffer: BytesMut,
     eof: bool,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub(crate) fn new(io: R, codec: FrameCodec) -> Self {
+    pub(crate) fn new(io: R, codec: FrameCodec, policy: ReadPolicy) -> Self {
         Self {
             io,
             codec,
+            policy,
             buffer: BytesMut::new(),
             eof: false,
         }
@@ -130,23 +167,23 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// nothing (the usual case for an idle connection) leaves the reader holding no buffer.
     /// Only bytes that arrived are copied into a buffer taken from the pool.
     fn poll_read_parked(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        let mut scratch = [0u8; READ_BUFFER];
-        let mut read = ReadBuf::new(&mut scratch);
+        let mut scratch = [MaybeUninit::<u8>::uninit(); CLIENT_READ_BUFFER];
+        let mut read = ReadBuf::uninit(&mut scratch[..self.policy.capacity()]);
         ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
         let filled = read.filled();
         if !filled.is_empty() {
-            self.buffer = take_buffer();
+            self.buffer = self.policy.take_buffer();
             self.buffer.extend_from_slice(filled);
         }
         Poll::Ready(Ok(filled.len()))
     }
 
-    /// Gives the read buffer back to the pool if it holds no partial frame. Call it when the
-    /// connection is about to wait for its peer.
+    /// Lets go of the read buffer if it holds no partial frame. Call it when the connection
+    /// is about to wait for its peer.
     pub(crate) fn park(&mut self) {
         if self.buffer.is_empty() && self.buffer.capacity() > 0 {
-            if let Some(shared) = give_back(std::mem::take(&mut self.buffer)) {
-                self.buffer = shared;
+            if let Some(kept) = self.policy.give_back(std::mem::take(&mut self.buffer)) {
+                self.buffer = kept;
             }
         }
     }
@@ -167,7 +204,7 @@ mod tests {
     #[tokio::test]
     async fn frames_split_across_reads_and_many_per_read_all_arrive() {
         let (mut tx, rx) = tokio::io::duplex(7);
-        let mut reader = FrameReader::new(rx, FrameCodec::default());
+        let mut reader = FrameReader::new(rx, FrameCodec::default(), ReadPolicy::Server);
         let writer = tokio::spawn(async move {
             let mut all = Vec::new();
             for id in 1..=50 {
@@ -187,7 +224,7 @@ mod tests {
     #[tokio::test]
     async fn a_parked_reader_holds_no_buffer_and_reuses_a_pooled_one() {
         let (mut tx, rx) = tokio::io::duplex(1024);
-        let mut reader = FrameReader::new(rx, FrameCodec::default());
+        let mut reader = FrameReader::new(rx, FrameCodec::default(), ReadPolicy::Server);
         tx.write_all(&ping(1)).await.unwrap();
         reader.next().await.unwrap().unwrap();
         reader.park();
@@ -209,7 +246,7 @@ mod tests {
     #[tokio::test]
     async fn a_partial_frame_is_kept_when_parking_and_an_end_inside_it_is_an_error() {
         let (mut tx, rx) = tokio::io::duplex(1024);
-        let mut reader = FrameReader::new(rx, FrameCodec::default());
+        let mut reader = FrameReader::new(rx, FrameCodec::default(), ReadPolicy::Server);
         let frame = ping(3);
         tx.write_all(&frame[..5]).await.unwrap();
         let poll = futures::poll!(Box::pin(reader.next()));
@@ -227,25 +264,46 @@ mod tests {
     }
 
     #[test]
-    fn a_buffer_still_shared_with_a_payload_is_kept_not_pooled() {
-        POOL.with_borrow_mut(Vec::clear);
+    fn a_server_keeps_a_buffer_still_shared_with_a_payload() {
+        let server = ReadPolicy::Server;
+        SERVER_POOL.with_borrow_mut(Vec::clear);
         let mut buffer = BytesMut::with_capacity(READ_BUFFER);
         buffer.extend_from_slice(&[1; 16]);
         let payload = buffer.split_to(16).freeze();
-        let kept = give_back(buffer).expect("a shared buffer comes back");
-        assert_eq!(POOL.with_borrow(Vec::len), 0);
+        let kept = server
+            .give_back(buffer)
+            .expect("a shared buffer comes back");
+        assert_eq!(SERVER_POOL.with_borrow(Vec::len), 0);
         drop(payload);
-        assert!(give_back(kept).is_none());
+        assert!(server.give_back(kept).is_none());
         assert_eq!(
-            POOL.with_borrow(Vec::len),
+            SERVER_POOL.with_borrow(Vec::len),
             1,
             "pooled once the payload is gone"
         );
         let big = BytesMut::with_capacity(64 * 1024);
         assert!(
-            give_back(big).is_some(),
+            server.give_back(big).is_some(),
             "a grown buffer stays with its connection"
         );
-        assert_eq!(POOL.with_borrow(Vec::len), 1);
+        assert_eq!(SERVER_POOL.with_borrow(Vec::len), 1);
+    }
+
+    #[tokio::test]
+    async fn a_client_buffer_starts_small_and_grows_when_reads_fill_it() {
+        let (mut tx, rx) = tokio::io::duplex(64 * 1024);
+        let mut reader = FrameReader::new(rx, FrameCodec::default(), ReadPolicy::Client);
+        let mut burst = Vec::new();
+        for id in 1..=400 {
+            burst.extend_from_slice(&ping(id));
+        }
+        tx.write_all(&burst).await.unwrap();
+        for id in 1..=400 {
+            assert_eq!(reader.next().await.unwrap().unwrap().request_id, id);
+        }
+        assert!(
+            reader.buffer.capacity() > CLIENT_READ_BUFFER,
+            "a burst larger than the buffer grows it"
+        );
     }
 }

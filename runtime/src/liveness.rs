@@ -21,9 +21,10 @@ pub(crate) enum Silence {
 }
 
 #[derive(Debug)]
+///
+/// The periods are passed to each method rather than kept: a server keeps one of these in the
+/// task of every connection it holds, and the periods are the same for all of them.
 pub(crate) struct Liveness {
-    idle: Duration,
-    answer: Duration,
     last_frame: Instant,
     pinged: bool,
     /// Frames handled since the loop last waited for input.
@@ -31,10 +32,8 @@ pub(crate) struct Liveness {
 }
 
 impl Liveness {
-    pub(crate) fn new(idle: Duration, answer: Duration) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
-            idle,
-            answer,
             last_frame: Instant::now(),
             pinged: false,
             burst: 0,
@@ -42,8 +41,8 @@ impl Liveness {
     }
 
     /// When the timer should first fire.
-    pub(crate) fn first_deadline(&self) -> Instant {
-        self.last_frame + self.idle
+    pub(crate) fn first_deadline(&self, idle: Duration) -> Instant {
+        self.last_frame + idle
     }
 
     /// A frame was handled: one more in the current burst.
@@ -65,16 +64,17 @@ impl Liveness {
         }
     }
 
-    /// The timer fired at `now`.
-    pub(crate) fn on_timer(&mut self, now: Instant) -> Silence {
-        if !self.pinged && now < self.last_frame + self.idle {
-            return Silence::Rearm(self.last_frame + self.idle);
+    /// The timer fired at `now`; the peer gets `idle` without a frame, then `answer` to
+    /// answer a ping.
+    pub(crate) fn on_timer(&mut self, now: Instant, idle: Duration, answer: Duration) -> Silence {
+        if !self.pinged && now < self.last_frame + idle {
+            return Silence::Rearm(self.last_frame + idle);
         }
         if self.pinged {
             return Silence::Dead;
         }
         self.pinged = true;
-        Silence::Ping(now + self.answer)
+        Silence::Ping(now + answer)
     }
 }
 
@@ -87,20 +87,26 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_silent_peer_is_pinged_then_declared_dead() {
-        let mut liveness = Liveness::new(IDLE, ANSWER);
+        let mut liveness = Liveness::new();
         tokio::time::advance(IDLE).await;
         let now = Instant::now();
-        assert_eq!(liveness.on_timer(now), Silence::Ping(now + ANSWER));
+        assert_eq!(
+            liveness.on_timer(now, IDLE, ANSWER),
+            Silence::Ping(now + ANSWER)
+        );
         tokio::time::advance(ANSWER).await;
-        assert_eq!(liveness.on_timer(Instant::now()), Silence::Dead);
+        assert_eq!(
+            liveness.on_timer(Instant::now(), IDLE, ANSWER),
+            Silence::Dead
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn frames_after_a_ping_keep_the_peer_alive() {
-        let mut liveness = Liveness::new(IDLE, ANSWER);
+        let mut liveness = Liveness::new();
         tokio::time::advance(IDLE).await;
         assert!(matches!(
-            liveness.on_timer(Instant::now()),
+            liveness.on_timer(Instant::now(), IDLE, ANSWER),
             Silence::Ping(_)
         ));
         liveness.frame();
@@ -108,14 +114,14 @@ mod tests {
         let now = Instant::now();
         tokio::time::advance(ANSWER).await;
         assert_eq!(
-            liveness.on_timer(Instant::now()),
+            liveness.on_timer(Instant::now(), IDLE, ANSWER),
             Silence::Rearm(now + IDLE)
         );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_burst_counts_when_the_loop_waits() {
-        let mut liveness = Liveness::new(IDLE, ANSWER);
+        let mut liveness = Liveness::new();
         liveness.frame();
         liveness.frame();
         assert_eq!(liveness.burst(), 2);
@@ -123,6 +129,9 @@ mod tests {
         liveness.before_wait();
         assert_eq!(liveness.burst(), 0);
         let now = Instant::now();
-        assert_eq!(liveness.on_timer(now), Silence::Rearm(now + IDLE));
+        assert_eq!(
+            liveness.on_timer(now, IDLE, ANSWER),
+            Silence::Rearm(now + IDLE)
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! queue grow without limit.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -107,6 +107,7 @@ impl FrameSink {
         });
         let writer = SinkWriter {
             shared: Arc::clone(&shared),
+            stall_limit: None,
         };
         (Self { shared }, writer)
     }
@@ -297,70 +298,101 @@ fn write_batch(
 /// The task half of a [`FrameSink`]: drains the queue whenever senders could not.
 pub(crate) struct SinkWriter {
     shared: Arc<Shared>,
+    /// How long a write may make no progress before it fails (set by [`run`](Self::run)).
+    stall_limit: Option<Duration>,
 }
 
 impl SinkWriter {
     /// Runs until the sink is closed and drained (then shuts the stream down) or a write
     /// fails. A write that makes no progress for `stall_limit` fails with `TimedOut`: the peer
     /// is not reading, and holding its replies forever would hold their memory forever.
-    pub(crate) async fn run(self, stall_limit: Option<Duration>) -> std::io::Result<()> {
-        let outcome = self.drain_until_closed(stall_limit).await;
-        let mut queue = self.shared.lock_queue();
-        if outcome.is_err() {
-            queue.fail();
+    ///
+    /// A server runs one of these per connection for the connection's life, so its state is
+    /// kept small: `async` blocks use their captures in place (an `async fn` would keep a
+    /// second copy of its arguments), and the stall timer is boxed, as only a full socket
+    /// needs it.
+    pub(crate) fn run(
+        mut self,
+        stall_limit: Option<Duration>,
+    ) -> impl Future<Output = std::io::Result<()>> + Send {
+        self.stall_limit = stall_limit;
+        async move {
+            let outcome = self.drain_until_closed().await;
+            let mut queue = self.shared.lock_queue();
+            if outcome.is_err() {
+                queue.fail();
+            }
+            queue.closing = true;
+            drop(queue);
+            self.shared.space.notify_waiters();
+            outcome
         }
-        queue.closing = true;
-        drop(queue);
-        self.shared.space.notify_waiters();
-        outcome
     }
 
-    async fn drain_until_closed(&self, stall_limit: Option<Duration>) -> std::io::Result<()> {
-        loop {
-            self.shared.writer.notified().await;
-            // Let the tasks that are ready now queue their frames first: a waker puts this
-            // task next in line (tokio's LIFO slot), which would otherwise send one frame
-            // per write while many calls are being issued.
-            tokio::task::yield_now().await;
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps a second copy of its arguments in its state"
+    )]
+    fn drain_until_closed(&self) -> impl Future<Output = std::io::Result<()>> + Send + '_ {
+        async move {
             loop {
-                let (mut batch, closing) = {
-                    let mut queue = self.shared.lock_queue();
-                    if queue.failed {
-                        return Err(std::io::ErrorKind::BrokenPipe.into());
+                self.shared.writer.notified().await;
+                // Let the tasks that are ready now queue their frames first: a waker puts this
+                // task next in line (tokio's LIFO slot), which would otherwise send one frame
+                // per write while many calls are being issued.
+                tokio::task::yield_now().await;
+                loop {
+                    let (mut batch, closing) = {
+                        let mut queue = self.shared.lock_queue();
+                        if queue.failed {
+                            return Err(std::io::ErrorKind::BrokenPipe.into());
+                        }
+                        match queue.owner {
+                            // A sender is writing; it hands over when it stops, if anything
+                            // is left.
+                            Owner::Sender => break,
+                            Owner::Nobody if !queue.closing => break,
+                            _ => queue.owner = Owner::Writer,
+                        }
+                        (std::mem::take(&mut queue.batch), queue.closing)
+                    };
+                    self.shared.space.notify_waiters();
+                    if !batch.has_remaining() {
+                        if closing {
+                            return poll_fn(|cx| self.shared.lock_io().as_mut().poll_shutdown(cx))
+                                .await;
+                        }
+                        let mut queue = self.shared.lock_queue();
+                        if !queue.batch.has_remaining() {
+                            queue.owner = Owner::Nobody;
+                            break;
+                        }
+                        continue;
                     }
-                    match queue.owner {
-                        // A sender is writing; it hands over when it stops, if anything is left.
-                        Owner::Sender => break,
-                        Owner::Nobody if !queue.closing => break,
-                        _ => queue.owner = Owner::Writer,
-                    }
-                    (std::mem::take(&mut queue.batch), queue.closing)
-                };
-                self.shared.space.notify_waiters();
-                if !batch.has_remaining() {
-                    if closing {
-                        return poll_fn(|cx| self.shared.lock_io().as_mut().poll_shutdown(cx))
-                            .await;
-                    }
-                    let mut queue = self.shared.lock_queue();
-                    if !queue.batch.has_remaining() {
-                        queue.owner = Owner::Nobody;
-                        break;
-                    }
-                    continue;
+                    self.write_all(&mut batch).await?;
+                    self.shared.lock_queue().batch.recycle(batch);
                 }
-                let written = poll_fn(|cx| write_batch(&mut self.shared.lock_io(), &mut batch, cx));
-                match stall_limit {
-                    Some(limit) => tokio::time::timeout(limit, written).await.map_err(|_| {
-                        std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "the peer stopped reading; write stalled",
-                        )
-                    })??,
-                    None => written.await?,
-                }
-                self.shared.lock_queue().batch.recycle(batch);
             }
+        }
+    }
+
+    /// Writes `batch` out; only a write the socket is not ready for waits, under the stall
+    /// limit.
+    async fn write_all(&self, batch: &mut FrameBatch) -> std::io::Result<()> {
+        let mut written = poll_fn(|cx| write_batch(&mut self.shared.lock_io(), batch, cx));
+        if let Poll::Ready(outcome) = futures::poll!(&mut written) {
+            return outcome;
+        }
+        match self.stall_limit {
+            Some(limit) => Box::pin(tokio::time::timeout(limit, written))
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the peer stopped reading; write stalled",
+                    )
+                })?,
+            None => written.await,
         }
     }
 }

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::Either;
+use futures::FutureExt;
+use tokio::io::AsyncRead;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::codec::FramedRead;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -24,6 +25,7 @@ use crate::codec::Codec;
 use crate::context::CallContext;
 use crate::error::{Error, ErrorCode};
 use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
+use crate::frame_reader::{FrameReader, ReadPolicy};
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::negotiate::{read_verdict, ClientHello, Negotiated, NegotiationError};
@@ -81,7 +83,7 @@ impl Connection {
         settings: &ConnectionSettings,
         early: Option<EarlyHello>,
     ) -> Self {
-        let (mut read_half, write_half) = stream.split_io();
+        let (read_half, write_half) = stream.split_io();
         let (sink, sink_writer) = FrameSink::new(write_half);
         let tasks = TaskTracker::new();
         tasks.spawn(async move {
@@ -96,7 +98,7 @@ impl Connection {
         let keepalive = settings.keepalive;
         let (reader, hello) = match early {
             None => {
-                let frames = FramedRead::new(read_half, codec);
+                let frames = FrameReader::new(read_half, codec, ReadPolicy::Client);
                 let run = reader::run_reader(frames, Arc::clone(&pending), sink.clone(), keepalive);
                 (tasks.spawn(run), None)
             }
@@ -105,30 +107,25 @@ impl Connection {
                 // its own frame, from its own task; else the reader writes it when it starts.
                 let _ = sink.try_cork(Bytes::from(early.hello.to_bytes()));
                 let (verdict, hello) = watch::channel(Verdict::Waiting);
-                let (pending, sink, send_limit) =
-                    (Arc::clone(&pending), sink.clone(), Arc::clone(&send_limit));
-                let reader = tasks.spawn(async move {
-                    sink.flush().await;
-                    let settled = early.settle(&mut read_half, own_limit, &send_limit).await;
-                    // The verdict is out before the calls fail, so that each of them can see
-                    // why, and it is final: the reader reads no frame after a refusal.
-                    match settled {
-                        Ok(()) => verdict.send_replace(Verdict::Accepted),
-                        Err(err) => {
-                            let refused_early = matches!(
-                                err,
-                                Error::Negotiation(NegotiationError::EarlyCallsRefused { .. })
-                            );
-                            verdict.send_replace(Verdict::Refused { refused_early });
-                            tracing::debug!(%err, "the server did not accept the early hello");
-                            pending.fail_hello(err);
-                            sink.close();
-                            return;
-                        }
-                    };
-                    let frames = FramedRead::new(read_half, codec);
-                    reader::run_reader(frames, pending, sink, keepalive).await;
-                });
+                // Settling the hello is boxed (and freed once done), and the reader task
+                // holds either it or the read loop: the task lives as long as the connection.
+                let settling = Box::pin(settle_early(
+                    early,
+                    read_half,
+                    own_limit,
+                    Arc::clone(&send_limit),
+                    verdict,
+                    Arc::clone(&pending),
+                    sink.clone(),
+                ));
+                let (pending, sink) = (Arc::clone(&pending), sink.clone());
+                let reader = tasks.spawn(settling.then(move |settled| match settled {
+                    Some(read_half) => {
+                        let frames = FrameReader::new(read_half, codec, ReadPolicy::Client);
+                        Either::Left(reader::run_reader(frames, pending, sink, keepalive))
+                    }
+                    None => Either::Right(std::future::ready(())),
+                }));
                 (reader, Some(hello))
             }
         };
@@ -458,6 +455,40 @@ impl Drop for CancelOnDrop<'_> {
             // Best effort: if the queue is full the reply will simply be discarded on arrival.
             let cancel = Frame::control(FrameKind::Cancel, self.request_id).to_bytes();
             self.connection.sink.send_now(cancel);
+        }
+    }
+}
+
+/// Reads the server's verdict on an early hello (after writing the hello, unless a call
+/// already did), and publishes it. Returns the read half to read replies from, or `None` when
+/// the server refused: then every waiting call has failed with the cause, and the connection
+/// is closed. The verdict is out before the calls fail, so that each of them can see why, and
+/// it is final: the reader reads no frame after a refusal.
+async fn settle_early<R: AsyncRead + Unpin>(
+    early: EarlyHello,
+    mut read_half: R,
+    own_limit: u32,
+    send_limit: Arc<AtomicU32>,
+    verdict: watch::Sender<Verdict>,
+    pending: Arc<PendingCalls>,
+    sink: FrameSink,
+) -> Option<R> {
+    sink.flush().await;
+    match early.settle(&mut read_half, own_limit, &send_limit).await {
+        Ok(()) => {
+            verdict.send_replace(Verdict::Accepted);
+            Some(read_half)
+        }
+        Err(err) => {
+            let refused_early = matches!(
+                err,
+                Error::Negotiation(NegotiationError::EarlyCallsRefused { .. })
+            );
+            verdict.send_replace(Verdict::Refused { refused_early });
+            tracing::debug!(%err, "the server did not accept the early hello");
+            pending.fail_hello(err);
+            sink.close();
+            None
         }
     }
 }

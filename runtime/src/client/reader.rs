@@ -1,17 +1,17 @@
 //! The read side of a client connection: routes replies to waiting calls by request id, and
 //! pings a silent server to find out whether it is still there.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
 
-use futures::StreamExt;
 use tokio::io::AsyncRead;
 use tokio::time::Instant;
-use tokio_util::codec::FramedRead;
 
 use super::pending::{Closed, PendingCalls};
 use super::Keepalive;
-use crate::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
+use crate::frame::{ErrorBody, Frame, FrameKind};
+use crate::frame_reader::FrameReader;
 use crate::liveness::{Liveness, Silence};
 use crate::writer::FrameSink;
 
@@ -19,96 +19,109 @@ use crate::writer::FrameSink;
 const NEVER: std::time::Duration = std::time::Duration::from_secs(60 * 60 * 24 * 365);
 
 /// Reads frames until the connection ends, then fails every call still waiting.
-pub(crate) async fn run_reader<R>(
-    mut frames: FramedRead<R, FrameCodec>,
+///
+/// An `async` block rather than an `async fn`, which would keep a second copy of its
+/// arguments: the reader task lives as long as the connection.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps a second copy of its arguments in its state"
+)]
+pub(crate) fn run_reader<R>(
+    mut frames: FrameReader<R>,
     pending: Arc<PendingCalls>,
     sink: FrameSink,
     keepalive: Option<Keepalive>,
-) where
+) -> impl Future<Output = ()>
+where
     R: AsyncRead + Unpin,
 {
-    let mut liveness = keepalive.map(|k| Liveness::new(k.interval, k.timeout));
-    let silence = tokio::time::sleep_until(
-        liveness
-            .as_ref()
-            .map_or_else(|| Instant::now() + NEVER, Liveness::first_deadline),
-    );
-    tokio::pin!(silence);
-    let mut reason = String::from("the server closed the connection");
-    // The code of the server's connection-level Error frame, once it sent one.
-    let mut code = None;
+    async move {
+        let mut liveness = keepalive.map(|_| Liveness::new());
+        let silence = tokio::time::sleep_until(match (&liveness, &keepalive) {
+            (Some(liveness), Some(k)) => liveness.first_deadline(k.interval),
+            _ => Instant::now() + NEVER,
+        });
+        tokio::pin!(silence);
+        let mut reason = String::from("the server closed the connection");
+        // The code of the server's connection-level Error frame, once it sent one.
+        let mut code = None;
 
-    loop {
-        let next = match futures::poll!(frames.next()) {
-            Poll::Ready(next) => next,
-            Poll::Pending => {
-                if let Some(liveness) = &mut liveness {
-                    liveness.before_wait();
-                }
-                tokio::select! {
-                    next = frames.next() => next,
-                    _ = &mut silence => {
-                        let Some(liveness) = &mut liveness else { continue };
-                        match liveness.on_timer(Instant::now()) {
-                            Silence::Rearm(at) => silence.as_mut().reset(at),
-                            Silence::Ping(at) => {
-                                sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
-                                silence.as_mut().reset(at);
+        loop {
+            let next = match futures::poll!(frames.next()) {
+                Poll::Ready(next) => next,
+                Poll::Pending => {
+                    if let Some(liveness) = &mut liveness {
+                        liveness.before_wait();
+                    }
+                    // Waiting for replies holds no read buffer.
+                    frames.park();
+                    tokio::select! {
+                        next = frames.next() => next,
+                        _ = &mut silence => {
+                            let (Some(liveness), Some(k)) = (&mut liveness, &keepalive) else {
+                                continue;
+                            };
+                            match liveness.on_timer(Instant::now(), k.interval, k.timeout) {
+                                Silence::Rearm(at) => silence.as_mut().reset(at),
+                                Silence::Ping(at) => {
+                                    sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
+                                    silence.as_mut().reset(at);
+                                }
+                                Silence::Dead => {
+                                    reason = "the server sent nothing, not even an answer to a \
+                                              keepalive ping"
+                                        .to_owned();
+                                    break;
+                                }
                             }
-                            Silence::Dead => {
-                                reason = "the server sent nothing, not even an answer to a \
-                                          keepalive ping"
-                                    .to_owned();
-                                break;
-                            }
+                            continue;
                         }
-                        continue;
                     }
                 }
+            };
+            if let Some(liveness) = &mut liveness {
+                liveness.frame();
             }
-        };
-        if let Some(liveness) = &mut liveness {
-            liveness.frame();
+            let frame = match next {
+                None => break,
+                Some(Ok(frame)) => frame,
+                Some(Err(err)) => {
+                    reason = format!("reading from the server failed: {err}");
+                    break;
+                }
+            };
+            match frame.kind {
+                FrameKind::Response | FrameKind::Error if frame.request_id != 0 => {
+                    // Request ids start at 1, so 0 never names a call. No waiter means the caller
+                    // gave up (timeout or drop); the reply is dropped.
+                    pending.complete(frame.request_id, frame);
+                }
+                FrameKind::Response => {}
+                FrameKind::Error => {
+                    // Request id 0: the server is about to close the whole connection.
+                    let body = ErrorBody::decode(&frame.payload);
+                    reason = format!(
+                        "the server closed the connection ({:?}): {}",
+                        body.code, body.message
+                    );
+                    code = Some(body.code);
+                    tracing::debug!(%reason, "connection-level error from the server");
+                }
+                FrameKind::Ping => {
+                    sink.send_now(Frame::control(FrameKind::Pong, frame.request_id).to_bytes());
+                }
+                FrameKind::Pong => {}
+                FrameKind::Request | FrameKind::Notify | FrameKind::Cancel => {
+                    reason = format!(
+                        "protocol violation: the server sent a {:?} frame",
+                        frame.kind
+                    );
+                    break;
+                }
+            }
         }
-        let frame = match next {
-            None => break,
-            Some(Ok(frame)) => frame,
-            Some(Err(err)) => {
-                reason = format!("reading from the server failed: {err}");
-                break;
-            }
-        };
-        match frame.kind {
-            FrameKind::Response | FrameKind::Error if frame.request_id != 0 => {
-                // Request ids start at 1, so 0 never names a call. No waiter means the caller
-                // gave up (timeout or drop); the reply is dropped.
-                pending.complete(frame.request_id, frame);
-            }
-            FrameKind::Response => {}
-            FrameKind::Error => {
-                // Request id 0: the server is about to close the whole connection.
-                let body = ErrorBody::decode(&frame.payload);
-                reason = format!(
-                    "the server closed the connection ({:?}): {}",
-                    body.code, body.message
-                );
-                code = Some(body.code);
-                tracing::debug!(%reason, "connection-level error from the server");
-            }
-            FrameKind::Ping => {
-                sink.send_now(Frame::control(FrameKind::Pong, frame.request_id).to_bytes());
-            }
-            FrameKind::Pong => {}
-            FrameKind::Request | FrameKind::Notify | FrameKind::Cancel => {
-                reason = format!(
-                    "protocol violation: the server sent a {:?} frame",
-                    frame.kind
-                );
-                break;
-            }
-        }
+        tracing::debug!(%reason, "client connection ended");
+        pending.close_all(Closed::new(reason, code));
+        sink.close();
     }
-    tracing::debug!(%reason, "client connection ended");
-    pending.close_all(Closed::new(reason, code));
-    sink.close();
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use super::connection::serve_connection;
+use super::connection::{open_connection, Connection};
 use super::identity::PeerIdentity;
 use super::Shared;
 use crate::negotiate::{refuse, HelloStatus};
@@ -47,10 +47,13 @@ impl Listener {
     }
 }
 
-/// Serves a stream the caller connected itself, like an accepted one without a peer address.
-pub(crate) async fn serve_stream<S: Transport>(stream: S, shared: Arc<Shared>) {
+/// Opens a stream the caller connected itself, like an accepted one without a peer address.
+pub(crate) async fn open_stream<S: Transport>(
+    stream: S,
+    shared: Arc<Shared>,
+) -> Option<Connection> {
     let deadline = Instant::now() + shared.config.handshake_timeout;
-    secure_then_serve(stream, PeerIdentity::default(), deadline, shared).await;
+    secure_then_open(stream, PeerIdentity::default(), deadline, shared).await
 }
 
 /// Turns away a stream the caller connected itself with a `Busy` hello.
@@ -60,9 +63,9 @@ pub(crate) async fn refuse_stream<S: Transport>(stream: S, shared: Arc<Shared>) 
 }
 
 impl Accepted {
-    /// Serves the connection: TLS first when the server has it, then the wirecall hello and
-    /// frames. One deadline bounds both handshakes.
-    pub(crate) async fn serve(self, shared: Arc<Shared>) {
+    /// Opens the connection: TLS first when the server has it, then the wirecall hello. One
+    /// deadline bounds both handshakes. `None` when either failed (logged).
+    pub(crate) async fn open(self, shared: Arc<Shared>) -> Option<Connection> {
         let deadline = Instant::now() + shared.config.handshake_timeout;
         match self {
             Self::Tcp(stream, peer) => {
@@ -70,11 +73,11 @@ impl Accepted {
                     peer_addr: Some(peer),
                     ..PeerIdentity::default()
                 };
-                secure_then_serve(stream, identity, deadline, shared).await;
+                secure_then_open(stream, identity, deadline, shared).await
             }
             #[cfg(unix)]
             Self::Unix(stream) => {
-                secure_then_serve(stream, PeerIdentity::default(), deadline, shared).await;
+                secure_then_open(stream, PeerIdentity::default(), deadline, shared).await
             }
         }
     }
@@ -91,40 +94,37 @@ impl Accepted {
     }
 }
 
-async fn secure_then_serve<S: Transport>(
+async fn secure_then_open<S: Transport>(
     stream: S,
     identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
-) {
+) -> Option<Connection> {
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
-        // Boxed: a TLS session's state is several KiB, and inline it would enlarge every
-        // connection's task, plain ones included.
-        Box::pin(serve_tls(acceptor, stream, identity, deadline, shared)).await;
-        return;
+        // Boxed: a TLS handshake's state is several KiB, and inline it would enlarge the
+        // opening of plain connections too.
+        return Box::pin(open_tls(acceptor, stream, identity, deadline, shared)).await;
     }
-    serve_connection(stream, identity, deadline, shared).await;
+    open_connection(stream, identity, deadline, shared).await
 }
 
 #[cfg(feature = "tls")]
-async fn serve_tls<S: Transport>(
+async fn open_tls<S: Transport>(
     acceptor: tokio_rustls::TlsAcceptor,
     stream: S,
     mut identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
-) {
-    let Some(stream) = tls_accept(&acceptor, stream, &identity, deadline, &shared).await else {
-        return;
-    };
+) -> Option<Connection> {
+    let stream = tls_accept(&acceptor, stream, &identity, deadline, &shared).await?;
     identity.tls_client_certificate = stream
         .get_ref()
         .1
         .peer_certificates()
         .and_then(|chain| chain.first())
         .map(|leaf| leaf.as_ref().to_vec());
-    serve_connection(stream, identity, deadline, shared).await;
+    open_connection(stream, identity, deadline, shared).await
 }
 
 #[cfg_attr(not(feature = "tls"), allow(unused_variables))]

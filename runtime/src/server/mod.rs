@@ -16,10 +16,13 @@ use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::Either;
+use futures::FutureExt;
 use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -718,10 +721,10 @@ async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
             });
             continue;
         }
-        shared.tracker.spawn(async move {
-            let _guard = guard;
-            accepted.serve(connection_shared).await;
-        });
+        shared.tracker.spawn(serve_opened(
+            Box::pin(accepted.open(connection_shared)),
+            guard,
+        ));
     }
 }
 
@@ -775,6 +778,23 @@ impl AcceptFailures {
 
 /// Counts a connection for as long as its task lives.
 struct ConnectionSlot(Arc<Shared>);
+
+/// A connection's task: its opening (TLS, hello), then its read loop, holding its `slot` in
+/// the connection count throughout.
+///
+/// The task lives as long as the connection, so its size is what every held connection
+/// costs: the opening is boxed (and freed once done), and the combinator holds either it or
+/// the read loop, never both, where an `async` block would keep room for the opened
+/// connection beside the loop that owns it.
+fn serve_opened(
+    opening: Pin<Box<dyn Future<Output = Option<connection::Connection>> + Send>>,
+    slot: ConnectionSlot,
+) -> impl Future<Output = ()> + Send {
+    opening.then(move |opened| match opened {
+        Some(connection) => Either::Left(connection.run(slot)),
+        None => Either::Right(std::future::ready(())),
+    })
+}
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
@@ -936,14 +956,15 @@ impl RunningServer {
         let guard = ConnectionSlot(Arc::clone(shared));
         let connection_shared = Arc::clone(shared);
         let busy = open >= shared.max_connections;
-        shared.tracker.spawn(async move {
-            let _guard = guard;
-            if busy {
+        if busy {
+            shared.tracker.spawn(async move {
+                let _guard = guard;
                 listener::refuse_stream(stream, connection_shared).await;
-            } else {
-                listener::serve_stream(stream, connection_shared).await;
-            }
-        });
+            });
+            return;
+        }
+        let opening = Box::pin(listener::open_stream(stream, connection_shared));
+        shared.tracker.spawn(serve_opened(opening, guard));
     }
 
     /// A handle that can shut the server down from another task.

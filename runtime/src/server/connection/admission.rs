@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use futures::future::{AbortHandle, Abortable, Aborted, Either};
 use futures::FutureExt;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::reply::{send_reply, HandlerOutcome, ReplyTo};
@@ -37,10 +36,9 @@ pub(super) enum CallRejected {
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
 pub(super) async fn start_call(
     frame: Frame,
-    permit: OwnedSemaphorePermit,
+    slot: CallSlot,
     context: &ConnectionState,
     shared: &Shared,
-    tasks: &TaskTracker,
 ) -> Result<(), CallRejected> {
     let Frame {
         kind,
@@ -138,7 +136,7 @@ pub(super) async fn start_call(
     // timer. Only a handler that is still pending after its first poll gets its own task.
     shared.metrics.in_flight.increment(1.0);
     if let Poll::Ready(outcome) = futures::poll!(&mut work) {
-        drop(permit);
+        drop(slot);
         let now = Instant::now();
         let outcome = within(deadline, now, outcome);
         let ended = Ended::of(&outcome);
@@ -159,8 +157,8 @@ pub(super) async fn start_call(
     let route_metrics = Arc::clone(&route.metrics);
     let in_flight = shared.metrics.in_flight.clone();
     let sent_bytes = shared.metrics.sent_bytes.clone();
-    tasks.spawn(async move {
-        let _permit = permit;
+    tokio::spawn(async move {
+        let _slot = slot;
         // Counts the call out however the task ends (an abort at shutdown included).
         let _in_flight = InFlightGauge(in_flight);
         let work = Abortable::new(work, registration);
@@ -228,13 +226,69 @@ pub(super) fn within(
     }
 }
 
-/// Calls running on one connection, by request id, so a `Cancel` frame can stop one.
-#[derive(Default)]
+/// Calls running on one connection: by request id, so that a `Cancel` frame can stop one,
+/// and counted against the connection's in-flight limit.
+///
+/// One value per connection holds both (rather than a semaphore and a task tracker of their
+/// own): a server holds many connections, and each shared allocation costs every one of them.
 pub(super) struct InFlight {
     calls: Mutex<IdMap<u64, AbortHandle>>,
+    /// One permit per call that may start; every call holds one ([`CallSlot`]) until it ends,
+    /// so all permits back means no call is running.
+    slots: Semaphore,
+    limit: u32,
+}
+
+/// A running call's place in its connection's in-flight limit, given back when dropped (when
+/// the call ends, however it ends).
+pub(super) struct CallSlot(Arc<InFlight>);
+
+impl Drop for CallSlot {
+    fn drop(&mut self) {
+        self.0.slots.add_permits(1);
+    }
 }
 
 impl InFlight {
+    /// Allows `limit` calls at once (at least one).
+    pub(super) fn new(limit: usize) -> Self {
+        let limit = u32::try_from(limit)
+            .unwrap_or(u32::MAX)
+            .clamp(1, Semaphore::MAX_PERMITS as u32);
+        Self {
+            calls: Mutex::default(),
+            slots: Semaphore::new(limit as usize),
+            limit,
+        }
+    }
+
+    /// A slot for a new call, if one is free.
+    pub(super) fn try_slot(self: &Arc<Self>) -> Option<CallSlot> {
+        let permit = self.slots.try_acquire().ok()?;
+        permit.forget();
+        Some(CallSlot(Arc::clone(self)))
+    }
+
+    /// Waits for a free slot.
+    pub(super) async fn slot(self: &Arc<Self>) -> CallSlot {
+        // The semaphore is never closed, so acquiring only waits.
+        if let Ok(permit) = self.slots.acquire().await {
+            permit.forget();
+        }
+        CallSlot(Arc::clone(self))
+    }
+
+    /// Whether no call is running.
+    pub(super) fn none_running(&self) -> bool {
+        self.slots.available_permits() == self.limit as usize
+    }
+
+    /// Waits until no call is running.
+    pub(super) async fn finished(&self) {
+        // The permits go back when this returns: nothing is left to start anyway.
+        let _all = self.slots.acquire_many(self.limit).await;
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, IdMap<u64, AbortHandle>> {
         // Every operation is a single map update, so a poisoned map is still consistent.
         self.calls

@@ -5,295 +5,302 @@
 //! Layout: this module is the read loop and the close; `handshake.rs` the hello within the
 //! handshake deadline; `admission.rs` how a request becomes a running call (in-flight limits,
 //! cancellation, deadline, inline or spawned); `reply.rs` how an outcome becomes a frame.
+//!
+//! Memory: a server holds one task per connection for the connection's whole life, most of
+//! them idle, so that task is kept small. Opening a connection ([`open_connection`]) runs in
+//! its own boxed future, freed once the hello is done; what the read loop needs afterwards is
+//! one [`Connection`] value, which [`Connection::run`] uses in place; every path taken at most
+//! once (a wait for a call slot, the close) is boxed.
 
 mod admission;
 mod handshake;
 mod reply;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::io::AsyncRead;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::task::TaskTracker;
 
 use super::identity::PeerIdentity;
-use super::Shared;
+use super::{ConnectionSlot, Shared};
 use crate::codec::Codec;
 use crate::error::ErrorCode;
 use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
-use crate::frame_reader::FrameReader;
+use crate::frame_reader::{FrameReader, ReadPolicy};
 use crate::liveness::{Liveness, Silence};
-use crate::negotiate::Negotiated;
 use crate::transport::Transport;
 use crate::writer::FrameSink;
 
-use admission::{start_call, CallRejected, InFlight};
+use admission::{start_call, CallRejected, CallSlot, InFlight};
 use handshake::handshake;
 use reply::{send_connection_error, send_reply};
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
 
+/// The read half of any transport. Boxed, so that the read loop is one type whatever the
+/// stream (TCP, Unix, TLS, in-memory): the tasks that hold connections stay the same size.
+type BoxedRead = Pin<Box<dyn AsyncRead + Send>>;
+
 /// Why the read loop stopped.
 enum End {
     /// The peer closed or reset the connection: nobody will read replies any more.
     PeerGone,
-    /// The peer broke the protocol; it has been sent an error frame.
-    Violation,
+    /// The peer broke the protocol: it is sent this error frame, then the connection closes.
+    Violation(ErrorCode, String),
     /// The server is shutting down: finish what runs, then close.
     Shutdown,
 }
 
-/// Runs the wirecall handshake on an accepted (and, with TLS, already secured) stream, then
-/// serves it. `deadline` bounds the whole handshake, TLS included.
-pub(crate) async fn serve_connection<T: Transport>(
+/// Runs the wirecall handshake on an accepted (and, with TLS, already secured) stream and
+/// sets the connection up; `None` when the connection is to be dropped (logged). `deadline`
+/// bounds the whole handshake, TLS included.
+pub(crate) async fn open_connection<T: Transport>(
     mut stream: T,
     mut identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
-) {
-    // Boxed: the handshake's state (its buffers and timer) is dead once it is done, and inline
-    // it would enlarge the connection task for the connection's whole life.
-    let Some(negotiated) = Box::pin(handshake(
-        &mut stream,
-        identity.peer_addr,
-        deadline,
-        &shared,
-    ))
-    .await
-    else {
-        return;
-    };
-    let peer = identity.peer_addr;
+) -> Option<Connection> {
+    let negotiated = handshake(&mut stream, identity.peer_addr, deadline, &shared).await?;
     identity.token_authenticated = shared.token.is_some();
-    tracing::debug!(?peer, codec = %negotiated.codec, version = negotiated.version, "connection accepted");
+    tracing::debug!(peer = ?identity.peer_addr, codec = %negotiated.codec, version = negotiated.version, "connection accepted");
     shared.metrics.connections_total.increment(1);
     shared.metrics.connections.increment(1.0);
-    run_connection(stream, negotiated, identity, &shared).await;
-    shared.metrics.connections.decrement(1.0);
-    tracing::debug!(?peer, "connection closed");
-}
-
-async fn run_connection<T: Transport>(
-    stream: T,
-    negotiated: Negotiated,
-    identity: PeerIdentity,
-    shared: &Arc<Shared>,
-) {
     let config = &shared.config;
     let (read_half, write_half) = stream.split_io();
     let (sink, sink_writer) = FrameSink::new(write_half);
-    let mut writer = tokio::spawn(sink_writer.run(Some(config.write_timeout)));
-    let mut writer_done = false;
-    let mut frames = FrameReader::new(
+    let writer = tokio::spawn(sink_writer.run(Some(config.write_timeout)));
+    let read_half: BoxedRead = Box::pin(read_half);
+    let frames = FrameReader::new(
         read_half,
         FrameCodec::for_version(config.max_frame_len, negotiated.version),
+        ReadPolicy::Server,
     );
-    let calls = Arc::new(InFlight::default());
-    let tasks = TaskTracker::new();
-    let permits = Arc::new(Semaphore::new(config.max_in_flight_per_connection));
-    let context = ConnectionState {
+    let state = ConnectionState {
         codec: negotiated.codec,
         version: negotiated.version,
-        sink: sink.clone(),
-        calls: Arc::clone(&calls),
+        sink,
+        calls: Arc::new(InFlight::new(config.max_in_flight_per_connection)),
         send_limit: negotiated.send_limit(config.max_frame_len),
         identity: Arc::new(identity),
     };
-    let mut liveness = Liveness::new(config.idle_timeout, config.ping_timeout);
-    let idle = tokio::time::sleep_until(liveness.first_deadline());
-    tokio::pin!(idle);
-
-    let end = loop {
-        // Under a continuous stream of frames the loop never waits; look at the shutdown token
-        // now and then instead of per frame.
-        if liveness.burst() % 64 == 63 && shared.shutdown.is_cancelled() {
-            break End::Shutdown;
-        }
-        // Take the next frame if it is already buffered. Only when the connection has nothing
-        // more to read right now are the replies queued so far written: one write for a whole
-        // burst of pipelined requests.
-        let next = match futures::poll!(frames.next()) {
-            Poll::Ready(next) => next,
-            Poll::Pending => {
-                liveness.before_wait();
-                frames.park();
-                sink.flush().await;
-                tokio::select! {
-                    biased;
-                    _ = shared.shutdown.cancelled() => break End::Shutdown,
-                    // The writer only ends early when the peer stopped reading or the socket broke.
-                    _ = &mut writer, if !writer_done => {
-                        writer_done = true;
-                        break End::PeerGone;
-                    }
-                    _ = &mut idle => {
-                        match liveness.on_timer(Instant::now()) {
-                            Silence::Rearm(at) => idle.as_mut().reset(at),
-                            Silence::Ping(at) => {
-                                sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());
-                                idle.as_mut().reset(at);
-                            }
-                            Silence::Dead => {
-                                let message = format!(
-                                    "no frame for {:?} and no answer to a ping within {:?}",
-                                    config.idle_timeout, config.ping_timeout
-                                );
-                                send_connection_error(&sink, ErrorCode::IdleTimeout, &message)
-                                    .await;
-                                break End::Violation;
-                            }
-                        }
-                        continue;
-                    }
-                    next = frames.next() => next,
-                }
-            }
-        };
-        liveness.frame();
-        let frame = match next {
-            None => break End::PeerGone,
-            Some(Ok(frame)) => frame,
-            Some(Err(FrameError::Io(err))) => {
-                tracing::debug!(%err, "connection read failed");
-                break End::PeerGone;
-            }
-            Some(Err(err)) => {
-                let code = match err {
-                    FrameError::TooLarge { .. } => ErrorCode::FrameTooLarge,
-                    _ => ErrorCode::ProtocolViolation,
-                };
-                tracing::debug!(%err, "closing connection on a bad frame");
-                send_connection_error(&sink, code, &err.to_string()).await;
-                break End::Violation;
-            }
-        };
-        if let Err(message) = check_header(&frame) {
-            tracing::debug!(%message, "closing connection on a malformed frame header");
-            send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
-            break End::Violation;
-        }
-        match frame.kind {
-            FrameKind::Request | FrameKind::Notify => {
-                let permit = match Arc::clone(&permits).try_acquire_owned() {
-                    Ok(permit) => permit,
-                    Err(_) => {
-                        // Waiting here stops reading the connection: backpressure on the peer.
-                        sink.flush().await;
-                        tokio::select! {
-                            permit = Arc::clone(&permits).acquire_owned() => match permit {
-                                Ok(permit) => permit,
-                                Err(_) => break End::Shutdown,
-                            },
-                            _ = shared.shutdown.cancelled() => break End::Shutdown,
-                            _ = &mut writer, if !writer_done => {
-                                writer_done = true;
-                                break End::PeerGone;
-                            }
-                        }
-                    }
-                };
-                // Boxed: one small allocation per call keeps the call's state out of the
-                // connection task, which lives (and holds its size) as long as the connection.
-                match Box::pin(start_call(frame, permit, &context, shared, &tasks)).await {
-                    Ok(()) => {}
-                    Err(CallRejected::Violation(message)) => {
-                        send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
-                        break End::Violation;
-                    }
-                    Err(CallRejected::SinkClosed) => break End::PeerGone,
-                }
-            }
-            FrameKind::Cancel => calls.abort(frame.request_id),
-            FrameKind::Ping => {
-                let pong = Frame::control(FrameKind::Pong, frame.request_id).to_bytes();
-                if send_reply(&sink, pong).await.is_err() {
-                    break End::PeerGone;
-                }
-            }
-            FrameKind::Pong => {}
-            FrameKind::Response | FrameKind::Error => {
-                let message = format!("a client may not send {:?} frames", frame.kind);
-                send_connection_error(&sink, ErrorCode::ProtocolViolation, &message).await;
-                break End::Violation;
-            }
-        }
-    };
-
-    // Boxed, like every path taken at most once: a connection task's size is that of its
-    // largest state, and it lives as long as the connection.
-    Box::pin(close_connection(
-        end,
-        Closing {
-            shared,
-            sink,
-            writer,
-            writer_done,
-            calls,
-            tasks,
-        },
-    ))
-    .await;
-}
-
-/// What closing a connection needs from its read loop.
-struct Closing<'a> {
-    shared: &'a Shared,
-    sink: FrameSink,
-    writer: tokio::task::JoinHandle<std::io::Result<()>>,
-    writer_done: bool,
-    calls: Arc<InFlight>,
-    tasks: TaskTracker,
-}
-
-/// Finishes or stops the calls still running, says goodbye when shutting down, and lets the
-/// writer send what is queued.
-async fn close_connection(end: End, closing: Closing<'_>) {
-    let Closing {
+    Some(Connection {
+        frames,
+        writer,
+        writer_done: false,
+        state,
         shared,
-        sink,
-        mut writer,
-        writer_done,
-        calls,
-        tasks,
-    } = closing;
-    tasks.close();
-    match end {
-        End::Shutdown => {
-            sink.flush().await;
-            let stopped = tokio::select! {
-                _ = tasks.wait() => 0,
-                _ = shared.force.cancelled() => calls.abort_all(),
-            };
-            tasks.wait().await;
-            // The goodbye tells the client that every call it still waits for never ran, so
-            // that a balanced channel may send them elsewhere, idempotent or not. Calls the
-            // grace period (or an abort) stopped half-way may have run: then the connection
-            // closes without it, and the client counts them as maybe run.
-            if stopped == 0 {
-                send_connection_error(
-                    &sink,
-                    ErrorCode::ShuttingDown,
-                    "the server is shutting down",
-                )
-                .await;
+    })
+}
+
+/// An open connection: what its read loop keeps for the connection's life.
+pub(crate) struct Connection {
+    frames: FrameReader<BoxedRead>,
+    /// The task writing what the call tasks could not write themselves.
+    writer: JoinHandle<std::io::Result<()>>,
+    /// The writer task has ended (and may not be awaited again).
+    writer_done: bool,
+    state: ConnectionState,
+    shared: Arc<Shared>,
+}
+
+impl Connection {
+    /// Serves the connection until the peer leaves, breaks the protocol or the server shuts
+    /// down, then closes it.
+    /// `slot` (the connection's place in the server's count) is freed at the end.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps a second copy of its arguments in its state"
+    )]
+    pub(super) fn run(mut self, slot: ConnectionSlot) -> impl Future<Output = ()> + Send {
+        // An `async` block rather than an `async fn`: it uses `self` where it is, where an
+        // `async fn` would keep a second copy of its argument for the connection's life.
+        async move {
+            let end = self.read_loop().await;
+            if matches!(end, End::PeerGone) && self.state.calls.none_running() {
+                // The usual end: the peer left and nothing runs. Nothing is left to wait for:
+                // the writer task ends on its own once the closed sink is drained (or its
+                // stall limit passes), and when thousands of peers leave at once, their
+                // connections free their memory now instead of all waiting together.
+                self.state.sink.close();
+            } else {
+                // Boxed: dead until the end, and inline it would enlarge the task all along.
+                Box::pin(self.close(end)).await;
             }
-        }
-        End::PeerGone | End::Violation => {
-            // Nobody will read the replies: stop the work.
-            calls.abort_all();
-            tasks.wait().await;
+            self.shared.metrics.connections.decrement(1.0);
+            tracing::debug!(peer = ?self.state.identity.peer_addr, "connection closed");
+            drop(slot);
         }
     }
-    sink.close();
-    if !writer_done
-        && tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut writer)
-            .await
-            .is_err()
-    {
-        writer.abort();
+
+    /// Reads and handles frames until the connection is to close. Only the timer, the
+    /// liveness record and the wait itself live across its waits: handling a frame is a
+    /// boxed step (the allocation a call's state needs anyway), and a violation's error frame
+    /// is sent by [`close`](Self::close).
+    async fn read_loop(&mut self) -> End {
+        let config = &self.shared.config;
+        let mut liveness = Liveness::new();
+        let idle = tokio::time::sleep_until(liveness.first_deadline(config.idle_timeout));
+        tokio::pin!(idle);
+
+        loop {
+            // Under a continuous stream of frames the loop never waits; look at the shutdown
+            // token now and then instead of per frame.
+            if liveness.burst() % 64 == 63 && self.shared.shutdown.is_cancelled() {
+                return End::Shutdown;
+            }
+            // Take the next frame if it is already buffered. Only when the connection has
+            // nothing more to read right now are the replies queued so far written: one
+            // write for a whole burst of pipelined requests.
+            let next = match futures::poll!(self.frames.next()) {
+                Poll::Ready(next) => next,
+                Poll::Pending => {
+                    liveness.before_wait();
+                    self.frames.park();
+                    self.state.sink.flush().await;
+                    tokio::select! {
+                        biased;
+                        _ = self.shared.shutdown.cancelled() => return End::Shutdown,
+                        // The writer only ends early when the peer stopped reading or the
+                        // socket broke.
+                        _ = &mut self.writer, if !self.writer_done => {
+                            self.writer_done = true;
+                            return End::PeerGone;
+                        }
+                        _ = &mut idle => {
+                            let config = &self.shared.config;
+                            let now = Instant::now();
+                            match liveness.on_timer(now, config.idle_timeout, config.ping_timeout) {
+                                Silence::Rearm(at) => idle.as_mut().reset(at),
+                                Silence::Ping(at) => {
+                                    let ping = Frame::control(FrameKind::Ping, 0).to_bytes();
+                                    self.state.sink.send_now(ping);
+                                    idle.as_mut().reset(at);
+                                }
+                                Silence::Dead => {
+                                    return End::Violation(
+                                        ErrorCode::IdleTimeout,
+                                        format!(
+                                            "no frame for {:?} and no answer to a ping within {:?}",
+                                            config.idle_timeout, config.ping_timeout
+                                        ),
+                                    );
+                                }
+                            }
+                            continue;
+                        }
+                        next = self.frames.next() => next,
+                    }
+                }
+            };
+            liveness.frame();
+            let frame = match admit_frame(next) {
+                Ok(frame) => frame,
+                Err(end) => return end,
+            };
+            match frame.kind {
+                FrameKind::Cancel => self.state.calls.abort(frame.request_id),
+                FrameKind::Pong => {}
+                FrameKind::Response | FrameKind::Error => {
+                    let message = format!("a client may not send {:?} frames", frame.kind);
+                    return End::Violation(ErrorCode::ProtocolViolation, message);
+                }
+                FrameKind::Request | FrameKind::Notify | FrameKind::Ping => {
+                    if let Err(end) = Box::pin(self.handle(frame)).await {
+                        return end;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts a call, or answers a ping.
+    async fn handle(&mut self, frame: Frame) -> Result<(), End> {
+        if frame.kind == FrameKind::Ping {
+            let pong = Frame::control(FrameKind::Pong, frame.request_id).to_bytes();
+            return send_reply(&self.state.sink, pong)
+                .await
+                .map_err(|_| End::PeerGone);
+        }
+        let slot = match self.state.calls.try_slot() {
+            Some(slot) => slot,
+            // Rare, so out of line.
+            None => Box::pin(self.wait_for_slot()).await?,
+        };
+        match start_call(frame, slot, &self.state, &self.shared).await {
+            Ok(()) => Ok(()),
+            Err(CallRejected::Violation(message)) => {
+                Err(End::Violation(ErrorCode::ProtocolViolation, message))
+            }
+            Err(CallRejected::SinkClosed) => Err(End::PeerGone),
+        }
+    }
+
+    /// Waits for a call slot when every one is taken. Waiting here stops reading the
+    /// connection: backpressure on the peer.
+    async fn wait_for_slot(&mut self) -> Result<CallSlot, End> {
+        self.state.sink.flush().await;
+        tokio::select! {
+            slot = self.state.calls.slot() => Ok(slot),
+            _ = self.shared.shutdown.cancelled() => Err(End::Shutdown),
+            _ = &mut self.writer, if !self.writer_done => {
+                self.writer_done = true;
+                Err(End::PeerGone)
+            }
+        }
+    }
+
+    /// Finishes or stops the calls still running, says goodbye when shutting down, and lets
+    /// the writer send what is queued.
+    async fn close(&mut self, end: End) {
+        let sink = &self.state.sink;
+        let calls = &self.state.calls;
+        match end {
+            End::Shutdown => {
+                sink.flush().await;
+                let stopped = tokio::select! {
+                    _ = calls.finished() => 0,
+                    _ = self.shared.force.cancelled() => calls.abort_all(),
+                };
+                calls.finished().await;
+                // The goodbye tells the client that every call it still waits for never ran,
+                // so that a balanced channel may send them elsewhere, idempotent or not. Calls
+                // the grace period (or an abort) stopped half-way may have run: then the
+                // connection closes without it, and the client counts them as maybe run.
+                if stopped == 0 {
+                    send_connection_error(
+                        sink,
+                        ErrorCode::ShuttingDown,
+                        "the server is shutting down",
+                    )
+                    .await;
+                }
+            }
+            End::Violation(code, message) => {
+                send_connection_error(sink, code, &message).await;
+                // Nobody will read the replies: stop the work.
+                calls.abort_all();
+                calls.finished().await;
+            }
+            End::PeerGone => {
+                // Nobody will read the replies: stop the work.
+                calls.abort_all();
+                calls.finished().await;
+            }
+        }
+        sink.close();
+        if !self.writer_done
+            && tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut self.writer)
+                .await
+                .is_err()
+        {
+            self.writer.abort();
+        }
     }
 }
 
@@ -309,6 +316,32 @@ struct ConnectionState {
     send_limit: u32,
     /// Who is calling, for the authorisation hook and the handlers' call context.
     identity: Arc<PeerIdentity>,
+}
+
+/// The frame the read loop got, or why the connection ends. Out of line: a local the loop
+/// borrows would take room in its state at every wait.
+fn admit_frame(next: Option<Result<Frame, FrameError>>) -> Result<Frame, End> {
+    let frame = match next {
+        None => return Err(End::PeerGone),
+        Some(Ok(frame)) => frame,
+        Some(Err(FrameError::Io(err))) => {
+            tracing::debug!(%err, "connection read failed");
+            return Err(End::PeerGone);
+        }
+        Some(Err(err)) => {
+            let code = match err {
+                FrameError::TooLarge { .. } => ErrorCode::FrameTooLarge,
+                _ => ErrorCode::ProtocolViolation,
+            };
+            tracing::debug!(%err, "closing connection on a bad frame");
+            return Err(End::Violation(code, err.to_string()));
+        }
+    };
+    if let Err(message) = check_header(&frame) {
+        tracing::debug!(%message, "closing connection on a malformed frame header");
+        return Err(End::Violation(ErrorCode::ProtocolViolation, message));
+    }
+    Ok(frame)
 }
 
 /// Checks the header fields a frame's kind fixes (wire chapter, "Frame kinds"): a Request or
