@@ -418,7 +418,9 @@ impl ChannelShared {
                 if current.pending.is_closed()
                     && (redial.reconnect || current.refused_early_calls()) =>
             {
-                self.reconnect(redial).await
+                // Boxed: dialling's state is kilobytes, and inline it would be part of every
+                // call's future (held per call in flight) for a path taken only on reconnect.
+                Box::pin(self.reconnect(redial)).await
             }
             _ => Ok(current),
         }
