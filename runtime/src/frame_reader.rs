@@ -38,6 +38,12 @@ pub(crate) const READ_BUFFER: usize = 512;
 /// filled, so a connection with many replies in flight soon reads more per syscall.
 const CLIENT_READ_BUFFER: usize = 1024;
 
+/// The most one read offers to take (see [`FrameReader::adapt_read_size`]).
+const MAX_READ: usize = 64 * 1024;
+
+/// The most a read into the stack scratch (no buffer held) takes.
+const MAX_PARKED_READ: usize = 8 * 1024;
+
 /// Buffers kept per thread and pool. A thread that parks more than this frees the rest, so a
 /// pool costs at most this many buffers per thread.
 const POOL_PER_THREAD: usize = 64;
@@ -106,6 +112,10 @@ pub(crate) struct FrameReader<R> {
     policy: ReadPolicy,
     /// Empty with no capacity while parked.
     buffer: BytesMut,
+    /// How much the next read offers to take: doubled after a read that took at least this
+    /// much (the peer sends in bursts), halved back towards the policy's buffer size after
+    /// one that took less than a quarter of it.
+    read_size: usize,
     eof: bool,
 }
 
@@ -116,6 +126,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             codec,
             policy,
             buffer: BytesMut::new(),
+            read_size: policy.capacity(),
             eof: false,
         }
     }
@@ -153,13 +164,32 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             let read = if self.buffer.capacity() == 0 {
                 self.poll_read_parked(cx)
             } else {
+                // In a burst, make room for the whole offer: in place once the frames read
+                // before are gone, else in a new buffer. A quiet connection reads into what
+                // its buffer has left (reserving would cost it an allocation now and then).
+                if self.read_size > self.policy.capacity()
+                    && self.buffer.capacity() - self.buffer.len() < self.read_size / 4
+                {
+                    let len = self.buffer.len();
+                    self.buffer.reserve(self.read_size.saturating_sub(len));
+                }
                 tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buffer)
             };
             match ready!(read) {
                 Ok(0) => self.eof = true,
-                Ok(_) => {}
+                Ok(read) => self.adapt_read_size(read),
                 Err(err) => return Poll::Ready(Some(Err(FrameError::Io(err)))),
             }
+        }
+    }
+
+    /// Doubles the next read's offer after a read of at least that much, up to
+    /// [`MAX_READ`]; halves it after one of less than a quarter of it.
+    fn adapt_read_size(&mut self, read: usize) {
+        if read >= self.read_size {
+            self.read_size = (self.read_size * 2).min(MAX_READ);
+        } else if read < self.read_size / 4 {
+            self.read_size = (self.read_size / 2).max(self.policy.capacity());
         }
     }
 
@@ -167,8 +197,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// nothing (the usual case for an idle connection) leaves the reader holding no buffer.
     /// Only bytes that arrived are copied into a buffer taken from the pool.
     fn poll_read_parked(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        let mut scratch = [MaybeUninit::<u8>::uninit(); CLIENT_READ_BUFFER];
-        let mut read = ReadBuf::uninit(&mut scratch[..self.policy.capacity()]);
+        let mut scratch = [MaybeUninit::<u8>::uninit(); MAX_PARKED_READ];
+        let size = self.read_size.min(MAX_PARKED_READ);
+        let mut read = ReadBuf::uninit(&mut scratch[..size]);
         ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
         let filled = read.filled();
         if !filled.is_empty() {
@@ -298,12 +329,26 @@ mod tests {
             burst.extend_from_slice(&ping(id));
         }
         tx.write_all(&burst).await.unwrap();
-        for id in 1..=400 {
+        assert_eq!(reader.next().await.unwrap().unwrap().request_id, 1);
+        assert_eq!(
+            reader.read_size,
+            2 * CLIENT_READ_BUFFER,
+            "a read that took all it was offered doubles the next offer"
+        );
+        for id in 2..=400 {
             assert_eq!(reader.next().await.unwrap().unwrap().request_id, id);
         }
         assert!(
             reader.buffer.capacity() > CLIENT_READ_BUFFER,
             "a burst larger than the buffer grows it"
         );
+        reader.park();
+        // Lone frames again: the offer falls back to the policy's buffer size.
+        for id in 401..=410 {
+            tx.write_all(&ping(id)).await.unwrap();
+            assert_eq!(reader.next().await.unwrap().unwrap().request_id, id);
+            reader.park();
+        }
+        assert_eq!(reader.read_size, CLIENT_READ_BUFFER);
     }
 }
