@@ -252,9 +252,9 @@ impl Drop for CallSlot {
 impl InFlight {
     /// Allows `limit` calls at once (at least one).
     pub(super) fn new(limit: usize) -> Self {
-        let limit = u32::try_from(limit)
-            .unwrap_or(u32::MAX)
-            .clamp(1, Semaphore::MAX_PERMITS as u32);
+        // A semaphore holds at most `MAX_PERMITS` (less than `u32::MAX` on 32-bit targets).
+        let most = u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX);
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX).clamp(1, most);
         Self {
             calls: Mutex::default(),
             slots: Semaphore::new(limit as usize),
