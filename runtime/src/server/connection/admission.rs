@@ -1,10 +1,14 @@
 //! Admission: a Request or Notify frame becomes a running call, or is refused.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use futures::future::{AbortHandle, Abortable, Aborted, Either};
 use futures::FutureExt;
@@ -12,7 +16,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::reply::{send_reply, HandlerOutcome, ReplyTo};
+use super::reply::{queue_reply, HandlerOutcome, ReplyTo};
 use super::ConnectionState;
 use crate::context::CallContext;
 use crate::error::ErrorCode;
@@ -34,12 +38,16 @@ pub(super) enum CallRejected {
 }
 
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
-pub(super) async fn start_call(
+///
+/// Synchronous, so that the usual call (its handler done at the first poll, its reply queued
+/// at once) costs the read loop no future of its own. `Ok(Some(frame))`: the reply is ready
+/// but the sink is full; the caller sends it once there is room.
+pub(super) fn start_call(
     frame: Frame,
     slot: CallSlot,
     context: &ConnectionState,
     shared: &Shared,
-) -> Result<(), CallRejected> {
+) -> Result<Option<Bytes>, CallRejected> {
     let Frame {
         kind,
         request_id,
@@ -80,9 +88,9 @@ pub(super) async fn start_call(
                 ErrorCode::UnknownMethod,
                 &format!("no service on this server has method id {method}"),
             );
-            send_reply(&context.sink, error.to_bytes()).await?;
+            return queue_reply(&context.sink, error.to_bytes());
         }
-        return Ok(());
+        return Ok(None);
     };
     let trace = metadata
         .get(TRACEPARENT)
@@ -134,8 +142,11 @@ pub(super) async fn start_call(
     };
     // Most handlers finish without ever waiting: run them here, saving a task spawn and a
     // timer. Only a handler that is still pending after its first poll gets its own task.
+    // That poll needs no waker: the task polls the call again first thing, and a poll looks
+    // at the call's state afresh, so no wake-up in between is lost.
     shared.metrics.in_flight.increment(1.0);
-    if let Poll::Ready(outcome) = futures::poll!(&mut work) {
+    let mut first_poll = Context::from_waker(Waker::noop());
+    if let Poll::Ready(outcome) = Pin::new(&mut work).poll(&mut first_poll) {
         drop(slot);
         let now = Instant::now();
         let outcome = within(deadline, now, outcome);
@@ -146,9 +157,9 @@ pub(super) async fn start_call(
         if !one_way {
             let frame = reply.frame(outcome);
             shared.metrics.sent_bytes.increment(frame.len() as u64);
-            send_reply(&context.sink, frame).await?;
+            return queue_reply(&context.sink, frame);
         }
-        return Ok(());
+        return Ok(None);
     }
     let (abort, registration) = AbortHandle::new_pair();
     context.calls.insert(request_id, abort);
@@ -189,7 +200,7 @@ pub(super) async fn start_call(
             let _ = sink.send(frame, Delivery::Now).await;
         }
     });
-    Ok(())
+    Ok(None)
 }
 
 impl Ended {

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::io::AsyncRead;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -34,11 +35,11 @@ use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
 use crate::frame_reader::{FrameReader, ReadPolicy};
 use crate::liveness::{Liveness, Silence};
 use crate::transport::Transport;
-use crate::writer::FrameSink;
+use crate::writer::{Delivery, FrameSink};
 
 use admission::{start_call, CallRejected, CallSlot, InFlight};
 use handshake::handshake;
-use reply::{send_connection_error, send_reply};
+use reply::{queue_reply, send_connection_error};
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
@@ -139,9 +140,9 @@ impl Connection {
     }
 
     /// Reads and handles frames until the connection is to close. Only the timer, the
-    /// liveness record and the wait itself live across its waits: handling a frame is a
-    /// boxed step (the allocation a call's state needs anyway), and a violation's error frame
-    /// is sent by [`close`](Self::close).
+    /// liveness record and the wait itself live across its waits: handling a frame does not
+    /// wait (what must wait is a boxed step), and a violation's error frame is sent by
+    /// [`close`](Self::close).
     async fn read_loop(&mut self) -> End {
         let config = &self.shared.config;
         let mut liveness = Liveness::new();
@@ -211,7 +212,13 @@ impl Connection {
                     return End::Violation(ErrorCode::ProtocolViolation, message);
                 }
                 FrameKind::Request | FrameKind::Notify | FrameKind::Ping => {
-                    if let Err(end) = Box::pin(self.handle(frame)).await {
+                    let unfinished = match self.handle(frame) {
+                        Ok(None) => continue,
+                        Ok(Some(unfinished)) => unfinished,
+                        Err(end) => return end,
+                    };
+                    // Rare, so boxed: inline, its state would enlarge every connection.
+                    if let Err(end) = Box::pin(self.finish_handling(unfinished)).await {
                         return end;
                     }
                 }
@@ -219,26 +226,41 @@ impl Connection {
         }
     }
 
-    /// Starts a call, or answers a ping.
-    async fn handle(&mut self, frame: Frame) -> Result<(), End> {
+    /// Starts a call, or answers a ping, without waiting: the usual call costs no future.
+    /// What needs a wait (a free call slot, room in the sink) is returned, for
+    /// [`finish_handling`](Self::finish_handling).
+    fn handle(&mut self, frame: Frame) -> Result<Option<Unfinished>, End> {
         if frame.kind == FrameKind::Ping {
             let pong = Frame::control(FrameKind::Pong, frame.request_id).to_bytes();
-            return send_reply(&self.state.sink, pong)
-                .await
-                .map_err(|_| End::PeerGone);
+            return queue_reply(&self.state.sink, pong)
+                .map(|full| full.map(Unfinished::Reply))
+                .map_err(End::from);
         }
-        let slot = match self.state.calls.try_slot() {
-            Some(slot) => slot,
-            // Rare, so out of line.
-            None => Box::pin(self.wait_for_slot()).await?,
+        let Some(slot) = self.state.calls.try_slot() else {
+            return Ok(Some(Unfinished::NoSlot(frame)));
         };
-        match start_call(frame, slot, &self.state, &self.shared).await {
-            Ok(()) => Ok(()),
-            Err(CallRejected::Violation(message)) => {
-                Err(End::Violation(ErrorCode::ProtocolViolation, message))
+        start_call(frame, slot, &self.state, &self.shared)
+            .map(|full| full.map(Unfinished::Reply))
+            .map_err(End::from)
+    }
+
+    /// Does what [`handle`](Self::handle) could not do without waiting.
+    async fn finish_handling(&mut self, unfinished: Unfinished) -> Result<(), End> {
+        let reply = match unfinished {
+            Unfinished::Reply(reply) => reply,
+            Unfinished::NoSlot(frame) => {
+                let slot = self.wait_for_slot().await?;
+                match start_call(frame, slot, &self.state, &self.shared)? {
+                    Some(reply) => reply,
+                    None => return Ok(()),
+                }
             }
-            Err(CallRejected::SinkClosed) => Err(End::PeerGone),
-        }
+        };
+        self.state
+            .sink
+            .send(reply, Delivery::Corked)
+            .await
+            .map_err(|_| End::PeerGone)
     }
 
     /// Waits for a call slot when every one is taken. Waiting here stops reading the
@@ -300,6 +322,25 @@ impl Connection {
                 .is_err()
         {
             self.writer.abort();
+        }
+    }
+}
+
+/// What [`Connection::handle`] left to do, because it needs a wait.
+enum Unfinished {
+    /// Every call slot is taken: start this call once one is free.
+    NoSlot(Frame),
+    /// The sink is full: send this reply once it has room.
+    Reply(Bytes),
+}
+
+impl From<CallRejected> for End {
+    fn from(rejected: CallRejected) -> Self {
+        match rejected {
+            CallRejected::Violation(message) => {
+                End::Violation(ErrorCode::ProtocolViolation, message)
+            }
+            CallRejected::SinkClosed => End::PeerGone,
         }
     }
 }

@@ -12,16 +12,14 @@ use crate::method::MethodId;
 use crate::server::request::Reply;
 use crate::writer::{Delivery, FrameSink, TryCork};
 
-/// Queues a reply (or pong) written by the read loop; it is flushed when the loop runs out of
-/// input.
-pub(super) async fn send_reply(sink: &FrameSink, frame: Bytes) -> Result<(), CallRejected> {
+/// Queues a reply (or pong) written by the read loop, without waiting; it is flushed when the
+/// loop runs out of input. `Ok(Some(frame))`: the sink is full, and the read loop sends the
+/// frame once there is room (see `Connection::finish_handling`).
+pub(super) fn queue_reply(sink: &FrameSink, frame: Bytes) -> Result<Option<Bytes>, CallRejected> {
     match sink.try_cork(frame) {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(None),
         Err(TryCork::Closed) => Err(CallRejected::SinkClosed),
-        // Rare, so out of line: the waiting future would otherwise enlarge every connection.
-        Err(TryCork::Full(frame)) => Box::pin(sink.send(frame, Delivery::Corked))
-            .await
-            .map_err(|_| CallRejected::SinkClosed),
+        Err(TryCork::Full(frame)) => Ok(Some(frame)),
     }
 }
 
