@@ -273,51 +273,56 @@ fn put_header(
 /// An outgoing frame under construction: the codec encodes the payload straight after a
 /// reserved header.
 ///
-/// The buffer comes from a per-thread scratch buffer that keeps its capacity, and a finished
-/// frame of up to 4 KiB is copied out into an allocation of exactly its
-/// size: one allocation per frame, where encoding into a fresh buffer cost one, another per
-/// growth, and one more for the shared header `Bytes` needs when a buffer's length is not its
-/// capacity. Larger frames are handed over without a copy.
+/// Small frames are cut from per-thread chunks of [`CHUNK`] bytes: a finished frame is split
+/// off the chunk, and the next frame is encoded into the room after it, so a chunk's frames
+/// share one allocation. A chunk whose frames have all been dropped (written, in the usual
+/// case) is reused in place. A frame that outgrows the room left gets a buffer of its own.
+/// The cost of sharing: a frame still alive keeps its whole chunk allocated.
 #[derive(Debug)]
 pub struct FrameBuf {
     buf: BytesMut,
     flags: u8,
 }
 
-/// Frames up to this size are copied out of the scratch buffer; larger ones take it along.
-const COPY_OUT_UP_TO: usize = 4 * 1024;
+/// The size of the chunks small frames are cut from. Small enough that a frame kept alive
+/// (a reply waiting for a slow peer) pins little; large enough for a few dozen typical calls.
+const CHUNK: usize = 2 * 1024;
 
-/// A scratch buffer that grew past this is not kept for the next frame.
-const KEEP_SCRATCH_UP_TO: usize = 16 * 1024;
+/// Room under this size is not worth keeping for the next frame.
+const MIN_ROOM: usize = 64;
 
 thread_local! {
-    /// The scratch buffer of the frames this thread encodes (`None` while one is in use).
-    static SCRATCH: std::cell::Cell<Option<BytesMut>> = const { std::cell::Cell::new(None) };
+    /// The room left in this thread's current chunk (`None` while a frame is being built, or
+    /// when there is none).
+    static ROOM: std::cell::Cell<Option<BytesMut>> = const { std::cell::Cell::new(None) };
 }
 
-/// An empty buffer with room for `capacity` bytes, from this thread's scratch if it is free.
-fn scratch(capacity: usize) -> BytesMut {
-    match SCRATCH.take() {
-        Some(mut buf) => {
-            buf.reserve(capacity);
-            buf
+/// An empty buffer with room for at least `capacity` bytes: this thread's current chunk, the
+/// same chunk again if all its frames are gone, or a new one.
+fn start_frame(capacity: usize) -> BytesMut {
+    if let Some(mut room) = ROOM.take() {
+        if room.capacity() >= capacity || room.try_reclaim(capacity) {
+            return room;
         }
-        None => BytesMut::with_capacity(capacity.max(256)),
     }
+    BytesMut::with_capacity(capacity.max(CHUNK))
 }
 
-/// Keeps `buf` as this thread's scratch buffer for the next frame.
-fn keep_scratch(mut buf: BytesMut) {
-    if buf.capacity() <= KEEP_SCRATCH_UP_TO {
-        buf.clear();
-        SCRATCH.set(Some(buf));
+/// Splits the finished frame off `buf`, keeping the room after it for the next frame when
+/// the frame was cut from a chunk (a large frame's leftover is not kept: small frames cut from
+/// it would keep the large allocation alive).
+fn cut_frame(mut buf: BytesMut) -> Bytes {
+    let frame = buf.split().freeze();
+    if frame.len() <= CHUNK && buf.capacity() >= MIN_ROOM {
+        ROOM.set(Some(buf));
     }
+    frame
 }
 
 impl FrameBuf {
     /// An empty frame with room for `payload_hint` bytes of payload.
     pub fn with_capacity(payload_hint: usize) -> Self {
-        let mut buf = scratch(FRAME_OVERHEAD + payload_hint);
+        let mut buf = start_frame(FRAME_OVERHEAD + payload_hint);
         buf.put_bytes(0, FRAME_OVERHEAD);
         Self { buf, flags: 0 }
     }
@@ -372,12 +377,7 @@ impl FrameBuf {
             method,
             deadline_ms,
         );
-        if self.buf.len() > COPY_OUT_UP_TO {
-            return Ok(self.buf.freeze());
-        }
-        let frame = Bytes::copy_from_slice(&self.buf);
-        keep_scratch(self.buf);
-        Ok(frame)
+        Ok(cut_frame(self.buf))
     }
 }
 
@@ -452,15 +452,18 @@ mod tests {
 
     #[test]
     fn frames_built_one_after_another_keep_their_own_bytes() {
-        // Small frames are copied out of a reused scratch buffer, large ones take it along:
-        // either way a finished frame must not change when the next one is built.
+        // Small frames share a chunk, large ones get their own buffer, and a chunk is reused
+        // once its frames are gone: a finished frame must not change when the next one is
+        // built, whichever happened.
         let sizes = [
             10,
-            COPY_OUT_UP_TO,
-            COPY_OUT_UP_TO + 1,
+            CHUNK - FRAME_OVERHEAD,
+            CHUNK + 1,
             3,
-            KEEP_SCRATCH_UP_TO + 1,
+            5 * CHUNK,
             5,
+            40,
+            7,
         ];
         let frames: Vec<Bytes> = sizes
             .iter()
@@ -476,6 +479,27 @@ mod tests {
             assert_eq!(decoded.request_id, 7);
             assert!(
                 decoded.payload.iter().all(|&b| b == i as u8 + 1),
+                "frame {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn frames_kept_among_dropped_ones_keep_their_bytes() {
+        // Some frames live on (a reply waiting for a slow peer) while the frames around them
+        // are written and dropped, and chunks are reclaimed under them.
+        let mut kept = Vec::new();
+        for i in 0..600usize {
+            let len = [40, 3, 300, 1000, 0][i % 5];
+            let frame = built(i as u8, len);
+            if i % 7 == 0 {
+                kept.push((i, len, frame));
+            }
+        }
+        for (i, len, frame) in kept {
+            assert_eq!(frame.len(), FRAME_OVERHEAD + len, "frame {i}");
+            assert!(
+                frame[FRAME_OVERHEAD..].iter().all(|&b| b == i as u8),
                 "frame {i}"
             );
         }
