@@ -13,7 +13,7 @@ use std::future::{poll_fn, Future};
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
@@ -41,9 +41,9 @@ pub(crate) enum Delivery {
 #[derive(Debug)]
 pub(crate) struct SinkClosed;
 
-/// Why [`FrameSink::try_cork`] did not queue a frame.
+/// Why [`FrameSink::try_send`] did not queue a frame.
 #[derive(Debug)]
-pub(crate) enum TryCork {
+pub(crate) enum TrySend {
     /// The queue is full; here is the frame back.
     Full(Bytes),
     /// The sink is closed.
@@ -113,40 +113,27 @@ impl FrameSink {
     }
 
     /// Queues `frame` for `delivery`. Waits while the queue is full.
-    pub(crate) async fn send(&self, frame: Bytes, delivery: Delivery) -> Result<(), SinkClosed> {
-        let mut frame = Some(frame);
+    pub(crate) async fn send(
+        &self,
+        mut frame: Bytes,
+        delivery: Delivery,
+    ) -> Result<(), SinkClosed> {
         loop {
             let space = self.shared.space.notified();
             tokio::pin!(space);
-            let claimed = {
+            let admitted = {
                 let mut queue = self.shared.lock_queue();
-                if queue.closing || queue.failed {
-                    return Err(SinkClosed);
-                }
-                let len = frame.as_ref().map_or(0, Bytes::len);
-                if queue.batch.remaining > 0 && queue.batch.remaining + len > MAX_QUEUED_BYTES {
-                    // Register before unlocking so no wake-up is lost, and make sure someone
-                    // drains: corked frames wait for no one.
+                let admitted = self.shared.admit(&mut queue, frame, delivery);
+                if matches!(admitted, Err(TrySend::Full(_))) {
+                    // Register before unlocking so no wake-up is lost, and make sure
+                    // someone drains: corked frames wait for no one.
                     space.as_mut().enable();
                     self.shared.hand_to_writer(&mut queue);
-                    None
-                } else {
-                    if let Some(frame) = frame.take() {
-                        queue.batch.push(frame);
-                    }
-                    match delivery {
-                        _ if queue.owner != Owner::Nobody => Some(false),
-                        Delivery::Now => Some(self.shared.claim(&mut queue)),
-                        Delivery::Background => {
-                            self.shared.hand_to_writer(&mut queue);
-                            Some(false)
-                        }
-                        Delivery::Corked => Some(false),
-                    }
                 }
+                admitted
             };
-            match claimed {
-                Some(true) => {
+            match admitted {
+                Ok(true) => {
                     poll_fn(|cx| {
                         self.shared.write_claimed(cx);
                         Poll::Ready(())
@@ -154,10 +141,31 @@ impl FrameSink {
                     .await;
                     return Ok(());
                 }
-                Some(false) => return Ok(()),
-                None => space.await,
+                Ok(false) => return Ok(()),
+                Err(TrySend::Closed) => return Err(SinkClosed),
+                Err(TrySend::Full(back)) => {
+                    frame = back;
+                    space.await;
+                }
             }
         }
+    }
+
+    /// Queues `frame` for `delivery` if there is room, without waiting. Hands the frame back
+    /// when the queue is full, so that the caller can wait with [`send`](Self::send): keeping
+    /// the waiting path out of line keeps the callers' futures small.
+    pub(crate) fn try_send(&self, frame: Bytes, delivery: Delivery) -> Result<(), TrySend> {
+        let claimed = {
+            let mut queue = self.shared.lock_queue();
+            self.shared.admit(&mut queue, frame, delivery)?
+        };
+        if claimed {
+            // No waker needed: if the socket is full, the writer task takes over and waits
+            // for it with its own.
+            self.shared
+                .write_claimed(&mut Context::from_waker(Waker::noop()));
+        }
+        Ok(())
     }
 
     /// Writes what is queued now, from the caller's task, unless someone else is writing.
@@ -173,21 +181,6 @@ impl FrameSink {
             })
             .await;
         }
-    }
-
-    /// Queues a frame for [`Delivery::Corked`] if there is room, without waiting. Hands the
-    /// frame back when the queue is full, so that the caller can wait with [`send`](Self::send):
-    /// keeping the waiting path out of line keeps the callers' futures small.
-    pub(crate) fn try_cork(&self, frame: Bytes) -> Result<(), TryCork> {
-        let mut queue = self.shared.lock_queue();
-        if queue.closing || queue.failed {
-            return Err(TryCork::Closed);
-        }
-        if queue.batch.remaining > 0 && queue.batch.remaining + frame.len() > MAX_QUEUED_BYTES {
-            return Err(TryCork::Full(frame));
-        }
-        queue.batch.push(frame);
-        Ok(())
     }
 
     /// Queues a frame without waiting: for control frames (cancel, pong) sent from places that
@@ -217,6 +210,27 @@ impl Shared {
 
     fn lock_io(&self) -> MutexGuard<'_, BoxedWrite> {
         self.io.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `frame` for `delivery` if there is room. `Ok(true)`: the caller now owns
+    /// writing and must call [`write_claimed`](Self::write_claimed).
+    fn admit(&self, queue: &mut Queue, frame: Bytes, delivery: Delivery) -> Result<bool, TrySend> {
+        if queue.closing || queue.failed {
+            return Err(TrySend::Closed);
+        }
+        if queue.batch.remaining > 0 && queue.batch.remaining + frame.len() > MAX_QUEUED_BYTES {
+            return Err(TrySend::Full(frame));
+        }
+        queue.batch.push(frame);
+        Ok(match delivery {
+            _ if queue.owner != Owner::Nobody => false,
+            Delivery::Now => self.claim(queue),
+            Delivery::Background => {
+                self.hand_to_writer(queue);
+                false
+            }
+            Delivery::Corked => false,
+        })
     }
 
     /// Takes ownership of writing if nobody has it and there is something to write.
@@ -259,7 +273,7 @@ impl Shared {
             }
             // The socket is full, or more frames arrived meanwhile: the writer task takes
             // over, ahead of newer frames with whatever is left of ours. (A full socket also
-            // holds this task's waker now; waking it later is harmless.)
+            // holds the sender's waker now, if it had one; waking it later is harmless.)
             _ => {
                 batch.prepend_to(&mut queue.batch);
                 queue.owner = Owner::Writer;

@@ -17,13 +17,11 @@ use futures::FutureExt;
 use tokio::io::AsyncRead;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
-use tracing::Instrument;
 
 use crate::codec::Codec;
 use crate::context::CallContext;
-use crate::error::{Error, ErrorCode};
+use crate::error::Error;
 use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
 use crate::frame_reader::{FrameReader, ReadPolicy};
 use crate::metadata::Metadata;
@@ -31,10 +29,11 @@ use crate::method::MethodId;
 use crate::negotiate::{read_verdict, ClientHello, Negotiated, NegotiationError};
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::Transport;
-use crate::writer::{Delivery, FrameSink};
+use crate::writer::{Delivery, FrameSink, TrySend};
 
 use super::dial::ConnectionSettings;
 use super::early::{self, KnownServer, ServerKey};
+use super::exchange::{Exchange, Sent, WaitingSend};
 use super::pending::PendingCalls;
 use super::request::EncodeArgs;
 use super::{reader, reply_metadata};
@@ -105,7 +104,7 @@ impl Connection {
             Some(early) => {
                 // First on the wire. Corked: a call made right away writes it together with
                 // its own frame, from its own task; else the reader writes it when it starts.
-                let _ = sink.try_cork(Bytes::from(early.hello.to_bytes()));
+                let _ = sink.try_send(Bytes::from(early.hello.to_bytes()), Delivery::Corked);
                 let (verdict, hello) = watch::channel(Verdict::Waiting);
                 // Settling the hello is boxed (and freed once done), and the reader task
                 // holds either it or the read loop: the task lives as long as the connection.
@@ -194,16 +193,17 @@ impl Connection {
         Ok((request_id, frame))
     }
 
-    /// Sends a request frame and waits for its reply, at most `timeout`; the reply's payload
-    /// (after its metadata, which goes to [`reply_metadata`]) on success.
-    pub(super) async fn exchange(
+    /// Registers the call and sends its request frame now; the returned future waits for the
+    /// reply, at most `timeout`, and resolves to its payload (after its metadata, which goes
+    /// to [`reply_metadata`]). Dropping the future before then cancels the call.
+    pub(super) fn exchange(
         &self,
         method: MethodId,
         request_id: u64,
         frame: Bytes,
         timeout: Option<Duration>,
         trace: Option<TraceContext>,
-    ) -> Result<Bytes, Error> {
+    ) -> Result<Exchange<'_>, Error> {
         let span = tracing::debug_span!(
             "wirecall.call",
             side = "client",
@@ -214,55 +214,34 @@ impl Connection {
             span_id = trace.map(|t| t.span_id_hex()),
         );
         let reply = self.pending.register(request_id)?;
-        let mut cancel = CancelOnDrop {
-            connection: self,
-            request_id,
-            armed: true,
-        };
-        let exchange = async {
-            // A lone call writes its own frame; among many, the writer task batches them.
-            let delivery = if self.pending.len() <= 1 {
-                Delivery::Now
-            } else {
-                Delivery::Background
-            };
-            self.sink
-                .send(frame, delivery)
-                .await
-                .map_err(|_| self.pending.closed_error())?;
-            reply.await.map_err(|_| self.pending.closed_error())?
-        };
-        let exchange = if span.is_disabled() {
-            Either::Left(exchange)
+        // A lone call writes its own frame; among many, the writer task batches them.
+        let delivery = if self.pending.len() <= 1 {
+            Delivery::Now
         } else {
-            Either::Right(exchange.instrument(span))
+            Delivery::Background
         };
-        let deadline = timeout.map(|after| Instant::now() + after);
-        let frame = match deadline {
-            Some(at) => {
-                tokio::time::timeout_at(at, exchange)
-                    .await
-                    .map_err(|_| Error::Timeout {
-                        after: timeout.unwrap_or_default(),
-                    })??
+        let sent = span.in_scope(|| self.sink.try_send(frame, delivery));
+        let sending = match sent {
+            Ok(()) => None,
+            Err(TrySend::Full(frame)) => {
+                Some(Box::pin(self.sink.send(frame, delivery)) as WaitingSend<'_>)
             }
-            None => exchange.await?,
+            Err(TrySend::Closed) => {
+                self.pending.remove(request_id);
+                return Err(self.pending.closed_error());
+            }
         };
-        cancel.armed = false;
-        match self.reply_payload(method, frame) {
-            // The server's copy of the deadline can fire a moment before ours: it is the same
-            // deadline, so the caller sees the same error either way. Well before ours, it is
-            // a time limit of the server's own (a timeout layer), reported as the server's.
-            Err(Error::Remote {
-                code: ErrorCode::DeadlineExceeded,
-                ..
-            }) if deadline.is_some_and(|at| Instant::now() + SAME_DEADLINE >= at) => {
-                Err(Error::Timeout {
-                    after: timeout.unwrap_or_default(),
-                })
-            }
-            other => other,
-        }
+        Ok(Exchange::new(
+            self,
+            Sent {
+                method,
+                request_id,
+                timeout,
+                sending,
+                reply,
+                span,
+            },
+        ))
     }
 
     pub(super) fn encode_notify<E: EncodeArgs + ?Sized>(
@@ -433,30 +412,9 @@ impl<'a> Outgoing<'a> {
     }
 }
 
-/// How close to the caller's own deadline a server's `DeadlineExceeded` must come to be the
-/// same deadline (the server starts its clock later, and counts whole milliseconds).
-const SAME_DEADLINE: Duration = Duration::from_millis(5);
-
 /// The wire deadline: milliseconds, at least 1 so that a tiny timeout is not read as "none".
 fn deadline_ms(timeout: Option<Duration>) -> u32 {
     timeout.map_or(0, |t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32)
-}
-
-/// Tells the server to stop a call whose caller gave up (timeout or dropped future).
-struct CancelOnDrop<'a> {
-    connection: &'a Connection,
-    request_id: u64,
-    armed: bool,
-}
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed && self.connection.pending.remove(self.request_id) {
-            // Best effort: if the queue is full the reply will simply be discarded on arrival.
-            let cancel = Frame::control(FrameKind::Cancel, self.request_id).to_bytes();
-            self.connection.sink.send_now(cancel);
-        }
-    }
 }
 
 /// Reads the server's verdict on an early hello (after writing the hello, unless a call

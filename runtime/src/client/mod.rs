@@ -13,6 +13,7 @@ mod builder;
 mod connection;
 mod dial;
 mod early;
+mod exchange;
 mod pending;
 mod reader;
 pub mod reply_metadata;
@@ -39,6 +40,7 @@ pub(crate) use connection::Connection;
 use connection::Outgoing;
 pub(crate) use dial::Keepalive;
 use dial::Redial;
+use exchange::sent_or_failed;
 pub(crate) use request::{EncodeArgs, RawArgs};
 pub use request::{Reply, Request};
 
@@ -258,9 +260,8 @@ impl Channel {
         let start = connection.encode_request(method, args, timeout, &outgoing);
         async move {
             let (request_id, frame) = start?;
-            connection
-                .exchange(method, request_id, frame, timeout, trace)
-                .await
+            let sent = connection.exchange(method, request_id, frame, timeout, trace);
+            sent_or_failed(sent).await
         }
     }
 
@@ -430,38 +431,46 @@ impl ChannelShared {
     /// sent early on a connection whose server then refused early calls never ran: it is
     /// encoded again (the new connection's codec differs) and sent once more on a new
     /// connection, within what is left of its deadline.
-    pub(super) async fn send_call<E: EncodeArgs>(
-        &self,
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps a second copy of its arguments in its state"
+    )]
+    pub(super) fn send_call<'a, E: EncodeArgs + 'a>(
+        &'a self,
         method: MethodId,
         args: E,
         timeout: Option<Duration>,
-        outgoing: Outgoing<'_>,
-    ) -> Result<(Bytes, Codec), Error> {
-        let mut left = timeout;
-        let mut sent_again = false;
-        loop {
-            let connection = self.connection().await?;
-            // Only a call sent early can be sent again, so only it reads the clock.
-            let started = connection.hello.is_some().then(Instant::now);
-            let (request_id, frame) = connection.encode_request(method, &args, left, &outgoing)?;
-            let result = connection
-                .exchange(method, request_id, frame, left, outgoing.trace)
-                .await;
-            match result {
-                Err(_) if !sent_again && connection.refused_early_calls() => {
-                    sent_again = true;
-                    // (`refused_early_calls` implies the connection was opened early, so
-                    // `started` is set.)
-                    let spent = started.map_or(Duration::ZERO, |at| at.elapsed());
-                    left = match (timeout, left) {
-                        (Some(after), Some(left)) => match left.checked_sub(spent) {
-                            Some(rest) if !rest.is_zero() => Some(rest),
-                            _ => return Err(Error::Timeout { after }),
-                        },
-                        _ => None,
-                    };
+        outgoing: Outgoing<'a>,
+    ) -> impl Future<Output = Result<(Bytes, Codec), Error>> + Send + 'a {
+        // An `async` block rather than an `async fn`: the caller holds this future for every
+        // call in flight, and an `async fn` would keep a second copy of its arguments.
+        async move {
+            let mut left = timeout;
+            let mut sent_again = false;
+            loop {
+                let connection = self.connection().await?;
+                // Only a call sent early can be sent again, so only it reads the clock.
+                let started = connection.hello.is_some().then(Instant::now);
+                let (request_id, frame) =
+                    connection.encode_request(method, &args, left, &outgoing)?;
+                let sent = connection.exchange(method, request_id, frame, left, outgoing.trace);
+                let result = sent_or_failed(sent).await;
+                match result {
+                    Err(_) if !sent_again && connection.refused_early_calls() => {
+                        sent_again = true;
+                        // (`refused_early_calls` implies the connection was opened early, so
+                        // `started` is set.)
+                        let spent = started.map_or(Duration::ZERO, |at| at.elapsed());
+                        left = match (timeout, left) {
+                            (Some(after), Some(left)) => match left.checked_sub(spent) {
+                                Some(rest) if !rest.is_zero() => Some(rest),
+                                _ => return Err(Error::Timeout { after }),
+                            },
+                            _ => None,
+                        };
+                    }
+                    result => return result.map(|payload| (payload, connection.codec)),
                 }
-                result => return result.map(|payload| (payload, connection.codec)),
             }
         }
     }

@@ -10,16 +10,16 @@ use crate::error::{CallError, ErrorCode};
 use crate::frame::{Frame, FrameKind};
 use crate::method::MethodId;
 use crate::server::request::Reply;
-use crate::writer::{Delivery, FrameSink, TryCork};
+use crate::writer::{Delivery, FrameSink, TrySend};
 
 /// Queues a reply (or pong) written by the read loop, without waiting; it is flushed when the
 /// loop runs out of input. `Ok(Some(frame))`: the sink is full, and the read loop sends the
 /// frame once there is room (see `Connection::finish_handling`).
 pub(super) fn queue_reply(sink: &FrameSink, frame: Bytes) -> Result<Option<Bytes>, CallRejected> {
-    match sink.try_cork(frame) {
+    match sink.try_send(frame, Delivery::Corked) {
         Ok(()) => Ok(None),
-        Err(TryCork::Closed) => Err(CallRejected::SinkClosed),
-        Err(TryCork::Full(frame)) => Ok(Some(frame)),
+        Err(TrySend::Closed) => Err(CallRejected::SinkClosed),
+        Err(TrySend::Full(frame)) => Ok(Some(frame)),
     }
 }
 
