@@ -511,7 +511,9 @@ where
         return;
     }
     let _ = stream.shutdown().await;
-    let mut scratch = [0u8; 4096];
+    // On the heap: on the stack it would be part of every handshake's future, refused or not,
+    // and a server opening many connections at once holds many of those.
+    let mut scratch = vec![0u8; 4096];
     let mut discarded = 0;
     while discarded < MAX_DISCARDED {
         match stream.read(&mut scratch).await {
