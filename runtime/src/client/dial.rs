@@ -149,26 +149,38 @@ impl ConnectionSettings {
     ) -> Result<Connection, Error> {
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
-            let name = tls.server_name();
-            let stream = tls
-                .connector()
-                .connect(name.clone(), stream)
-                .await
-                .map_err(Error::Tls)?;
-            let key = peer.map(|addr| ServerKey {
-                addr,
-                server_name: Some(name.to_str().into_owned()),
-            });
-            return self
-                .open(stream, peer, key, version, tls_failure)
-                .await
-                .map_err(tls_failure);
+            // Boxed: the TLS handshake's state is kilobytes, and inline it would be part of
+            // every plain connection's dial too.
+            return Box::pin(self.secure_tls(tls, stream, peer, version)).await;
         }
         let key = peer.map(|addr| ServerKey {
             addr,
             server_name: None,
         });
         self.open(stream, peer, key, version, |err| err).await
+    }
+
+    #[cfg(feature = "tls")]
+    async fn secure_tls<T: Transport>(
+        &self,
+        tls: &ClientTlsConfig,
+        stream: T,
+        peer: Option<SocketAddr>,
+        version: u8,
+    ) -> Result<Connection, Error> {
+        let name = tls.server_name();
+        let stream = tls
+            .connector()
+            .connect(name.clone(), stream)
+            .await
+            .map_err(Error::Tls)?;
+        let key = peer.map(|addr| ServerKey {
+            addr,
+            server_name: Some(name.to_str().into_owned()),
+        });
+        self.open(stream, peer, key, version, tls_failure)
+            .await
+            .map_err(tls_failure)
     }
 
     /// The hello, the verdict, then the connection's reader and writer; or, for a server
