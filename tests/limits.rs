@@ -270,3 +270,89 @@ async fn a_peer_that_never_reads_is_closed_when_writes_stall() {
     let users = LabClient::connect(addr).await.unwrap();
     assert_eq!(users.add(1, 2).await.unwrap(), 3);
 }
+
+/// Reads one frame off a raw socket: its kind, request id and length after the length prefix.
+async fn read_raw_frame(socket: &mut TcpStream) -> (u8, u64, usize) {
+    let len = socket.read_u32().await.unwrap() as usize;
+    let mut frame = vec![0u8; len];
+    socket.read_exact(&mut frame).await.unwrap();
+    let request_id = u64::from_be_bytes(frame[2..10].try_into().unwrap());
+    (frame[0], request_id, len)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_reads_late_still_gets_every_reply() {
+    // 16 MiB of replies to a peer that reads nothing for a while: they fill the connection's
+    // write queue and both sockets, the server stops reading the connection and waits for
+    // room, and once the peer reads, every reply arrives, once.
+    let server = Server::builder()
+        .serve(LabServer::new(Arc::new(LabImpl::default())))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02\x00").await.unwrap();
+    let mut hello = [0u8; 11];
+    socket.read_exact(&mut hello).await.unwrap();
+    const CALLS: u64 = 64;
+    let blob = wirecall::method_id("Lab", "blob").get();
+    let mut requests = Vec::new();
+    for id in 1..=CALLS {
+        requests.extend_from_slice(&(22u32 + 6).to_be_bytes());
+        requests.push(1);
+        requests.push(0);
+        requests.extend_from_slice(&id.to_be_bytes());
+        requests.extend_from_slice(&blob.to_be_bytes());
+        requests.extend_from_slice(&0u32.to_be_bytes());
+        requests.extend_from_slice(&[0x91, 0xce, 0x00, 0x04, 0x00, 0x00]); // msgpack [262144]
+    }
+    socket.write_all(&requests).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut answered = Vec::new();
+    for _ in 0..CALLS {
+        let (kind, request_id, len) =
+            tokio::time::timeout(Duration::from_secs(10), read_raw_frame(&mut socket))
+                .await
+                .expect("every reply arrives");
+        assert_eq!(kind, 2, "reply {request_id} is a Response");
+        assert!(len > 256 * 1024, "reply {request_id} carries the blob");
+        answered.push(request_id);
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, (1..=CALLS).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_wait_for_room_while_the_server_stops_reading_and_all_complete() {
+    // Two slow calls take the connection's only two call slots, so the server stops reading
+    // it; 16 MiB of requests behind them fill the sockets and the client's write queue, and
+    // the calls that find the queue full wait for room. When the slow calls end, every call
+    // completes with its own reply.
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users::default()))
+        .max_in_flight_per_connection(2)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let users = UserServiceClient::connect(server.local_addr())
+        .await
+        .unwrap();
+    let slow = futures::future::join(users.sleep(300), users.sleep(300));
+    let bulk = futures::future::join_all((0..64u32).map(|i| {
+        let users = users.clone();
+        async move {
+            let len = 256 * 1024 + i;
+            let data = wirecall::Bytes::from(vec![i as u8; len as usize]);
+            (len, users.bulk(data).await)
+        }
+    }));
+    let ((first, second), answers) =
+        tokio::time::timeout(Duration::from_secs(20), futures::future::join(slow, bulk))
+            .await
+            .expect("every call ends");
+    first.unwrap();
+    second.unwrap();
+    for (len, answer) in answers {
+        assert_eq!(answer.unwrap(), len);
+    }
+}
