@@ -273,7 +273,7 @@ fn put_header(
 /// An outgoing frame under construction: the codec encodes the payload straight after a
 /// reserved header.
 ///
-/// Small frames are cut from per-thread chunks of [`CHUNK`] bytes: a finished frame is split
+/// Small frames are cut from per-thread chunks of 2 KiB: a finished frame is split
 /// off the chunk, and the next frame is encoded into the room after it, so a chunk's frames
 /// share one allocation. A chunk whose frames have all been dropped (written, in the usual
 /// case) is reused in place. A frame that outgrows the room left gets a buffer of its own.
