@@ -242,23 +242,9 @@ async fn a_peer_that_never_reads_is_closed_when_writes_stall() {
         .await
         .unwrap();
     let addr = server.local_addr();
-    let mut socket = TcpStream::connect(addr).await.unwrap();
-    socket.write_all(b"WCAL\x01\x01\x02\x00").await.unwrap();
-    let mut hello = [0u8; 11];
-    socket.read_exact(&mut hello).await.unwrap();
+    let mut socket = raw_msgpack_connection(addr).await;
     // Ask for 1 MiB replies over and over without reading any of them.
-    let blob = wirecall::method_id("Lab", "blob").get();
-    let mut request = Vec::new();
-    for id in 1..=16u64 {
-        request.extend_from_slice(&(22u32 + 6).to_be_bytes());
-        request.push(1);
-        request.push(0);
-        request.extend_from_slice(&id.to_be_bytes());
-        request.extend_from_slice(&blob.to_be_bytes());
-        request.extend_from_slice(&0u32.to_be_bytes());
-        request.extend_from_slice(&[0x91, 0xce, 0x00, 0x10, 0x00, 0x00]); // msgpack [1048576]
-    }
-    let _ = socket.write_all(&request).await;
+    let _ = socket.write_all(&blob_requests(16, 1 << 20)).await;
     // The server gives up on the stalled connection instead of holding it forever.
     tokio::time::timeout(Duration::from_secs(10), async {
         while server.connection_count() > 0 {
@@ -269,6 +255,32 @@ async fn a_peer_that_never_reads_is_closed_when_writes_stall() {
     .expect("the stalled connection is closed");
     let users = LabClient::connect(addr).await.unwrap();
     assert_eq!(users.add(1, 2).await.unwrap(), 3);
+}
+
+/// A raw socket past a version 1 MessagePack handshake (hello sent, the server's read).
+async fn raw_msgpack_connection(addr: std::net::SocketAddr) -> TcpStream {
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket.write_all(b"WCAL\x01\x01\x02\x00").await.unwrap();
+    let mut hello = [0u8; 11];
+    socket.read_exact(&mut hello).await.unwrap();
+    socket
+}
+
+/// `count` Request frames (ids 1 to `count`) calling `Lab.blob(len)`, MessagePack-encoded.
+fn blob_requests(count: u64, len: u32) -> Vec<u8> {
+    let blob = wirecall::method_id("Lab", "blob").get();
+    let mut requests = Vec::new();
+    for id in 1..=count {
+        requests.extend_from_slice(&(22u32 + 6).to_be_bytes());
+        requests.push(1); // Request
+        requests.push(0); // no flags
+        requests.extend_from_slice(&id.to_be_bytes());
+        requests.extend_from_slice(&blob.to_be_bytes());
+        requests.extend_from_slice(&0u32.to_be_bytes()); // no deadline
+        requests.extend_from_slice(&[0x91, 0xce]); // msgpack: [u32]
+        requests.extend_from_slice(&len.to_be_bytes());
+    }
+    requests
 }
 
 /// Reads one frame off a raw socket: its kind, request id and length after the length prefix.
@@ -290,23 +302,12 @@ async fn a_peer_that_reads_late_still_gets_every_reply() {
         .bind("127.0.0.1:0")
         .await
         .unwrap();
-    let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
-    socket.write_all(b"WCAL\x01\x01\x02\x00").await.unwrap();
-    let mut hello = [0u8; 11];
-    socket.read_exact(&mut hello).await.unwrap();
+    let mut socket = raw_msgpack_connection(server.local_addr()).await;
     const CALLS: u64 = 64;
-    let blob = wirecall::method_id("Lab", "blob").get();
-    let mut requests = Vec::new();
-    for id in 1..=CALLS {
-        requests.extend_from_slice(&(22u32 + 6).to_be_bytes());
-        requests.push(1);
-        requests.push(0);
-        requests.extend_from_slice(&id.to_be_bytes());
-        requests.extend_from_slice(&blob.to_be_bytes());
-        requests.extend_from_slice(&0u32.to_be_bytes());
-        requests.extend_from_slice(&[0x91, 0xce, 0x00, 0x04, 0x00, 0x00]); // msgpack [262144]
-    }
-    socket.write_all(&requests).await.unwrap();
+    socket
+        .write_all(&blob_requests(CALLS, 256 * 1024))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut answered = Vec::new();
     for _ in 0..CALLS {
