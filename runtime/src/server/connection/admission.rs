@@ -9,7 +9,6 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-
 use futures::future::{AbortHandle, Abortable, Aborted, Either};
 use futures::FutureExt;
 use tokio::sync::Semaphore;
