@@ -20,13 +20,28 @@ use crate::negotiate::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use crate::tls::ClientTlsConfig;
 use crate::transport::Transport;
 
+use super::channel::{Channel, ChannelShared};
 use super::connection::Connection;
-use super::dial::{ConnectionSettings, Keepalive, Redial, Target};
-use super::request::{Connector, Reply, Request};
-use super::{
-    Channel, ChannelShared, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
+use super::connector::Connector;
+use super::dial::{Redial, Target};
+use super::request::{Reply, Request};
+use super::settings::{
+    ConnectionSettings, Keepalive, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
     DEFAULT_MAX_RECONNECT_BACKOFF, DEFAULT_TIMEOUT,
 };
+
+// The handle's constructors live with the options they start from.
+impl Channel {
+    /// Connects to `addr` offering every compiled-in codec, with default options.
+    pub async fn connect<A: ToSocketAddrs>(addr: A) -> Result<Self, Error> {
+        Self::builder().connect(addr).await
+    }
+
+    /// Options for a new connection.
+    pub fn builder() -> ChannelBuilder {
+        ChannelBuilder::default()
+    }
+}
 
 /// Options for a [`Channel`].
 ///

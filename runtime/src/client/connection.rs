@@ -20,22 +20,21 @@ use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
 use crate::codec::Codec;
-use crate::context::CallContext;
 use crate::error::Error;
 use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
 use crate::frame_reader::{FrameReader, ReadPolicy};
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::negotiate::{read_verdict, ClientHello, Negotiated, NegotiationError};
-use crate::trace::{TraceContext, TRACEPARENT};
+use crate::trace::TRACEPARENT;
 use crate::transport::Transport;
-use crate::writer::{Delivery, FrameSink, TrySend};
+use crate::writer::{Delivery, FrameSink};
 
-use super::dial::ConnectionSettings;
+use super::args::EncodeArgs;
 use super::early::{self, KnownServer, ServerKey};
-use super::exchange::{Exchange, Sent, WaitingSend};
+use super::outgoing::Outgoing;
 use super::pending::PendingCalls;
-use super::request::EncodeArgs;
+use super::settings::ConnectionSettings;
 use super::{reader, reply_metadata};
 
 /// One negotiated connection: the call path from encoded arguments to a decoded reply.
@@ -193,57 +192,6 @@ impl Connection {
         Ok((request_id, frame))
     }
 
-    /// Registers the call and sends its request frame now; the returned future waits for the
-    /// reply, at most `timeout`, and resolves to its payload (after its metadata, which goes
-    /// to [`reply_metadata`]). Dropping the future before then cancels the call.
-    pub(super) fn exchange(
-        &self,
-        method: MethodId,
-        request_id: u64,
-        frame: Bytes,
-        timeout: Option<Duration>,
-        trace: Option<TraceContext>,
-    ) -> Result<Exchange<'_>, Error> {
-        let span = tracing::debug_span!(
-            "wirecall.call",
-            side = "client",
-            %method,
-            request_id,
-            codec = %self.codec,
-            trace_id = trace.map(|t| t.trace_id_hex()),
-            span_id = trace.map(|t| t.span_id_hex()),
-        );
-        let reply = self.pending.register(request_id)?;
-        // A lone call writes its own frame; among many, the writer task batches them.
-        let delivery = if self.pending.len() <= 1 {
-            Delivery::Now
-        } else {
-            Delivery::Background
-        };
-        let sent = span.in_scope(|| self.sink.try_send(frame, delivery));
-        let sending = match sent {
-            Ok(()) => None,
-            Err(TrySend::Full(frame)) => {
-                Some(Box::pin(self.sink.send(frame, delivery)) as WaitingSend<'_>)
-            }
-            Err(TrySend::Closed) => {
-                self.pending.remove(request_id);
-                return Err(self.pending.closed_error());
-            }
-        };
-        Ok(Exchange::new(
-            self,
-            Sent {
-                method,
-                request_id,
-                timeout,
-                sending,
-                reply,
-                span,
-            },
-        ))
-    }
-
     pub(super) fn encode_notify<E: EncodeArgs + ?Sized>(
         &self,
         method: MethodId,
@@ -385,30 +333,6 @@ impl EarlyHello {
                 Err((self.map_error)(Error::Negotiation(err)))
             }
         }
-    }
-}
-
-/// What a call sends besides its arguments.
-pub(super) struct Outgoing<'a> {
-    pub(super) metadata: Option<&'a Metadata>,
-    pub(super) trace: Option<TraceContext>,
-}
-
-impl<'a> Outgoing<'a> {
-    /// With the trace context of a new call: a child of the server call it is made from (so
-    /// a handler's calls join the trace of the call it serves), of a `traceparent` the caller
-    /// set by hand, or, with `start_trace` (tracing on for the channel), a new trace.
-    pub(super) fn new(metadata: Option<&'a Metadata>, start_trace: bool) -> Self {
-        let trace = CallContext::with_current(|call| call.trace())
-            .flatten()
-            .or_else(|| {
-                metadata
-                    .and_then(|metadata| metadata.get(TRACEPARENT))
-                    .and_then(TraceContext::parse)
-            })
-            .map(|parent| parent.child())
-            .or_else(|| start_trace.then(TraceContext::new_root));
-        Self { metadata, trace }
     }
 }
 

@@ -17,10 +17,9 @@ use tokio::time::Instant;
 use crate::auth::Token;
 use crate::codec::Codec;
 use crate::error::Error;
-use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::negotiate::{
-    check_codec_list, client_handshake_listed, ClientHello, CodecList, Negotiated,
-    NegotiationError, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+    client_handshake_listed, ClientHello, CodecList, Negotiated, NegotiationError,
+    MIN_PROTOCOL_VERSION,
 };
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
@@ -28,67 +27,9 @@ use crate::transport::{configure_tcp, Transport};
 
 use super::connection::{Connection, EarlyHello};
 use super::early::{self, KnownServer, ServerKey};
-use super::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT, FIRST_BACKOFF,
-};
-
-/// Everything a connection of a channel is opened with: the hello's offer, token and frame
-/// limit, the protocol version to offer, TLS, the connect timeout and the keep-alive. The
-/// builder fills it in; the channel keeps a copy to reconnect with the same settings.
-#[derive(Clone, Debug)]
-pub(crate) struct ConnectionSettings {
-    /// The codecs to offer, most preferred first.
-    pub(crate) codecs: Vec<Codec>,
-    /// The largest frame sent or accepted (announced in the hello).
-    pub(crate) max_frame_len: u32,
-    /// Pings on a silent connection (`None`: never).
-    pub(crate) keepalive: Option<Keepalive>,
-    /// The limit for connecting plus TLS plus the hello.
-    pub(crate) connect_timeout: Duration,
-    pub(crate) token: Option<Token>,
-    /// The newest protocol version to offer.
-    pub(crate) max_protocol_version: u8,
-    /// Send the first calls behind the hello to servers known to understand early calls.
-    pub(crate) early_calls: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<ClientTlsConfig>,
-}
-
-impl Default for ConnectionSettings {
-    fn default() -> Self {
-        Self {
-            codecs: Codec::available(),
-            max_frame_len: DEFAULT_MAX_FRAME_LEN,
-            keepalive: Some(Keepalive {
-                interval: DEFAULT_KEEPALIVE_INTERVAL,
-                timeout: DEFAULT_KEEPALIVE_TIMEOUT,
-            }),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            token: None,
-            max_protocol_version: PROTOCOL_VERSION,
-            early_calls: true,
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
-    }
-}
-
-/// When to probe a silent connection, and how long to wait for any frame after the probe.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Keepalive {
-    pub(crate) interval: Duration,
-    pub(crate) timeout: Duration,
-}
+use super::settings::{ConnectionSettings, FIRST_BACKOFF};
 
 impl ConnectionSettings {
-    /// Refuses what a hello could not carry: a token over 255 bytes, a codec listed twice.
-    pub(super) fn validate(&self) -> Result<(), Error> {
-        if let Some(token) = &self.token {
-            token.validate()?;
-        }
-        check_codec_list(&self.codecs).map_err(Error::Config)
-    }
-
     /// Negotiates over a stream the caller opened, within the connect timeout.
     pub(super) async fn open_stream<T: Transport>(&self, stream: T) -> Result<Connection, Error> {
         let version = self.max_protocol_version;

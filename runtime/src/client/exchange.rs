@@ -21,7 +21,8 @@ use super::pending::ReplyReceiver;
 use crate::error::{Error, ErrorCode};
 use crate::frame::{Frame, FrameKind};
 use crate::method::MethodId;
-use crate::writer::SinkClosed;
+use crate::trace::TraceContext;
+use crate::writer::{Delivery, SinkClosed, TrySend};
 
 /// How close to the caller's own deadline a server's `DeadlineExceeded` must come to be the
 /// same deadline (the server starts its clock later, and counts whole milliseconds).
@@ -29,6 +30,59 @@ const SAME_DEADLINE: Duration = Duration::from_millis(5);
 
 /// A send waiting for room in the connection's write queue.
 pub(super) type WaitingSend<'a> = Pin<Box<dyn Future<Output = Result<(), SinkClosed>> + Send + 'a>>;
+
+impl Connection {
+    /// Registers the call and sends its request frame now; the returned future waits for the
+    /// reply, at most `timeout`, and resolves to its payload (after its metadata, which goes
+    /// to [`reply_metadata`]). Dropping the future before then cancels the call.
+    pub(super) fn exchange(
+        &self,
+        method: MethodId,
+        request_id: u64,
+        frame: Bytes,
+        timeout: Option<Duration>,
+        trace: Option<TraceContext>,
+    ) -> Result<Exchange<'_>, Error> {
+        let span = tracing::debug_span!(
+            "wirecall.call",
+            side = "client",
+            %method,
+            request_id,
+            codec = %self.codec,
+            trace_id = trace.map(|t| t.trace_id_hex()),
+            span_id = trace.map(|t| t.span_id_hex()),
+        );
+        let reply = self.pending.register(request_id)?;
+        // A lone call writes its own frame; among many, the writer task batches them.
+        let delivery = if self.pending.len() <= 1 {
+            Delivery::Now
+        } else {
+            Delivery::Background
+        };
+        let sent = span.in_scope(|| self.sink.try_send(frame, delivery));
+        let sending = match sent {
+            Ok(()) => None,
+            Err(TrySend::Full(frame)) => {
+                Some(Box::pin(self.sink.send(frame, delivery)) as WaitingSend<'_>)
+            }
+            Err(TrySend::Closed) => {
+                self.pending.remove(request_id);
+                return Err(self.pending.closed_error());
+            }
+        };
+        Ok(Exchange::new(
+            self,
+            Sent {
+                method,
+                request_id,
+                timeout,
+                sending,
+                reply,
+                span,
+            },
+        ))
+    }
+}
 
 pin_project_lite::pin_project! {
     /// A sent call waiting for its reply, at most until its deadline. Dropped before it ends

@@ -9,7 +9,7 @@ use tokio::io::AsyncRead;
 use tokio::time::Instant;
 
 use super::pending::{Closed, PendingCalls};
-use super::Keepalive;
+use super::settings::Keepalive;
 use crate::frame::{ErrorBody, Frame, FrameKind};
 use crate::frame_reader::FrameReader;
 use crate::liveness::{Liveness, Silence};

@@ -1,51 +1,16 @@
-//! What travels through a channel's tower layers: a [`Request`] in, a [`Reply`] out, and the
-//! innermost service that puts a request on the connection.
+//! What travels through a channel's tower layers: a [`Request`] in, a [`Reply`] out.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
-use super::connection::Outgoing;
-use super::ChannelShared;
-use crate::codec::{Codec, CodecError, WireMessage};
-use crate::error::Error;
+use super::args::EncodeArgs;
+use crate::codec::Codec;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 use crate::trace::TraceContext;
-
-/// Arguments whose type the layers do not know; encoded once the connection (and so the
-/// codec) is known.
-pub(crate) trait EncodeArgs: Send {
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError>;
-}
-
-impl<A: WireMessage> EncodeArgs for A {
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
-        codec.encode(self, dst)
-    }
-}
-
-/// Arguments already encoded in the connection's codec
-/// ([`Channel::call_raw`](crate::Channel::call_raw)), copied into the frame untouched.
-pub(crate) struct RawArgs(pub(crate) Bytes);
-
-impl EncodeArgs for Box<dyn EncodeArgs> {
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
-        (**self).encode_to(codec, dst)
-    }
-}
-
-impl EncodeArgs for RawArgs {
-    fn encode_to(&self, _codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
-        dst.extend_from_slice(&self.0);
-        Ok(())
-    }
-}
 
 /// One call, as a channel's tower layers see it
 /// ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer)): the method, its deadline, the
@@ -126,53 +91,5 @@ impl Reply {
     /// The codec it is encoded with.
     pub fn codec(&self) -> Codec {
         self.codec
-    }
-}
-
-/// The innermost service of a layered channel: sends a request on the channel's current
-/// connection (dialling again when it broke) and waits for the reply.
-#[derive(Clone)]
-pub(crate) struct Connector {
-    pub(crate) shared: Arc<ChannelShared>,
-}
-
-type ConnectorFuture = Pin<Box<dyn Future<Output = Result<Reply, Error>> + Send>>;
-
-impl tower::Service<Request> for Connector {
-    type Response = Reply;
-    type Error = Error;
-    type Future = ConnectorFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> ConnectorFuture {
-        let shared = Arc::clone(&self.shared);
-        Box::pin(async move {
-            let Request {
-                method,
-                one_way,
-                timeout,
-                metadata,
-                trace,
-                args,
-            } = request;
-            let outgoing = Outgoing {
-                metadata: metadata.as_deref(),
-                trace,
-            };
-            if one_way {
-                shared.send_notify(method, args, timeout, outgoing).await?;
-                // No reply to decode: the codec is only what the reply says it is in.
-                let codec = shared.current().codec;
-                return Ok(Reply {
-                    payload: Bytes::new(),
-                    codec,
-                });
-            }
-            let (payload, codec) = shared.send_call(method, args, timeout, outgoing).await?;
-            Ok(Reply { payload, codec })
-        })
     }
 }

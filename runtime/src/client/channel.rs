@@ -1,0 +1,491 @@
+//! [`Channel`], the handle on a connection that generated clients call through: calls,
+//! one-way calls, metadata, close, and reconnecting when the connection broke.
+
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::args::{EncodeArgs, RawArgs};
+use super::connection::Connection;
+use super::dial::Redial;
+use super::exchange::sent_or_failed;
+use super::outgoing::Outgoing;
+use super::pending;
+use super::request::{Reply, Request};
+use super::settings::FIRST_BACKOFF;
+use crate::codec::{Codec, WireMessage};
+use crate::error::Error;
+use crate::layers::Next;
+use crate::metadata::{Metadata, MetadataError};
+use crate::method::MethodId;
+
+/// A handle on a connection to a wirecall server, shared by every clone.
+///
+/// Cheap to clone (an `Arc`); clones share the connection and may be used from many tasks at
+/// once. The connection closes when the last clone is dropped. Create one with
+/// [`Channel::connect`] or [`Channel::builder`], then wrap it in any generated client with
+/// `{Trait}Client::new(channel.clone())`: several services can share one connection.
+///
+/// When the connection breaks, every call in flight on it fails at once with
+/// [`Error::ConnectionClosed`] (such a call may or may not have run on the server). A channel
+/// made by [`ChannelBuilder::connect`] then reconnects on the next call, waiting between
+/// failed attempts with a doubling backoff capped by
+/// [`ChannelBuilder::max_reconnect_backoff`]; calls made while it waits fail fast.
+///
+/// To a TCP server that said last time that it understands early calls,
+/// [`ChannelBuilder::connect`] returns without waiting for the server's hello, and the first
+/// calls travel right behind the client's (see [`ChannelBuilder::early_calls`]): a refusal
+/// of that hello then fails those calls, with the error `connect` would have returned.
+#[derive(Clone)]
+pub struct Channel {
+    pub(super) shared: Arc<ChannelShared>,
+    pub(super) timeout: Option<Duration>,
+    /// Sent with every call through this handle (`None`: nothing).
+    pub(super) metadata: Option<Arc<Metadata>>,
+    /// The layers added with [`ChannelBuilder::layer`] around the connection (`None`: none,
+    /// and calls go straight to the connection).
+    pub(super) layers: Option<Next<Request, Reply>>,
+}
+
+pub(super) struct ChannelShared {
+    pub(super) current: Mutex<Arc<Connection>>,
+    /// Start a trace for calls made outside one (see [`ChannelBuilder::trace`]).
+    pub(super) trace: bool,
+    /// Set by [`Channel::close`]: no new call, no reconnect.
+    pub(super) closed_by_owner: AtomicBool,
+    /// How to dial again; `None` for channels over a stream the caller supplied. Kept with
+    /// `reconnect(false)` too: a refusal of early calls is answered by dialling once more
+    /// without them.
+    pub(super) redial: Option<Redial>,
+}
+
+/// How long [`Channel::close`] waits for the server to close its side before it drops the
+/// connection.
+const CLOSE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Why calls on a channel closed with [`Channel::close`] fail.
+const CLOSED_BY_OWNER: &str = "the channel was closed with Channel::close";
+
+impl fmt::Debug for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let connection = self.shared.current();
+        f.debug_struct("Channel")
+            .field("peer", &connection.peer)
+            .field("codec", &connection.codec)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Channel {
+    /// The codec negotiated for the current connection.
+    pub fn codec(&self) -> Codec {
+        self.shared.current().codec
+    }
+
+    /// The server's address, for TCP connections.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.shared.current().peer
+    }
+
+    /// The deadline of calls made through this handle (`None`: calls wait forever).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// A handle on the same connection whose calls use `timeout` as their deadline.
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        Self {
+            timeout: Some(timeout),
+            ..self.clone()
+        }
+    }
+
+    /// A handle on the same connection whose calls have no deadline.
+    pub fn without_timeout(&self) -> Self {
+        Self {
+            timeout: None,
+            ..self.clone()
+        }
+    }
+
+    /// A handle on the same connection whose calls also carry `key: value` in their metadata
+    /// (replacing a value this handle already sends for `key`). A server on protocol version 1
+    /// receives no metadata.
+    ///
+    /// ```no_run
+    /// # async fn f(channel: wirecall_runtime::Channel) -> Result<(), wirecall_runtime::MetadataError> {
+    /// let tenant = channel.with_metadata("tenant", "acme")?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_metadata(
+        &self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Self, MetadataError> {
+        Ok(Self {
+            metadata: Some(Metadata::extended(self.metadata.as_deref(), key, value)?),
+            ..self.clone()
+        })
+    }
+
+    /// This handle with `extra`'s entries added to its metadata (each replacing an entry with
+    /// the same key), for a balanced channel's per-handle metadata.
+    pub(crate) fn with_metadata_from(&self, extra: &Metadata) -> Result<Self, MetadataError> {
+        let mut metadata = self.metadata.as_deref().cloned().unwrap_or_default();
+        for (key, value) in extra.iter() {
+            metadata.insert(key, value)?;
+        }
+        Ok(Self {
+            metadata: Some(Arc::new(metadata)),
+            ..self.clone()
+        })
+    }
+
+    /// The metadata every call through this handle carries.
+    pub fn metadata(&self) -> &Metadata {
+        static EMPTY: Metadata = Metadata::new();
+        self.metadata.as_deref().unwrap_or(&EMPTY)
+    }
+
+    /// The protocol version of the current connection (2: metadata travels; 1: an older
+    /// server, no metadata).
+    pub fn protocol_version(&self) -> u8 {
+        self.shared.current().version
+    }
+
+    /// Whether the current connection has closed. Calls on a closed channel reconnect (when
+    /// the channel can) or fail at once with [`Error::ConnectionClosed`].
+    pub fn is_closed(&self) -> bool {
+        self.shared.current().pending.is_closed()
+    }
+
+    /// Calls currently waiting for a reply on the current connection.
+    pub fn in_flight(&self) -> usize {
+        self.shared.current().pending.len()
+    }
+
+    /// Calls `method` with `args` and waits for its reply, at most for the handle's timeout.
+    ///
+    /// Dropping the returned future before it completes cancels the call: the server is sent a
+    /// `Cancel` frame and stops the handler. Generated clients call this; use it directly only
+    /// for hand-written clients.
+    pub async fn call<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> Result<R, Error> {
+        if let Some(layers) = &self.layers {
+            return Box::pin(self.call_layered(layers, method, args)).await;
+        }
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        let (payload, codec) = self
+            .shared
+            .send_call(method, args, self.timeout, outgoing)
+            .await?;
+        Ok(codec.decode(&payload)?)
+    }
+
+    /// The connection a call would go out on now (dialling again if the channel can and the
+    /// last one closed).
+    pub(crate) async fn ready_connection(&self) -> Result<Arc<Connection>, Error> {
+        self.shared.connection().await
+    }
+
+    /// Starts a call on `connection` (from [`ready_connection`](Self::ready_connection)) with
+    /// borrowed arguments (typed, or a payload already encoded in the connection's codec) and
+    /// an explicit deadline, so that a balanced channel can send the same arguments to another
+    /// endpoint; the reply payload comes back undecoded. The arguments are encoded before
+    /// this returns, so the future holds no borrow of them. (A balanced channel calls its
+    /// endpoints' connections directly: layers of the endpoint channels are not on this path.)
+    pub(crate) fn call_encoded_on<'a, E: EncodeArgs + ?Sized>(
+        &'a self,
+        connection: &'a Connection,
+        method: MethodId,
+        args: &E,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Bytes, Error>> + Send + 'a {
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        let trace = outgoing.trace;
+        let start = connection.encode_request(method, args, timeout, &outgoing);
+        async move {
+            let (request_id, frame) = start?;
+            let sent = connection.exchange(method, request_id, frame, timeout, trace);
+            sent_or_failed(sent).await
+        }
+    }
+
+    /// Calls `method` with an argument payload already encoded in this channel's codec
+    /// ([`codec`](Self::codec)) and returns the reply payload as it arrived, undecoded: an
+    /// untyped call, for tools that learn a service at run time (through reflection) rather
+    /// than from its Rust trait. Name the method with [`method_id`](crate::method_id)`(service,
+    /// method)`.
+    ///
+    /// With the JSON codec the arguments are an object keyed by argument name and the reply
+    /// an object with `value` (or `ok` and `err`); the book's wire chapter has every codec's
+    /// form. Deadlines, metadata, layers, cancellation on drop and errors are those of
+    /// [`call`](Self::call).
+    ///
+    /// ```no_run
+    /// # async fn run(addr: std::net::SocketAddr) -> Result<(), wirecall_runtime::Error> {
+    /// use wirecall_runtime::{method_id, Channel, Codec};
+    ///
+    /// let channel = Channel::builder().codec(Codec::Json).connect(addr).await?;
+    /// let reply = channel
+    ///     .call_raw(method_id("UserService", "get_user_id"), r#"{"name":"fanly"}"#.into())
+    ///     .await?;
+    /// println!("{}", String::from_utf8_lossy(&reply)); // {"value":7}
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_raw(&self, method: MethodId, args: Bytes) -> Result<Bytes, Error> {
+        let args = RawArgs(args);
+        if let Some(layers) = &self.layers {
+            let request = self.layered_request(method, false, args);
+            let reply = Box::pin(layers.call_shared(request))
+                .await
+                .map_err(Error::from_layer)?;
+            return Ok(reply.payload);
+        }
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        let (payload, _) = self
+            .shared
+            .send_call(method, args, self.timeout, outgoing)
+            .await?;
+        Ok(payload)
+    }
+
+    /// A call through the channel's layers: its arguments travel type-erased to the innermost
+    /// service, which encodes them with the connection's codec; the reply is decoded here.
+    async fn call_layered<A: WireMessage, R: WireMessage>(
+        &self,
+        layers: &Next<Request, Reply>,
+        method: MethodId,
+        args: A,
+    ) -> Result<R, Error> {
+        let request = self.layered_request(method, false, args);
+        let reply = layers
+            .call_shared(request)
+            .await
+            .map_err(Error::from_layer)?;
+        Ok(reply.codec.decode(&reply.payload)?)
+    }
+
+    fn layered_request<E: EncodeArgs + 'static>(
+        &self,
+        method: MethodId,
+        one_way: bool,
+        args: E,
+    ) -> Request {
+        Request {
+            method,
+            one_way,
+            timeout: self.timeout,
+            metadata: self.metadata.clone(),
+            trace: Outgoing::new(self.metadata.as_deref(), self.shared.trace).trace,
+            args: Box::new(args),
+        }
+    }
+
+    /// Sends a one-way call: resolves once the frame is queued on the connection, without
+    /// waiting for (or ever receiving) a reply. (On a connection opened with early calls,
+    /// the first ones also wait for the server's hello: see [`ChannelBuilder::early_calls`].)
+    pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
+        if let Some(layers) = &self.layers {
+            let request = self.layered_request(method, true, args);
+            return layers
+                .call_shared(request)
+                .await
+                .map(drop)
+                .map_err(Error::from_layer);
+        }
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        self.shared
+            .send_notify(method, args, self.timeout, outgoing)
+            .await
+    }
+
+    /// Sends a one-way call whose argument payload is already encoded in this channel's
+    /// codec: the one-way counterpart of [`call_raw`](Self::call_raw).
+    pub async fn notify_raw(&self, method: MethodId, args: Bytes) -> Result<(), Error> {
+        let args = RawArgs(args);
+        if let Some(layers) = &self.layers {
+            let request = self.layered_request(method, true, args);
+            return layers
+                .call_shared(request)
+                .await
+                .map(drop)
+                .map_err(Error::from_layer);
+        }
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        self.shared
+            .send_notify(method, args, self.timeout, outgoing)
+            .await
+    }
+
+    /// Closes the channel, for every clone, and waits until its connection has closed.
+    ///
+    /// New calls (on any clone) fail at once with [`Error::ConnectionClosed`] and the channel
+    /// never reconnects. Calls already in flight finish first, each within its own timeout.
+    /// Then the frames still queued (one-way calls included) are written, the connection is
+    /// shut down, and `close` returns once the server has closed its side too (or after 5 s,
+    /// when it stops waiting and drops the connection). Calling it again returns at once.
+    pub async fn close(&self) {
+        if self.shared.closed_by_owner.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let connection = self.shared.current();
+        connection.pending.drained().await;
+        connection
+            .pending
+            .close_all(pending::Closed::new(CLOSED_BY_OWNER, None));
+        connection.sink.close();
+        connection.tasks.close();
+        if tokio::time::timeout(CLOSE_LIMIT, connection.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::debug!("the server did not close its side in time; dropping the connection");
+            connection.reader.abort();
+            connection.tasks.wait().await;
+        }
+    }
+}
+
+impl ChannelShared {
+    pub(super) fn current(&self) -> Arc<Connection> {
+        // Only ever held to clone or swap an `Arc`, so a poisoned lock is still consistent.
+        Arc::clone(&self.current.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The connection to use for a call: the current one, or a new one if it closed.
+    async fn connection(&self) -> Result<Arc<Connection>, Error> {
+        if self.closed_by_owner.load(Ordering::Acquire) {
+            return Err(Error::closed(CLOSED_BY_OWNER));
+        }
+        let current = self.current();
+        match &self.redial {
+            Some(redial)
+                if current.pending.is_closed()
+                    && (redial.reconnect || current.refused_early_calls()) =>
+            {
+                // Boxed: dialling's state is kilobytes, and inline it would be part of every
+                // call's future (held per call in flight) for a path taken only on reconnect.
+                Box::pin(self.reconnect(redial)).await
+            }
+            _ => Ok(current),
+        }
+    }
+
+    /// Sends a call and waits for its reply payload, which is in the returned codec. A call
+    /// sent early on a connection whose server then refused early calls never ran: it is
+    /// encoded again (the new connection's codec differs) and sent once more on a new
+    /// connection, within what is left of its deadline.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps a second copy of its arguments in its state"
+    )]
+    pub(super) fn send_call<'a, E: EncodeArgs + 'a>(
+        &'a self,
+        method: MethodId,
+        args: E,
+        timeout: Option<Duration>,
+        outgoing: Outgoing<'a>,
+    ) -> impl Future<Output = Result<(Bytes, Codec), Error>> + Send + 'a {
+        // An `async` block rather than an `async fn`: the caller holds this future for every
+        // call in flight, and an `async fn` would keep a second copy of its arguments.
+        async move {
+            let mut left = timeout;
+            let mut sent_again = false;
+            loop {
+                let connection = self.connection().await?;
+                // Only a call sent early can be sent again, so only it reads the clock.
+                let started = connection.hello.is_some().then(Instant::now);
+                let (request_id, frame) =
+                    connection.encode_request(method, &args, left, &outgoing)?;
+                let sent = connection.exchange(method, request_id, frame, left, outgoing.trace);
+                let result = sent_or_failed(sent).await;
+                match result {
+                    Err(_) if !sent_again && connection.refused_early_calls() => {
+                        sent_again = true;
+                        // (`refused_early_calls` implies the connection was opened early, so
+                        // `started` is set.)
+                        let spent = started.map_or(Duration::ZERO, |at| at.elapsed());
+                        left = match (timeout, left) {
+                            (Some(after), Some(left)) => match left.checked_sub(spent) {
+                                Some(rest) if !rest.is_zero() => Some(rest),
+                                _ => return Err(Error::Timeout { after }),
+                            },
+                            _ => None,
+                        };
+                    }
+                    result => return result.map(|payload| (payload, connection.codec)),
+                }
+            }
+        }
+    }
+
+    /// Sends a one-way call. On a connection opened with early calls it also waits for the
+    /// server's hello, so that a call the server refused unrun is sent once more on a new
+    /// connection rather than lost.
+    pub(super) async fn send_notify<E: EncodeArgs>(
+        &self,
+        method: MethodId,
+        args: E,
+        timeout: Option<Duration>,
+        outgoing: Outgoing<'_>,
+    ) -> Result<(), Error> {
+        let mut sent_again = false;
+        loop {
+            let connection = self.connection().await?;
+            let frame = connection.encode_notify(method, &args, &outgoing)?;
+            let result = match connection.send_notify(frame, timeout).await {
+                Ok(()) => connection.accepted().await,
+                Err(err) => Err(err),
+            };
+            match result {
+                Err(_) if !sent_again && connection.refused_early_calls() => sent_again = true,
+                result => return result,
+            }
+        }
+    }
+
+    async fn reconnect(&self, redial: &Redial) -> Result<Arc<Connection>, Error> {
+        let mut backoff = redial.backoff.lock().await;
+        // Another call may have reconnected while this one waited for the lock.
+        let current = self.current();
+        if !current.pending.is_closed() {
+            return Ok(current);
+        }
+        let now = Instant::now();
+        if now < backoff.not_before {
+            return Err(Error::closed(format!(
+                "{}; the next reconnect attempt is in {:?}",
+                current.closed_reason(),
+                backoff.not_before - now
+            )));
+        }
+        match redial.settings.dial(&redial.target).await {
+            Ok(connection) => {
+                let connection = Arc::new(connection);
+                *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&connection);
+                backoff.delay = FIRST_BACKOFF;
+                tracing::debug!(peer = ?connection.peer, "reconnected");
+                Ok(connection)
+            }
+            Err(err) => {
+                backoff.not_before = Instant::now() + backoff.delay;
+                backoff.delay = (backoff.delay * 2).min(redial.max_backoff);
+                tracing::debug!(%err, "reconnect failed");
+                Err(err)
+            }
+        }
+    }
+}
