@@ -102,6 +102,16 @@ impl ChannelBuilder {
         self.timeout
     }
 
+    /// The metadata every call of a channel with these options carries (`None`: none).
+    pub(crate) fn default_metadata(&self) -> Option<Arc<Metadata>> {
+        (!self.metadata.is_empty()).then(|| Arc::new(self.metadata.clone()))
+    }
+
+    /// Whether calls made outside a trace start one.
+    pub(crate) fn trace_value(&self) -> bool {
+        self.trace
+    }
+
     /// The limit for connecting plus the handshake.
     pub(crate) fn connect_timeout_value(&self) -> Duration {
         self.settings.connect_timeout

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::args::{EncodeArgs, RawArgs};
+use super::args::{CallArgs, EncodeArgs, RawArgs};
 use super::connection::Connection;
 use super::dial::Redial;
 use super::exchange::sent_or_failed;
@@ -136,19 +136,6 @@ impl Channel {
         })
     }
 
-    /// This handle with `extra`'s entries added to its metadata (each replacing an entry with
-    /// the same key), for a balanced channel's per-handle metadata.
-    pub(crate) fn with_metadata_from(&self, extra: &Metadata) -> Result<Self, MetadataError> {
-        let mut metadata = self.metadata.as_deref().cloned().unwrap_or_default();
-        for (key, value) in extra.iter() {
-            metadata.insert(key, value)?;
-        }
-        Ok(Self {
-            metadata: Some(Arc::new(metadata)),
-            ..self.clone()
-        })
-    }
-
     /// The metadata every call through this handle carries.
     pub fn metadata(&self) -> &Metadata {
         static EMPTY: Metadata = Metadata::new();
@@ -182,8 +169,8 @@ impl Channel {
         method: MethodId,
         args: A,
     ) -> Result<R, Error> {
-        if let Some(layers) = &self.layers {
-            return Box::pin(self.call_layered(layers, method, args)).await;
+        if self.layers.is_some() {
+            return Box::pin(self.call_layered(method, args)).await;
         }
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         let (payload, codec) = self
@@ -191,35 +178,6 @@ impl Channel {
             .send_call(method, args, self.timeout, outgoing)
             .await?;
         Ok(codec.decode(&payload)?)
-    }
-
-    /// The connection a call would go out on now (dialling again if the channel can and the
-    /// last one closed).
-    pub(crate) async fn ready_connection(&self) -> Result<Arc<Connection>, Error> {
-        self.shared.connection().await
-    }
-
-    /// Starts a call on `connection` (from [`ready_connection`](Self::ready_connection)) with
-    /// borrowed arguments (typed, or a payload already encoded in the connection's codec) and
-    /// an explicit deadline, so that a balanced channel can send the same arguments to another
-    /// endpoint; the reply payload comes back undecoded. The arguments are encoded before
-    /// this returns, so the future holds no borrow of them. (A balanced channel calls its
-    /// endpoints' connections directly: layers of the endpoint channels are not on this path.)
-    pub(crate) fn call_encoded_on<'a, E: EncodeArgs + ?Sized>(
-        &'a self,
-        connection: &'a Connection,
-        method: MethodId,
-        args: &E,
-        timeout: Option<Duration>,
-    ) -> impl Future<Output = Result<Bytes, Error>> + Send + 'a {
-        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
-        let trace = outgoing.trace;
-        let start = connection.encode_request(method, args, timeout, &outgoing);
-        async move {
-            let (request_id, frame) = start?;
-            let sent = connection.exchange(method, request_id, frame, timeout, trace);
-            sent_or_failed(sent).await
-        }
     }
 
     /// Calls `method` with an argument payload already encoded in this channel's codec
@@ -247,12 +205,9 @@ impl Channel {
     /// ```
     pub async fn call_raw(&self, method: MethodId, args: Bytes) -> Result<Bytes, Error> {
         let args = RawArgs(args);
-        if let Some(layers) = &self.layers {
-            let request = self.layered_request(method, false, args);
-            let reply = Box::pin(layers.call_shared(request))
-                .await
-                .map_err(Error::from_layer)?;
-            return Ok(reply.payload);
+        if self.layers.is_some() {
+            let request = self.request(method, false, args);
+            return Ok(Box::pin(self.send(request)).await?.payload);
         }
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         let (payload, _) = self
@@ -266,31 +221,37 @@ impl Channel {
     /// service, which encodes them with the connection's codec; the reply is decoded here.
     async fn call_layered<A: WireMessage, R: WireMessage>(
         &self,
-        layers: &Next<Request, Reply>,
         method: MethodId,
         args: A,
     ) -> Result<R, Error> {
-        let request = self.layered_request(method, false, args);
-        let reply = layers
-            .call_shared(request)
-            .await
-            .map_err(Error::from_layer)?;
+        let reply = self.send(self.request(method, false, args)).await?;
         Ok(reply.codec.decode(&reply.payload)?)
     }
 
-    fn layered_request<E: EncodeArgs + 'static>(
+    /// A request of this handle: its deadline, its metadata and a trace context.
+    fn request<E: EncodeArgs + 'static>(
         &self,
         method: MethodId,
         one_way: bool,
         args: E,
     ) -> Request {
-        Request {
+        Request::new(
             method,
             one_way,
-            timeout: self.timeout,
-            metadata: self.metadata.clone(),
-            trace: Outgoing::new(self.metadata.as_deref(), self.shared.trace).trace,
-            args: Box::new(args),
+            CallArgs::new(args),
+            self.timeout,
+            self.metadata.clone(),
+            Outgoing::new(self.metadata.as_deref(), self.shared.trace).trace,
+        )
+    }
+
+    /// Sends `request` through the channel's layers, if it has any, and on its connection.
+    /// A balanced channel sends each attempt of a call through here, so an endpoint's layers
+    /// run once per attempt.
+    pub(crate) async fn send(&self, request: Request) -> Result<Reply, Error> {
+        match &self.layers {
+            Some(layers) => layers.call_shared(request).await.map_err(Error::from_layer),
+            None => Arc::clone(&self.shared).send_request(request).await,
         }
     }
 
@@ -298,13 +259,10 @@ impl Channel {
     /// waiting for (or ever receiving) a reply. (On a connection opened with early calls,
     /// the first ones also wait for the server's hello: see [`ChannelBuilder::early_calls`].)
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
-        if let Some(layers) = &self.layers {
-            let request = self.layered_request(method, true, args);
-            return layers
-                .call_shared(request)
+        if self.layers.is_some() {
+            return Box::pin(self.send(self.request(method, true, args)))
                 .await
-                .map(drop)
-                .map_err(Error::from_layer);
+                .map(drop);
         }
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         self.shared
@@ -316,13 +274,10 @@ impl Channel {
     /// codec: the one-way counterpart of [`call_raw`](Self::call_raw).
     pub async fn notify_raw(&self, method: MethodId, args: Bytes) -> Result<(), Error> {
         let args = RawArgs(args);
-        if let Some(layers) = &self.layers {
-            let request = self.layered_request(method, true, args);
-            return layers
-                .call_shared(request)
+        if self.layers.is_some() {
+            return Box::pin(self.send(self.request(method, true, args)))
                 .await
-                .map(drop)
-                .map_err(Error::from_layer);
+                .map(drop);
         }
         let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
         self.shared
@@ -360,6 +315,35 @@ impl Channel {
 }
 
 impl ChannelShared {
+    /// The innermost step of every layered call: sends `request` on the current connection
+    /// (dialling again when it broke) and waits for the reply payload.
+    pub(super) async fn send_request(self: Arc<Self>, request: Request) -> Result<Reply, Error> {
+        let Request {
+            method,
+            one_way,
+            timeout,
+            metadata,
+            trace,
+            args,
+            ..
+        } = request;
+        let outgoing = Outgoing {
+            metadata: metadata.as_deref(),
+            trace,
+        };
+        if one_way {
+            self.send_notify(method, args, timeout, outgoing).await?;
+            // No reply to decode: the codec is only what the reply says it is in.
+            let codec = self.current().codec;
+            return Ok(Reply {
+                payload: Bytes::new(),
+                codec,
+            });
+        }
+        let (payload, codec) = self.send_call(method, args, timeout, outgoing).await?;
+        Ok(Reply { payload, codec })
+    }
+
     pub(super) fn current(&self) -> Arc<Connection> {
         // Only ever held to clone or swap an `Arc`, so a poisoned lock is still consistent.
         Arc::clone(&self.current.lock().unwrap_or_else(|p| p.into_inner()))

@@ -66,11 +66,6 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// The connection's codec.
-    pub(crate) fn codec(&self) -> Codec {
-        self.codec
-    }
-
     /// Starts the writer and the reader of a connection whose hello was accepted, or, with
     /// `early`, whose hello is yet to be sent: `negotiated` is then what the server settled
     /// last time, and the reader checks that it settles the same again.

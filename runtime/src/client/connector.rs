@@ -5,10 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
-
 use super::channel::ChannelShared;
-use super::outgoing::Outgoing;
 use super::request::{Reply, Request};
 use crate::error::Error;
 
@@ -31,31 +28,6 @@ impl tower::Service<Request> for Connector {
     }
 
     fn call(&mut self, request: Request) -> ConnectorFuture {
-        let shared = Arc::clone(&self.shared);
-        Box::pin(async move {
-            let Request {
-                method,
-                one_way,
-                timeout,
-                metadata,
-                trace,
-                args,
-            } = request;
-            let outgoing = Outgoing {
-                metadata: metadata.as_deref(),
-                trace,
-            };
-            if one_way {
-                shared.send_notify(method, args, timeout, outgoing).await?;
-                // No reply to decode: the codec is only what the reply says it is in.
-                let codec = shared.current().codec;
-                return Ok(Reply {
-                    payload: Bytes::new(),
-                    codec,
-                });
-            }
-            let (payload, codec) = shared.send_call(method, args, timeout, outgoing).await?;
-            Ok(Reply { payload, codec })
-        })
+        Box::pin(Arc::clone(&self.shared).send_request(request))
     }
 }

@@ -27,9 +27,10 @@ pub mod reply_metadata;
 mod request;
 mod settings;
 
-pub(crate) use args::{EncodeArgs, RawArgs};
+pub(crate) use args::{CallArgs, EncodeArgs, RawArgs};
 pub use builder::ChannelBuilder;
 pub use channel::Channel;
+pub(crate) use outgoing::Outgoing;
 pub use request::{Reply, Request};
 pub use settings::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,

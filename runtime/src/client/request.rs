@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::args::EncodeArgs;
+use super::args::CallArgs;
 use crate::codec::Codec;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
@@ -16,13 +16,25 @@ use crate::trace::TraceContext;
 /// ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer)): the method, its deadline, the
 /// metadata it carries (a layer may add to it) and its arguments, encoded only when the
 /// innermost service sends them.
+///
+/// A balanced channel ([`BalancedChannel`](crate::discovery::BalancedChannel)) sends the same
+/// `Request` type through its own layers (once per call) and then through the layers of the
+/// endpoint it picked (once per attempt).
 pub struct Request {
     pub(crate) method: MethodId,
     pub(crate) one_way: bool,
+    /// The method is `#[idempotent]`: a failed attempt may be sent again to another endpoint
+    /// even when it may have run.
+    pub(crate) idempotent: bool,
     pub(crate) timeout: Option<Duration>,
     pub(crate) metadata: Option<Arc<Metadata>>,
     pub(crate) trace: Option<TraceContext>,
-    pub(crate) args: Box<dyn EncodeArgs>,
+    /// For [`Balance::ConsistentHash`](crate::discovery::Balance::ConsistentHash).
+    pub(crate) hash_key: Option<u64>,
+    /// Set for arguments already encoded: the codec they are in, which the endpoint's
+    /// connection must speak.
+    pub(crate) raw_codec: Option<Codec>,
+    pub(crate) args: CallArgs,
 }
 
 impl fmt::Debug for Request {
@@ -30,6 +42,7 @@ impl fmt::Debug for Request {
         f.debug_struct("Request")
             .field("method", &self.method)
             .field("one_way", &self.one_way)
+            .field("idempotent", &self.idempotent)
             .field("timeout", &self.timeout)
             .field("metadata", &self.metadata)
             .finish_non_exhaustive()
@@ -37,6 +50,39 @@ impl fmt::Debug for Request {
 }
 
 impl Request {
+    /// A call (`one_way`: a one-way call) of `method` with `args`.
+    pub(crate) fn new(
+        method: MethodId,
+        one_way: bool,
+        args: CallArgs,
+        timeout: Option<Duration>,
+        metadata: Option<Arc<Metadata>>,
+        trace: Option<TraceContext>,
+    ) -> Self {
+        Self {
+            method,
+            one_way,
+            idempotent: false,
+            timeout,
+            metadata,
+            trace,
+            hash_key: None,
+            raw_codec: None,
+            args,
+        }
+    }
+
+    /// The same call once more, for one attempt on one endpoint, with what is left of its
+    /// deadline. The arguments are shared, not copied.
+    pub(crate) fn attempt(&self, timeout: Option<Duration>) -> Self {
+        Self {
+            timeout,
+            metadata: self.metadata.clone(),
+            args: self.args.clone(),
+            ..*self
+        }
+    }
+
     /// The method called.
     pub fn method_id(&self) -> MethodId {
         self.method
@@ -45,6 +91,12 @@ impl Request {
     /// Whether it is a one-way call (no reply is awaited; its [`Reply`] is empty).
     pub fn is_one_way(&self) -> bool {
         self.one_way
+    }
+
+    /// Whether the method is marked `#[idempotent]`, so that a balanced channel may send a
+    /// failed attempt again to another endpoint even when it may have run.
+    pub fn is_idempotent(&self) -> bool {
+        self.idempotent
     }
 
     /// The call's deadline, which also travels to the server.

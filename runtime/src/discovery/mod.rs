@@ -10,7 +10,7 @@
 //!   [`Balance`] policy, passive health checks and failover for idempotent methods.
 
 mod balance;
-mod channel;
+mod balanced;
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 mod etcd;
@@ -22,7 +22,10 @@ mod static_registry;
 mod zookeeper;
 
 pub use balance::Balance;
-pub use channel::{BalancedChannel, BalancedChannelBuilder, EndpointStats};
+pub use balanced::{
+    BalancedChannel, BalancedChannelBuilder, EndpointStats, DEFAULT_MAX_PROBE_BACKOFF,
+    DEFAULT_MIN_RETRIES_PER_SECOND, DEFAULT_PROBE_BACKOFF, DEFAULT_RETRY_RATIO,
+};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{Etcd, DEFAULT_PREFIX};
