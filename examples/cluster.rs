@@ -62,7 +62,9 @@ async fn connect(spec: &str) -> Result<Registry, Box<dyn std::error::Error>> {
     }
     if let Some(endpoint) = spec.strip_prefix("etcd://") {
         #[cfg(feature = "etcd")]
-        return Ok(wirecall::discovery::Etcd::connect([endpoint]).await?);
+        return Ok(Registry::new(
+            wirecall::discovery::Etcd::connect([endpoint]).await?,
+        ));
         #[cfg(not(feature = "etcd"))]
         return Err(format!(
             "etcd {endpoint}: build with `--features etcd` to use the etcd back-end"
@@ -71,7 +73,7 @@ async fn connect(spec: &str) -> Result<Registry, Box<dyn std::error::Error>> {
     }
     if let Some(cluster) = spec.strip_prefix("zk://") {
         #[cfg(feature = "zookeeper")]
-        return Ok(wirecall::discovery::ZooKeeper::connect(cluster));
+        return Ok(Registry::new(wirecall::discovery::ZooKeeper::new(cluster)));
         #[cfg(not(feature = "zookeeper"))]
         return Err(format!(
             "zookeeper {cluster}: build with `--features zookeeper` to use the ZooKeeper back-end"

@@ -94,6 +94,10 @@ pub mod health {
 pub use ::bytes::Bytes;
 pub use wirecall_macros::{message, service};
 pub use wirecall_runtime::shutdown_signal;
+/// What [`ChannelBuilder::connect_with`] and [`RunningServer::serve_stream`] accept: any
+/// byte stream that can be split into a read and a write half (TCP, TLS, a Unix socket, an
+/// in-memory `tokio::io::duplex`).
+pub use wirecall_runtime::transport::Transport;
 /// The wire vocabulary in one place: frame kinds and header layout, error codes, hello
 /// fields and statuses, codec ids and the method-id hash. The book's wire-protocol chapter
 /// is the normative description; this is the code both the runtime and the macros use.
@@ -115,7 +119,6 @@ pub use wirecall_runtime::{
 /// chapter.
 pub mod discovery {
     pub use wirecall_runtime::discovery::*;
-    pub use wirecall_runtime::server::DEFAULT_DRAIN_DELAY;
 }
 /// The client side beyond [`Channel`]: reading reply metadata, and what a channel's tower
 /// layers see ([`ChannelBuilder::layer`]).
@@ -124,9 +127,9 @@ pub mod client {
     pub use wirecall_runtime::client::{Reply, Request};
 }
 /// The server side beyond [`Server`]: what a server's tower layers see
-/// ([`ServerBuilder::layer`]).
+/// ([`ServerBuilder::layer`]), and the server's defaults.
 pub mod server {
-    pub use wirecall_runtime::server::{Reply, Request};
+    pub use wirecall_runtime::server::{Reply, Request, DEFAULT_DRAIN_DELAY};
 }
 /// Service reflection: schemas, the built-in `wirecall.Reflection` service and its client,
 /// and the `.proto` and JSON Schema exports.

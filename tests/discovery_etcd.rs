@@ -35,9 +35,11 @@ async fn registry_at(endpoint: &str, test: &str) -> Registry {
         .unwrap()
         .as_nanos();
     let prefix = format!("/wirecall-test/{test}-{}-{nanos}/", std::process::id());
-    let registry = Etcd::connect_with_prefix([endpoint], &prefix)
-        .await
-        .unwrap_or_else(|err| panic!("etcd at {endpoint} unreachable: {err}"));
+    let registry = Registry::new(
+        Etcd::connect_with_prefix([endpoint], &prefix)
+            .await
+            .unwrap_or_else(|err| panic!("etcd at {endpoint} unreachable: {err}")),
+    );
     // Fail at once (not after a long wait) when etcd is not there.
     let mut probe = registry.watch("probe");
     tokio::time::timeout(Duration::from_secs(10), probe.ready())
@@ -269,7 +271,7 @@ async fn discovery_keeps_working_when_one_member_of_a_three_member_cluster_dies(
     let endpoints = cluster.clients.clone();
     let connect = || async {
         let prefix = "/wirecall-test/members/";
-        let registry = Etcd::connect_with_prefix(&endpoints, prefix).await.unwrap();
+        let registry = Registry::new(Etcd::connect_with_prefix(&endpoints, prefix).await.unwrap());
         let mut probe = registry.watch("probe");
         tokio::time::timeout(Duration::from_secs(20), probe.ready())
             .await

@@ -45,7 +45,11 @@ fn root(test: &str) -> String {
 
 /// A registry (a session) on `endpoint` under `root`; fails at once if ZooKeeper is not there.
 async fn registry_at(endpoint: &str, root: &str) -> Registry {
-    let registry = ZooKeeper::connect_with(endpoint, root, SESSION);
+    let registry = Registry::new(
+        ZooKeeper::new(endpoint)
+            .with_root(root)
+            .with_session_timeout(SESSION),
+    );
     let mut probe = registry.watch("probe");
     tokio::time::timeout(Duration::from_secs(10), probe.ready())
         .await

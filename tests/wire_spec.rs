@@ -510,7 +510,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     let users = UserServiceClient::new(
         Channel::builder()
             .codec(Codec::Json)
-            .no_timeout()
+            .without_timeout()
             .metadata("tenant", "acme")
             .connect(tap.addr)
             .await

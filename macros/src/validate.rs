@@ -10,7 +10,7 @@ use syn::{TraitItem, Type};
 
 use crate::parse::{MethodDef, ReplyShape, ServiceDef};
 use crate::proto_type;
-use wirecall_wire::method_id;
+use wirecall_wire::method_hash;
 
 /// Names of the generated client's own methods, and of the methods of the traits it
 /// implements (`Clone`, `Debug`, and the blanket `ToOwned`, `Borrow`, `Into`, `Any`, ...); a
@@ -326,7 +326,7 @@ fn validate_return_type(ty: &Type, protobuf: bool, errors: &mut Errors) {
 fn validate_ids(def: &ServiceDef, errors: &mut Errors) {
     let mut seen: HashMap<u64, &MethodDef> = HashMap::new();
     for method in &def.methods {
-        let id = method_id(&def.wire_name, &method.wire_name);
+        let id = method_hash(&def.wire_name, &method.wire_name);
         if let Some(first) = seen.insert(id, method) {
             if first.wire_name == method.wire_name {
                 // Duplicate method names are reported by rustc on the trait itself.

@@ -35,14 +35,14 @@ impl fmt::Display for MethodId {
 }
 
 /// Computes the wire id of `method` in `service`: FNV-1a (64 bit) over `"{service}.{method}"`
-/// ([`wire::method_id`](crate::wire::method_id), the function the macros use too).
+/// ([`wire::method_hash`](crate::wire::method_hash), the function the macros use too).
 ///
 /// ```
 /// use wirecall_runtime::method_id;
 /// assert_eq!(method_id("UserService", "get_user").get(), 0x6cb7_fb98_2dc9_924b);
 /// ```
 pub const fn method_id(service: &str, method: &str) -> MethodId {
-    MethodId(wirecall_wire::method_id(service, method))
+    MethodId(wirecall_wire::method_hash(service, method))
 }
 
 /// FNV-1a (64 bit) of `bytes`: the hash the consistent-hash balancer places keys with.

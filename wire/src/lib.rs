@@ -2,7 +2,7 @@
 //! hash, with no I/O and no dependencies.
 //!
 //! The runtime frames, negotiates and reports errors with these definitions and the
-//! procedural macros compute method ids with [`method_id`], so both sides of the crate
+//! procedural macros compute method ids with [`method_hash`], so both sides of the crate
 //! boundary share one copy. The normative description is the wire-protocol chapter of the
 //! book; each item here names the section it implements.
 
@@ -23,4 +23,4 @@ pub use hello::{
     HelloStatus, EXTENSION_EARLY_CALLS, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS,
     MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
-pub use method_id::{fnv1a, method_id};
+pub use method_id::{fnv1a, method_hash};

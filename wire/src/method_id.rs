@@ -3,13 +3,14 @@
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-/// The wire id of `method` in the service whose wire name is `service`: FNV-1a (64 bit)
-/// over the UTF-8 bytes of `"{service}.{method}"`.
+/// The 64-bit wire value of the id of `method` in the service whose wire name is `service`:
+/// FNV-1a (64 bit) over the UTF-8 bytes of `"{service}.{method}"`. (`wirecall::method_id`
+/// wraps the same value in a `MethodId`.)
 ///
 /// ```
-/// assert_eq!(wirecall_wire::method_id("UserService", "get_user"), 0x6cb7_fb98_2dc9_924b);
+/// assert_eq!(wirecall_wire::method_hash("UserService", "get_user"), 0x6cb7_fb98_2dc9_924b);
 /// ```
-pub const fn method_id(service: &str, method: &str) -> u64 {
+pub const fn method_hash(service: &str, method: &str) -> u64 {
     let mut hash = FNV_OFFSET_BASIS;
     hash = extend(hash, service.as_bytes());
     hash = extend(hash, b".");

@@ -18,7 +18,7 @@ use syn::{Ident, LitInt, TraitItem};
 
 use crate::crate_path::CratePath;
 use crate::parse::{CodecName, MethodDef, ServiceDef};
-use wirecall_wire::method_id;
+use wirecall_wire::method_hash;
 
 /// Per-method names and facts shared by the generators.
 pub struct MethodGen<'a> {
@@ -112,7 +112,7 @@ fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
             format!("{camel}{index}")
         };
         let span = method.sig.ident.span();
-        let id = method_id(&def.wire_name, &method.wire_name);
+        let id = method_hash(&def.wire_name, &method.wire_name);
         methods.push(MethodGen {
             def: method,
             arg_idents,

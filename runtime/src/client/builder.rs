@@ -187,7 +187,7 @@ impl ChannelBuilder {
     }
 
     /// Calls wait for their reply however long it takes.
-    pub fn no_timeout(mut self) -> Self {
+    pub fn without_timeout(mut self) -> Self {
         self.timeout = None;
         self
     }

@@ -6,7 +6,7 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 
 use super::record::Registration;
-use super::registry::{Backend, Registry, RegistryError, WatchEvent};
+use super::registry::{Backend, RegistryError, WatchEvent};
 
 /// Where records live unless [`Etcd::connect_with_prefix`] says otherwise: a record of service
 /// `User` under lease `L` is the key `/wirecall/services/User/{L in hex}`.
@@ -24,12 +24,21 @@ pub struct Etcd {
 }
 
 impl Etcd {
-    /// Connects to the etcd cluster at `endpoints` (`host:port`, `http://host:port`) and
-    /// returns a [`Registry`] over it. The connection is made lazily: a cluster that is
-    /// down now is reached once it comes up.
+    /// Connects to the etcd cluster at `endpoints` (`host:port`, `http://host:port`); wrap
+    /// it in a [`Registry`](super::Registry) with [`Registry::new`](super::Registry::new), as every back-end. The connection is
+    /// made lazily: a cluster that is down now is reached once it comes up.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), wirecall_runtime::discovery::RegistryError> {
+    /// use wirecall_runtime::discovery::{Etcd, Registry};
+    ///
+    /// let registry = Registry::new(Etcd::connect(["127.0.0.1:2379"]).await?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn connect<E: AsRef<str>, S: AsRef<[E]>>(
         endpoints: S,
-    ) -> Result<Registry, RegistryError> {
+    ) -> Result<Self, RegistryError> {
         Self::connect_with_prefix(endpoints, DEFAULT_PREFIX).await
     }
 
@@ -37,7 +46,7 @@ impl Etcd {
     pub async fn connect_with_prefix<E: AsRef<str>, S: AsRef<[E]>>(
         endpoints: S,
         prefix: &str,
-    ) -> Result<Registry, RegistryError> {
+    ) -> Result<Self, RegistryError> {
         let described = endpoints
             .as_ref()
             .iter()
@@ -57,11 +66,11 @@ impl Etcd {
                 registry: format!("etcd {described}"),
                 message: err.to_string(),
             })?;
-        Ok(Registry::new(Self {
+        Ok(Self {
             client,
             endpoints: described,
             prefix: prefix.to_owned(),
-        }))
+        })
     }
 
     fn unavailable(&self, err: etcd_client::Error) -> RegistryError {

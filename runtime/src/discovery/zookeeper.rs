@@ -12,9 +12,9 @@ use futures::{FutureExt, StreamExt};
 use zookeeper_client as zk;
 
 use super::record::Registration;
-use super::registry::{Backend, Registry, RegistryError, WatchEvent};
+use super::registry::{Backend, RegistryError, WatchEvent};
 
-/// Where records live unless [`ZooKeeper::connect_with`] says otherwise: a record of service
+/// Where records live unless [`ZooKeeper::with_root`] says otherwise: a record of service
 /// `User` is an ephemeral sequential node `/wirecall/services/User/node-0000000042`.
 pub const DEFAULT_ROOT: &str = "/wirecall/services";
 
@@ -46,24 +46,39 @@ struct Lease {
 }
 
 impl ZooKeeper {
-    /// A registry over the ZooKeeper ensemble `cluster` (`host:port,host:port`), records
-    /// under [`DEFAULT_ROOT`], session timeout [`DEFAULT_SESSION_TIMEOUT`]. The session is
-    /// opened on first use, so an ensemble that is down now is reached once it is up.
-    pub fn connect(cluster: &str) -> Registry {
-        Self::connect_with(cluster, DEFAULT_ROOT, DEFAULT_SESSION_TIMEOUT)
-    }
-
-    /// Like [`connect`](Self::connect), with records under `root` (no trailing `/`) and the
-    /// given session timeout.
-    pub fn connect_with(cluster: &str, root: &str, session_timeout: Duration) -> Registry {
-        Registry::new(Self {
+    /// The ZooKeeper ensemble `cluster` (`host:port,host:port`), records under
+    /// [`DEFAULT_ROOT`], session timeout [`DEFAULT_SESSION_TIMEOUT`]; wrap it in a
+    /// [`Registry`](super::Registry) with [`Registry::new`](super::Registry::new), as every
+    /// back-end. The session is opened on first
+    /// use (so this is not `async`), and an ensemble that is down now is reached once it is
+    /// up.
+    ///
+    /// ```no_run
+    /// use wirecall_runtime::discovery::{Registry, ZooKeeper};
+    ///
+    /// let registry = Registry::new(ZooKeeper::new("127.0.0.1:2181"));
+    /// ```
+    pub fn new(cluster: &str) -> Self {
+        Self {
             cluster: cluster.to_owned(),
-            root: root.trim_end_matches('/').to_owned(),
-            session_timeout,
+            root: DEFAULT_ROOT.to_owned(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
             session: Arc::new(tokio::sync::Mutex::new(None)),
             leases: Arc::new(std::sync::Mutex::new(HashMap::new())),
             next_lease: Arc::new(AtomicI64::new(1)),
-        })
+        }
+    }
+
+    /// Keeps records under `root` (no trailing `/`) instead of [`DEFAULT_ROOT`].
+    pub fn with_root(mut self, root: &str) -> Self {
+        self.root = root.trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// Opens sessions with `timeout` instead of [`DEFAULT_SESSION_TIMEOUT`].
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
     }
 
     fn unavailable(&self, err: impl std::fmt::Display) -> RegistryError {
