@@ -27,7 +27,7 @@ pub trait Service: Send + Sync + 'static {
     /// The service's schema, for the reflection service. Generated servers describe every
     /// argument and reply type; the default gives only the descriptor's names and marks the
     /// schema as not [`described`](crate::reflect::ServiceSchema::described).
-    fn schema(&self) -> crate::reflect::ServiceSchema {
-        crate::reflect::ServiceSchema::from_descriptor(self.descriptor())
+    fn schema(&self) -> crate::reflect::schema::ServiceSchema {
+        crate::reflect::schema::ServiceSchema::from_descriptor(self.descriptor())
     }
 }

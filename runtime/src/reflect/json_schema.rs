@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{
+use super::schema::{
     FieldSchema, MethodSchema, ReplySchema, ServiceSchema, TypeDef, TypeKind, TypeRef, VariantShape,
 };
 

@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{ReplySchema, ServiceSchema, TypeDef, TypeKind, TypeRef, VariantShape};
+use super::schema::{ReplySchema, ServiceSchema, TypeDef, TypeKind, TypeRef, VariantShape};
 
 /// Why a set of schemas has no `.proto` form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{ReflectionError, ServiceSchema, ServiceSummary};
+use super::schema::{ReflectionError, ServiceSchema, ServiceSummary};
 
 /// Lists and describes the services a server serves. Every server serves it under the name
 /// `wirecall.Reflection` unless `ServerBuilder::reflection(false)` turns it off.

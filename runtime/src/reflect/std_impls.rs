@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
-use super::{Reflect, TypeRef, TypeRegistry};
+use super::registry::{Reflect, TypeRegistry};
+use super::schema::TypeRef;
 
 macro_rules! leaf {
     ($($ty:ty => $variant:ident),* $(,)?) => {$(

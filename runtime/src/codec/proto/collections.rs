@@ -2,59 +2,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hash};
-use std::marker::PhantomData;
 
 use bytes::{Buf, BufMut};
 use prost::encoding::{skip_field, DecodeContext, WireType};
 use prost::{DecodeError, Message};
 
-use super::{encode_entry, encode_header, entry_len, header_len, merge_entry, ProtoField};
-
-/// Decodes a message whose field 1 is a repeated `T`, into `items`.
-pub(super) fn merge_wrapped_list<T: ProtoField, C: Extend<T> + Send + Sync>(
-    items: &mut C,
-    wire_type: WireType,
-    buf: &mut impl Buf,
-    ctx: DecodeContext,
-) -> Result<(), DecodeError> {
-    prost::encoding::message::merge(
-        wire_type,
-        &mut ListBody {
-            items,
-            element: PhantomData::<fn() -> T>,
-        },
-        buf,
-        ctx,
-    )
-}
-
-/// Decode-only view of a wrapped list, so that prost's nested-message decoding (and its
-/// recursion limit) applies to it.
-struct ListBody<'a, T, C> {
-    items: &'a mut C,
-    element: PhantomData<fn() -> T>,
-}
-
-impl<T: ProtoField, C: Extend<T> + Send + Sync> Message for ListBody<'_, T, C> {
-    fn encode_raw(&self, _buf: &mut impl BufMut) {}
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), DecodeError> {
-        if tag == 1 {
-            T::merge_list(self.items, wire_type, buf, ctx)
-        } else {
-            skip_field(wire_type, tag, buf, ctx)
-        }
-    }
-    fn encoded_len(&self) -> usize {
-        0
-    }
-    fn clear(&mut self) {}
-}
+use super::field::{encode_entry, encode_header, entry_len, header_len, merge_entry, ProtoField};
 
 /// `Option<T>`: the field form is `T`'s value form when `Some` and nothing when `None`; the
 /// value form is a message with `T` as optional field 1, so `Option<Option<T>>` and
@@ -239,7 +192,7 @@ impl<T: ProtoField, const N: usize> ProtoField for [T; N] {
         T::merge_list_value(&mut items, wire_type, buf, ctx)?;
         let len = items.len();
         *self = items.try_into().map_err(|_| {
-            super::decode_error(format!("expected an array of {N} items, got {len}"))
+            super::field::decode_error(format!("expected an array of {N} items, got {len}"))
         })?;
         Ok(())
     }

@@ -5,7 +5,7 @@ use bytes::{Buf, BufMut};
 use prost::encoding::{skip_field, DecodeContext, WireType};
 use prost::{DecodeError, Message};
 
-use super::{encode_header, header_len, ProtoField};
+use super::field::{encode_header, header_len, ProtoField};
 
 /// Writes `message` as a length-delimited field.
 pub fn encode_message<M: Message>(message: &M, tag: u32, buf: &mut impl BufMut) {

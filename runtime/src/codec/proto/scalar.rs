@@ -12,7 +12,7 @@ use prost::encoding::{
 };
 use prost::DecodeError;
 
-use super::{encode_header, header_len, ProtoField};
+use super::field::{encode_header, header_len, ProtoField};
 
 /// A fixed-size value with one wire type: the numbers, `bool` and `char`.
 pub(super) trait Scalar: Copy + Send + Sync + 'static {
@@ -25,7 +25,7 @@ pub(super) trait Scalar: Copy + Send + Sync + 'static {
 }
 
 fn out_of_range(value: impl std::fmt::Display, ty: &str) -> DecodeError {
-    super::decode_error(format!("value {value} is out of range for `{ty}`"))
+    super::field::decode_error(format!("value {value} is out of range for `{ty}`"))
 }
 
 macro_rules! varint_scalar {
@@ -72,7 +72,7 @@ varint_scalar!(i16, |v| i64::from(v) as u64, |w| i16::try_from(w as i64)
 varint_scalar!(char, |v| u64::from(u32::from(v)), |w| u32::try_from(w)
     .ok()
     .and_then(char::from_u32)
-    .ok_or_else(|| super::decode_error(format!(
+    .ok_or_else(|| super::field::decode_error(format!(
         "{w} is not a Unicode scalar value for `char`"
     ))));
 
@@ -95,7 +95,7 @@ macro_rules! fixed_scalar {
             }
             fn get(buf: &mut impl Buf) -> Result<Self, DecodeError> {
                 if buf.remaining() < $width {
-                    return Err(super::decode_error("buffer underflow"));
+                    return Err(super::field::decode_error("buffer underflow"));
                 }
                 Ok(buf.$get())
             }
@@ -307,7 +307,7 @@ fn length_delimited(wire_type: WireType, buf: &mut impl Buf) -> Result<usize, De
     check_wire_type(WireType::LengthDelimited, wire_type)?;
     let len = decode_varint(buf)?;
     if len > buf.remaining() as u64 {
-        return Err(super::decode_error("buffer underflow"));
+        return Err(super::field::decode_error("buffer underflow"));
     }
     Ok(len as usize)
 }

@@ -9,7 +9,8 @@ use bytes::{Buf, BufMut};
 use prost::encoding::{DecodeContext, WireType};
 use prost::DecodeError;
 
-use super::{encode_message, merge_message, message_len, ProtoField};
+use super::field::ProtoField;
+use super::message::{encode_message, merge_message, message_len};
 
 /// A `Duration` longer than `i64::MAX` seconds (292 billion years) is sent as the longest
 /// `google.protobuf.Duration`.
@@ -44,7 +45,7 @@ impl ProtoField for Duration {
                 *self = Duration::new(seconds, nanos);
                 Ok(())
             }
-            _ => Err(super::decode_error(format!(
+            _ => Err(super::field::decode_error(format!(
                 "invalid duration for `Duration` (negative or not normalised): {}s {}ns",
                 proto.seconds, proto.nanos
             ))),
@@ -71,7 +72,7 @@ impl ProtoField for SystemTime {
         let mut proto = prost_types::Timestamp::from(*self);
         merge_message(&mut proto, wire_type, buf, ctx)?;
         *self = SystemTime::try_from(proto)
-            .map_err(|e| super::decode_error(format!("invalid timestamp: {e}")))?;
+            .map_err(|e| super::field::decode_error(format!("invalid timestamp: {e}")))?;
         Ok(())
     }
 }

@@ -39,7 +39,7 @@ pub fn unit_enum_default<E: UnitEnum>() -> E {
 }
 
 fn unknown_number<E: UnitEnum>(number: i64) -> DecodeError {
-    super::decode_error(format!("unknown value {number} for enum `{}`", E::NAME))
+    super::field::decode_error(format!("unknown value {number} for enum `{}`", E::NAME))
 }
 
 fn decode_number<E: UnitEnum>(buf: &mut impl Buf) -> Result<E, DecodeError> {
@@ -83,7 +83,7 @@ pub fn encode_unit_enum_list<'a, E: UnitEnum>(
     if len == 0 {
         return;
     }
-    super::encode_header(tag, len, buf);
+    super::field::encode_header(tag, len, buf);
     for item in items {
         item.number().put(buf);
     }
@@ -100,7 +100,7 @@ pub fn unit_enum_list_len<'a, E: UnitEnum>(
 ) -> usize {
     match packed_body_len(items) {
         0 => 0,
-        len => super::header_len(tag, len),
+        len => super::field::header_len(tag, len),
     }
 }
 
