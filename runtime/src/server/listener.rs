@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::connection::{open_connection, Connection};
 use super::identity::PeerIdentity;
-use super::Shared;
+use super::shared::Shared;
 use crate::negotiate::{refuse, HelloStatus};
 use crate::transport::{configure_tcp, Transport};
 

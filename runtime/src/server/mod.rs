@@ -12,9 +12,10 @@ mod registration;
 mod request;
 pub use registration::DEFAULT_DRAIN_DELAY;
 mod router;
+mod shared;
 
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -31,7 +32,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::{FailureLimiter, Token, TokenCheck};
 use crate::codec::Codec;
-use crate::discovery::{Registered, Registration, Registry};
+use crate::discovery::{Registration, Registry};
 use crate::error::{BoxError, Error};
 use crate::layers::{Layers, Next};
 use crate::negotiate::{check_codec_list, Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
@@ -42,10 +43,11 @@ use crate::transport::Transport;
 use config::ServerConfig;
 use identity::Authorize;
 pub use identity::{CallTarget, PeerIdentity};
-use layer::{AuthorizeLayer, Core, Dispatch, InFlightLimitLayer, Pipeline};
+use layer::{AuthorizeLayer, Core, Dispatch, InFlightLimitLayer};
 use listener::Listener;
 pub use request::{Reply, Request};
 use router::Router;
+use shared::{ConnectionSlot, Shared};
 
 /// Entry point: `Server::builder()`.
 #[derive(Debug)]
@@ -538,109 +540,6 @@ async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, 
     Err(Error::Bind { addr, cause })
 }
 
-/// State every connection task of one server shares.
-pub(crate) struct Shared {
-    pub(crate) router: Arc<Router>,
-    /// What every call goes through (see [`layer::Pipeline`]), called by reference.
-    pub(crate) pipeline: Pipeline,
-    pub(crate) metrics: metrics::ServerMetrics,
-    pub(crate) config: ServerConfig,
-    pub(crate) connections: AtomicUsize,
-    /// The connection limit in force (configured, or derived from the descriptor limit).
-    pub(crate) max_connections: usize,
-    /// One permit per call running on the server (`max_in_flight`).
-    pub(crate) calls: Arc<Semaphore>,
-    /// Stop accepting and stop reading new calls.
-    pub(crate) shutdown: CancellationToken,
-    /// The grace period is over: abort whatever still runs.
-    pub(crate) force: CancellationToken,
-    pub(crate) tracker: TaskTracker,
-    /// The token clients must present, if any (only for [`RunningServer::token`]).
-    pub(crate) token: Option<Token>,
-    pub(crate) token_check: Option<TokenCheck>,
-    /// Authentication failures per peer IP.
-    pub(crate) failures: FailureLimiter,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
-    /// The registrations kept alive in the background; withdrawn first on shutdown.
-    registered: Mutex<Vec<Registered>>,
-    /// A shutdown has begun (or the server was stopped at once).
-    stopping: AtomicBool,
-    /// Cancelled when a graceful shutdown begins, before deregistration.
-    draining: CancellationToken,
-    /// The server has stopped: every connection is closed.
-    stopped: CancellationToken,
-    #[cfg(unix)]
-    unix_path: Option<PathBuf>,
-}
-
-impl Shared {
-    /// Graceful shutdown, run once however many callers ask: stop accepting and reading new
-    /// calls, let the calls in flight finish within `grace`, abort the rest, close everything.
-    /// A later caller waits for the first one's shutdown to end.
-    async fn shut_down(&self, grace: Duration) {
-        if self.stopping.swap(true, Ordering::AcqRel) {
-            self.stopped.cancelled().await;
-            return;
-        }
-        self.draining.cancel();
-        registration::withdraw(self.take_registrations(), self.config.drain_delay).await;
-        self.shutdown.cancel();
-        self.tracker.close();
-        if tokio::time::timeout(grace, self.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(?grace, "grace period over; aborting remaining calls");
-            self.force.cancel();
-            self.tracker.wait().await;
-        }
-        self.remove_socket_file();
-        tracing::info!("wirecall server stopped");
-        self.stopped.cancel();
-    }
-
-    fn take_registrations(&self) -> Vec<Registered> {
-        std::mem::take(&mut *self.registered.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    fn remove_socket_file(&self) {
-        #[cfg(unix)]
-        if let Some(path) = &self.unix_path {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-
-    /// The codecs a refusal sent before authentication may list: none when the server
-    /// requires a token, so that an unauthenticated peer learns nothing about it.
-    pub(crate) fn codecs_before_auth(&self) -> &[Codec] {
-        if self.token_check.is_some() {
-            &[]
-        } else {
-            &self.config.codecs
-        }
-    }
-
-    /// Checks a hello's token (empty: none sent). An address over its failure budget is
-    /// refused without looking at the token; a wrong token counts against its address.
-    pub(crate) fn authenticate(&self, ip: Option<IpAddr>, token: &[u8]) -> bool {
-        let Some(check) = &self.token_check else {
-            return true;
-        };
-        if ip.is_some_and(|ip| self.failures.is_blocked(ip)) {
-            tracing::debug!(?ip, "too many authentication failures; refusing");
-            return false;
-        }
-        if check.matches(token) {
-            return true;
-        }
-        if let Some(ip) = ip {
-            self.failures.record_failure(ip);
-        }
-        false
-    }
-}
-
 async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
     let mut failures = AcceptFailures::default();
     loop {
@@ -730,9 +629,6 @@ impl AcceptFailures {
     }
 }
 
-/// Counts a connection for as long as its task lives.
-struct ConnectionSlot(Arc<Shared>);
-
 /// A connection's task: its opening (TLS, hello), then its read loop, holding its `slot` in
 /// the connection count throughout.
 ///
@@ -748,12 +644,6 @@ fn serve_opened(
         Some(connection) => Either::Left(connection.run(slot)),
         None => Either::Right(std::future::ready(())),
     })
-}
-
-impl Drop for ConnectionSlot {
-    fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 /// A server that is accepting connections.
@@ -841,15 +731,6 @@ pub async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => tracing::info!("Ctrl-C received; shutting down"),
         () = terminate => tracing::info!("SIGTERM received; shutting down"),
-    }
-}
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
-            .field("config", &self.config)
-            .field("connections", &self.connections)
-            .finish_non_exhaustive()
     }
 }
 

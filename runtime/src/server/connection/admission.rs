@@ -24,7 +24,7 @@ use crate::id_hash::IdMap;
 use crate::metadata::Metadata;
 use crate::server::metrics::{self, Outcome as Ended};
 use crate::server::request::Request;
-use crate::server::Shared;
+use crate::server::shared::Shared;
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::writer::Delivery;
 

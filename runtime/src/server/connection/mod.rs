@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::identity::PeerIdentity;
-use super::{ConnectionSlot, Shared};
+use super::shared::{ConnectionSlot, Shared};
 use crate::codec::Codec;
 use crate::error::ErrorCode;
 use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
