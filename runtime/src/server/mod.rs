@@ -18,14 +18,11 @@ use std::future::Future;
 use std::net::SocketAddr;
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::Either;
-use futures::FutureExt;
-use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
+use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -44,7 +41,7 @@ use config::ServerConfig;
 use identity::Authorize;
 pub use identity::{CallTarget, PeerIdentity};
 use layer::{AuthorizeLayer, Core, Dispatch, InFlightLimitLayer};
-use listener::Listener;
+use listener::{accept_loop, listen, serve_opened, Listener};
 pub use request::{Reply, Request};
 use router::Router;
 use shared::{ConnectionSlot, Shared};
@@ -506,144 +503,6 @@ impl ServerBuilder {
         tracing::info!(%local_addr, "wirecall server listening");
         Ok(RunningServer { local_addr, shared })
     }
-}
-
-/// Binds the first address `addr` resolves to that accepts a listener with `backlog`.
-async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, Error> {
-    let candidates = tokio::net::lookup_host(addr)
-        .await
-        .map_err(|cause| Error::Bind {
-            addr: "(address lookup)".to_owned(),
-            cause,
-        })?;
-    let mut last_error = None;
-    for candidate in candidates {
-        let socket = if candidate.is_ipv4() {
-            TcpSocket::new_v4()
-        } else {
-            TcpSocket::new_v6()
-        };
-        let listener = socket.and_then(|socket| {
-            socket.set_reuseaddr(true)?;
-            socket.bind(candidate)?;
-            socket.listen(backlog)
-        });
-        match listener {
-            Ok(listener) => return Ok(listener),
-            Err(err) => last_error = Some((candidate.to_string(), err)),
-        }
-    }
-    let (addr, cause) = last_error.unwrap_or_else(|| {
-        let none = std::io::Error::new(std::io::ErrorKind::NotFound, "resolved to nothing");
-        ("(address lookup)".to_owned(), none)
-    });
-    Err(Error::Bind { addr, cause })
-}
-
-async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
-    let mut failures = AcceptFailures::default();
-    loop {
-        let accepted = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let accepted = match accepted {
-            Ok(accepted) => {
-                failures.recovered();
-                accepted
-            }
-            Err(err) => {
-                // Out of descriptors (EMFILE/ENFILE) or memory: the pending connection stays in
-                // the backlog. Wait, with a growing pause, instead of spinning on the same
-                // error; the connections already open keep being served meanwhile.
-                let pause = failures.failed(&err);
-                tokio::select! {
-                    _ = shared.shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(pause) => continue,
-                }
-            }
-        };
-        let open = shared.connections.fetch_add(1, Ordering::AcqRel);
-        let guard = ConnectionSlot(Arc::clone(&shared));
-        let connection_shared = Arc::clone(&shared);
-        if open >= shared.max_connections {
-            tracing::warn!(open, "connection limit reached; refusing");
-            shared.tracker.spawn(async move {
-                let _guard = guard;
-                accepted.refuse_busy(connection_shared).await;
-            });
-            continue;
-        }
-        shared.tracker.spawn(serve_opened(
-            Box::pin(accepted.open(connection_shared)),
-            guard,
-        ));
-    }
-}
-
-/// The accept loop's failure streak: how long to pause before the next `accept`, and when to
-/// log (the first failure of a streak, then at most once per [`ACCEPT_LOG_EVERY`]).
-#[derive(Debug, Default)]
-struct AcceptFailures {
-    streak: u32,
-    since_log: u32,
-    last_log: Option<std::time::Instant>,
-}
-
-/// The first pause after a failed `accept`; it doubles per failure up to [`ACCEPT_PAUSE_MAX`].
-const ACCEPT_PAUSE_MIN: Duration = Duration::from_millis(5);
-/// The longest pause between two `accept` attempts while they fail.
-const ACCEPT_PAUSE_MAX: Duration = Duration::from_millis(500);
-/// At most one log line per this interval while `accept` keeps failing.
-const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
-
-impl AcceptFailures {
-    /// Records a failure; returns how long to pause.
-    fn failed(&mut self, err: &std::io::Error) -> Duration {
-        self.streak = self.streak.saturating_add(1);
-        self.since_log = self.since_log.saturating_add(1);
-        let now = std::time::Instant::now();
-        if self
-            .last_log
-            .is_none_or(|last| now.duration_since(last) >= ACCEPT_LOG_EVERY)
-        {
-            tracing::warn!(
-                %err,
-                failures = self.since_log,
-                "accept failed (out of file descriptors?); pausing new connections, serving \
-                 open ones; raise the open-file limit or lower max_connections"
-            );
-            self.last_log = Some(now);
-            self.since_log = 0;
-        }
-        let doublings = self.streak.saturating_sub(1).min(16);
-        (ACCEPT_PAUSE_MIN * 2u32.pow(doublings)).min(ACCEPT_PAUSE_MAX)
-    }
-
-    /// An `accept` succeeded: the streak is over.
-    fn recovered(&mut self) {
-        if self.streak > 0 {
-            tracing::info!(failures = self.streak, "accept works again");
-            *self = Self::default();
-        }
-    }
-}
-
-/// A connection's task: its opening (TLS, hello), then its read loop, holding its `slot` in
-/// the connection count throughout.
-///
-/// The task lives as long as the connection, so its size is what every held connection
-/// costs: the opening is boxed (and freed once done), and the combinator holds either it or
-/// the read loop, never both, where an `async` block would keep room for the opened
-/// connection beside the loop that owns it.
-fn serve_opened(
-    opening: Pin<Box<dyn Future<Output = Option<connection::Connection>> + Send>>,
-    slot: ConnectionSlot,
-) -> impl Future<Output = ()> + Send {
-    opening.then(move |opened| match opened {
-        Some(connection) => Either::Left(connection.run(slot)),
-        None => Either::Right(std::future::ready(())),
-    })
 }
 
 /// A server that is accepting connections.
