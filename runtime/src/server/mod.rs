@@ -6,6 +6,7 @@ mod config;
 mod connection;
 mod descriptor_budget;
 mod identity;
+mod launch;
 mod layer;
 mod listener;
 pub mod metrics;
