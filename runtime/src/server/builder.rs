@@ -23,6 +23,15 @@ use crate::negotiate::{Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use crate::service::Service;
 #[cfg(feature = "tls")]
 use crate::tls::ServerTlsConfig;
+// The defaults the option docs link.
+#[cfg(doc)]
+use super::config::{
+    DEFAULT_AUTH_FAILURE_WINDOW, DEFAULT_AUTH_MAX_FAILURES, DEFAULT_DRAIN_DELAY,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LISTEN_BACKLOG,
+    DEFAULT_MAX_CONNECTIONS_CEILING, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
+    DEFAULT_PING_TIMEOUT, DEFAULT_RESERVED_DESCRIPTORS, DEFAULT_SHUTDOWN_GRACE_PERIOD,
+    DEFAULT_WRITE_TIMEOUT,
+};
 
 /// Entry point: `Server::builder()`.
 #[derive(Debug)]
@@ -129,20 +138,23 @@ impl ServerBuilder {
         self
     }
 
-    /// The largest frame accepted or sent (default 16 MiB). A peer announcing a larger one
-    /// gets an error frame and the connection is closed.
+    /// The largest frame accepted or sent (default
+    /// [`DEFAULT_MAX_FRAME_LEN`](crate::frame::DEFAULT_MAX_FRAME_LEN)). A peer announcing a
+    /// larger one gets an error frame and the connection is closed.
     pub fn max_frame_len(mut self, max: u32) -> Self {
         self.config.max_frame_len = max;
         self
     }
 
-    /// How long a new connection may take to send its hello (default 10 s).
+    /// How long a new connection may take to send its hello, its TLS handshake included
+    /// (default [`DEFAULT_HANDSHAKE_TIMEOUT`]).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.config.handshake_timeout = timeout;
         self
     }
 
-    /// How long [`RunningServer::shutdown`] waits for in-flight calls (default 30 s).
+    /// How long [`RunningServer::shutdown`] waits for in-flight calls (default
+    /// [`DEFAULT_SHUTDOWN_GRACE_PERIOD`]).
     pub fn shutdown_grace_period(mut self, grace: Duration) -> Self {
         self.config.grace_period = grace;
         self
@@ -166,9 +178,9 @@ impl ServerBuilder {
         self
     }
 
-    /// How long a graceful shutdown waits between deregistering and draining (default 1 s):
-    /// enough for clients watching the registry to remove this server. Only used when the
-    /// server [`register`](Self::register)s somewhere.
+    /// How long a graceful shutdown waits between deregistering and draining (default
+    /// [`DEFAULT_DRAIN_DELAY`]): enough for clients watching the registry to remove this
+    /// server. Only used when the server [`register`](Self::register)s somewhere.
     pub fn drain_delay(mut self, delay: Duration) -> Self {
         self.config.drain_delay = delay;
         self
@@ -176,23 +188,25 @@ impl ServerBuilder {
 
     /// Connections held at once; more are refused with a `Busy` hello. By default the limit is
     /// derived from the process's soft open-file limit when the server starts (90 % of it,
-    /// leaving at least 32 descriptors for everything else; 100,000 where the limit cannot
-    /// be read), so that wirecall's clear `Busy` refusal applies before `accept` runs out of
-    /// descriptors.
+    /// leaving at least [`DEFAULT_RESERVED_DESCRIPTORS`] for everything else; at most
+    /// [`DEFAULT_MAX_CONNECTIONS_CEILING`], which is also the limit where the open-file limit
+    /// cannot be read), so that wirecall's clear `Busy` refusal applies before `accept` runs
+    /// out of descriptors.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.config.max_connections = Some(max);
         self
     }
 
-    /// Calls running at once on one connection (default 1,024). At the limit the server stops
-    /// reading that connection until a call finishes: backpressure, not an unbounded queue.
+    /// Calls running at once on one connection (default
+    /// [`DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION`]). At the limit the server stops reading that
+    /// connection until a call finishes: backpressure, not an unbounded queue.
     pub fn max_in_flight_per_connection(mut self, max: usize) -> Self {
         self.config.max_in_flight_per_connection = max.max(1);
         self
     }
 
-    /// Calls running at once on the whole server (default 65,536). A call beyond it is
-    /// answered at once with an [`Overloaded`](crate::ErrorCode::Overloaded) error. The limit
+    /// Calls running at once on the whole server (default [`DEFAULT_MAX_IN_FLIGHT`]). A call
+    /// beyond it is answered at once with an [`Overloaded`](crate::ErrorCode::Overloaded) error. The limit
     /// is a built-in layer that runs before the ones added with [`layer`](Self::layer), so a
     /// call waiting in one of them (say, for a rate limit's budget) counts as in flight.
     pub fn max_in_flight(mut self, max: usize) -> Self {
@@ -200,39 +214,43 @@ impl ServerBuilder {
         self
     }
 
-    /// How long a connection may stay silent before the server pings it (default 90 s, the
-    /// idle period of the socket servers wirecall replaces).
+    /// How long a connection may stay silent before the server pings it (default
+    /// [`DEFAULT_IDLE_TIMEOUT`]).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.config.idle_timeout = timeout;
         self
     }
 
     /// How long a pinged connection has to send any frame before it is closed with an
-    /// [`IdleTimeout`](crate::ErrorCode::IdleTimeout) error frame (default 10 s).
+    /// [`IdleTimeout`](crate::ErrorCode::IdleTimeout) error frame (default
+    /// [`DEFAULT_PING_TIMEOUT`]).
     pub fn ping_timeout(mut self, timeout: Duration) -> Self {
         self.config.ping_timeout = timeout;
         self
     }
 
     /// How long writing to a peer may stall (the peer does not read) before the connection is
-    /// closed (default 30 s).
+    /// closed (default [`DEFAULT_WRITE_TIMEOUT`]).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.config.write_timeout = timeout;
         self
     }
 
-    /// The listen backlog: connections the OS queues before `accept` (default 1,024).
+    /// The listen backlog: connections the OS queues before `accept` (default
+    /// [`DEFAULT_LISTEN_BACKLOG`]).
     pub fn listen_backlog(mut self, backlog: u32) -> Self {
         self.config.listen_backlog = backlog;
         self
     }
 
     /// Requires every client to present this token in its hello
-    /// ([`ChannelBuilder::token`](crate::ChannelBuilder::token)); at most 255 bytes. A wrong or
-    /// missing token is refused before any call can be made, and an address with 5 failures
-    /// within the last 10 s is refused until the oldest of them is 10 s old (see
-    /// [`auth_failure_limit`](Self::auth_failure_limit)). Before the token is checked the
-    /// server reveals nothing: its refusals list no codecs.
+    /// ([`ChannelBuilder::token`](crate::ChannelBuilder::token)); at most
+    /// [`MAX_TOKEN_LEN`](crate::negotiate::MAX_TOKEN_LEN) bytes. A wrong or missing token is
+    /// refused before any call can be made, and an address with too many failures within a
+    /// sliding window (by default [`DEFAULT_AUTH_MAX_FAILURES`] within
+    /// [`DEFAULT_AUTH_FAILURE_WINDOW`]) is refused until the oldest of them has left the
+    /// window (see [`auth_failure_limit`](Self::auth_failure_limit)). Before the token is
+    /// checked the server reveals nothing: its refusals list no codecs.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(TokenSource::Fixed(Token::new(token)));
         self
@@ -248,8 +266,9 @@ impl ServerBuilder {
     }
 
     /// How many failed token checks an IP address may have within a sliding `window` before
-    /// its hellos are refused without looking at the token (default 5 within 10 s; at most
-    /// 100; 0 turns the limit off). Refused attempts do not count as failures.
+    /// its hellos are refused without looking at the token (default
+    /// [`DEFAULT_AUTH_MAX_FAILURES`] within [`DEFAULT_AUTH_FAILURE_WINDOW`]; at most 100; 0
+    /// turns the limit off). Refused attempts do not count as failures.
     pub fn auth_failure_limit(mut self, max_failures: u32, window: Duration) -> Self {
         self.config.auth_max_failures = max_failures;
         self.config.auth_failure_window = window;
