@@ -7,13 +7,13 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::Either;
 use futures::FutureExt;
 use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::time::Instant;
 
+use super::accept_backoff::AcceptBackoff;
 use super::connection::{open_connection, Connection};
 use super::identity::PeerIdentity;
 use super::shared::{ConnectionSlot, Shared};
@@ -214,8 +214,10 @@ pub(super) async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<Tc
     Err(Error::Bind { addr, cause })
 }
 
+/// Accepts connections until shutdown, each served by its own task; over the connection
+/// limit, one is refused with a `Busy` hello.
 pub(super) async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
-    let mut failures = AcceptFailures::default();
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             _ = shared.shutdown.cancelled() => break,
@@ -223,17 +225,27 @@ pub(super) async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
         };
         let accepted = match accepted {
             Ok(accepted) => {
-                failures.recovered();
+                if let Some(failures) = backoff.recovered() {
+                    tracing::info!(failures, "accept works again");
+                }
                 accepted
             }
             Err(err) => {
                 // Out of descriptors (EMFILE/ENFILE) or memory: the pending connection stays in
                 // the backlog. Wait, with a growing pause, instead of spinning on the same
                 // error; the connections already open keep being served meanwhile.
-                let pause = failures.failed(&err);
+                let pause = backoff.failed(std::time::Instant::now());
+                if let Some(failures) = pause.log_failures {
+                    tracing::warn!(
+                        %err,
+                        failures,
+                        "accept failed (out of file descriptors?); pausing new connections, \
+                         serving open ones; raise the open-file limit or lower max_connections"
+                    );
+                }
                 tokio::select! {
                     _ = shared.shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(pause) => continue,
+                    _ = tokio::time::sleep(pause.wait) => continue,
                 }
             }
         };
@@ -252,54 +264,6 @@ pub(super) async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
             Box::pin(accepted.open(connection_shared)),
             guard,
         ));
-    }
-}
-
-/// The accept loop's failure streak: how long to pause before the next `accept`, and when to
-/// log (the first failure of a streak, then at most once per [`ACCEPT_LOG_EVERY`]).
-#[derive(Debug, Default)]
-struct AcceptFailures {
-    streak: u32,
-    since_log: u32,
-    last_log: Option<std::time::Instant>,
-}
-
-/// The first pause after a failed `accept`; it doubles per failure up to [`ACCEPT_PAUSE_MAX`].
-const ACCEPT_PAUSE_MIN: Duration = Duration::from_millis(5);
-/// The longest pause between two `accept` attempts while they fail.
-const ACCEPT_PAUSE_MAX: Duration = Duration::from_millis(500);
-/// At most one log line per this interval while `accept` keeps failing.
-const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
-
-impl AcceptFailures {
-    /// Records a failure; returns how long to pause.
-    fn failed(&mut self, err: &std::io::Error) -> Duration {
-        self.streak = self.streak.saturating_add(1);
-        self.since_log = self.since_log.saturating_add(1);
-        let now = std::time::Instant::now();
-        if self
-            .last_log
-            .is_none_or(|last| now.duration_since(last) >= ACCEPT_LOG_EVERY)
-        {
-            tracing::warn!(
-                %err,
-                failures = self.since_log,
-                "accept failed (out of file descriptors?); pausing new connections, serving \
-                 open ones; raise the open-file limit or lower max_connections"
-            );
-            self.last_log = Some(now);
-            self.since_log = 0;
-        }
-        let doublings = self.streak.saturating_sub(1).min(16);
-        (ACCEPT_PAUSE_MIN * 2u32.pow(doublings)).min(ACCEPT_PAUSE_MAX)
-    }
-
-    /// An `accept` succeeded: the streak is over.
-    fn recovered(&mut self) {
-        if self.streak > 0 {
-            tracing::info!(failures = self.streak, "accept works again");
-            *self = Self::default();
-        }
     }
 }
 

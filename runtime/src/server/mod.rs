@@ -1,6 +1,7 @@
 //! The server side: a [`ServerBuilder`] collects services and limits, [`ServerBuilder::bind`]
 //! starts accepting, and the [`RunningServer`] handle reports the address and shuts down.
 
+mod accept_backoff;
 mod builder;
 mod config;
 mod connection;
