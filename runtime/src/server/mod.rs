@@ -6,7 +6,7 @@ mod builder;
 mod config;
 mod connection;
 mod descriptor_budget;
-mod identity;
+pub(crate) mod identity;
 mod launch;
 mod layer;
 mod listener;
