@@ -24,6 +24,7 @@
 //! in its `Accepted` hellos that it understands early calls, and a client sends them only to
 //! a server that said so.
 
+mod choice;
 mod codec_list;
 mod error;
 mod hello;
@@ -32,6 +33,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::codec::Codec;
 
+pub(crate) use choice::check_codec_list;
+pub use choice::{negotiate_codec, Preference};
 pub use codec_list::CodecList;
 pub use error::NegotiationError;
 pub use hello::{ClientHello, ServerHello};
@@ -40,60 +43,6 @@ pub use wirecall_wire::{
 };
 
 use hello::Progress;
-
-/// Which side's preference order wins when several codecs are common.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Preference {
-    /// The first codec in the client's list that the server allows (the default: the client
-    /// knows its payloads best).
-    #[default]
-    Client,
-    /// The first codec in the server's list that the client offered.
-    Server,
-}
-
-/// Checks a configured codec list before it goes into hellos: a codec listed twice is a
-/// mistake the hello cannot carry (the peer would refuse it), so it is refused here with the
-/// configuration error, never silently cut or deduplicated.
-pub(crate) fn check_codec_list(codecs: &[Codec]) -> Result<(), String> {
-    for (i, codec) in codecs.iter().enumerate() {
-        if codecs[..i].contains(codec) {
-            return Err(format!(
-                "the codec list {} names {} twice; list each codec once",
-                CodecList::of(codecs),
-                codec.name()
-            ));
-        }
-    }
-    // Without duplicates a list is at most as long as `Codec::ALL`, far below the hello's
-    // limit; the check keeps that true if codecs are ever added.
-    if codecs.len() > MAX_CODECS {
-        return Err(format!(
-            "{} codecs listed; a hello carries at most {MAX_CODECS}",
-            codecs.len()
-        ));
-    }
-    Ok(())
-}
-
-/// Picks the codec for a connection, or `None` when the lists share none. Unknown ids in the
-/// offer are ignored, so newer clients can offer codecs older servers lack.
-pub fn negotiate_codec(
-    offered: &[u8],
-    supported: &[Codec],
-    preference: Preference,
-) -> Option<Codec> {
-    match preference {
-        Preference::Client => offered
-            .iter()
-            .filter_map(|id| Codec::from_id(*id))
-            .find(|c| supported.contains(c)),
-        Preference::Server => supported
-            .iter()
-            .copied()
-            .find(|c| offered.contains(&c.id())),
-    }
-}
 
 /// What a handshake settled for a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -500,24 +449,6 @@ mod tests {
             ClientHello::parse(b"WCAL\x01\x00"),
             Err(NegotiationError::BadCodecCount(0))
         ));
-    }
-
-    #[test]
-    fn preference_decides_between_common_codecs() {
-        let offered = [Codec::Json.id(), Codec::Protobuf.id()];
-        let supported = [Codec::Protobuf, Codec::Json];
-        assert_eq!(
-            negotiate_codec(&offered, &supported, Preference::Client),
-            Some(Codec::Json)
-        );
-        assert_eq!(
-            negotiate_codec(&offered, &supported, Preference::Server),
-            Some(Codec::Protobuf)
-        );
-        assert_eq!(
-            negotiate_codec(&[99, 2], &supported, Preference::Client),
-            None
-        );
     }
 
     const CLIENT_MAX_FRAME: u32 = 4096;
