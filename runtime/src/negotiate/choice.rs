@@ -80,4 +80,34 @@ mod tests {
             None
         );
     }
+
+    #[test]
+    fn a_list_naming_each_codec_once_is_accepted() {
+        assert_eq!(check_codec_list(&[Codec::Protobuf, Codec::Json]), Ok(()));
+        assert_eq!(
+            check_codec_list(&[]),
+            Ok(()),
+            "emptiness is the builder's check"
+        );
+    }
+
+    #[test]
+    fn a_codec_listed_twice_is_a_configuration_error_naming_it() {
+        let err = check_codec_list(&[Codec::Json, Codec::Protobuf, Codec::Json]).unwrap_err();
+        assert_eq!(
+            err,
+            "the codec list [json, protobuf, json] names json twice; list each codec once"
+        );
+    }
+
+    #[test]
+    fn unknown_offered_ids_are_skipped_by_either_preference() {
+        let offered = [200, Codec::Protobuf.id()];
+        for preference in [Preference::Client, Preference::Server] {
+            assert_eq!(
+                negotiate_codec(&offered, &[Codec::Json, Codec::Protobuf], preference),
+                Some(Codec::Protobuf)
+            );
+        }
+    }
 }

@@ -24,3 +24,28 @@ impl Negotiated {
         self.peer_max_frame_len.map_or(own, |peer| peer.min(own))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_peer_limit(peer_max_frame_len: Option<u32>) -> Negotiated {
+        Negotiated {
+            codec: Codec::Json,
+            version: 2,
+            peer_max_frame_len,
+            early_calls: false,
+        }
+    }
+
+    #[test]
+    fn the_send_limit_is_the_lower_of_both_limits() {
+        assert_eq!(with_peer_limit(Some(4096)).send_limit(1 << 20), 4096);
+        assert_eq!(with_peer_limit(Some(1 << 24)).send_limit(1 << 20), 1 << 20);
+    }
+
+    #[test]
+    fn a_peer_that_announced_no_limit_gets_our_own() {
+        assert_eq!(with_peer_limit(None).send_limit(1 << 20), 1 << 20);
+    }
+}
