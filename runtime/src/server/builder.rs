@@ -206,9 +206,10 @@ impl ServerBuilder {
     }
 
     /// Calls running at once on the whole server (default [`DEFAULT_MAX_IN_FLIGHT`]). A call
-    /// beyond it is answered at once with an [`Overloaded`](crate::ErrorCode::Overloaded) error. The limit
-    /// is a built-in layer that runs before the ones added with [`layer`](Self::layer), so a
-    /// call waiting in one of them (say, for a rate limit's budget) counts as in flight.
+    /// beyond it is answered at once with an [`Overloaded`](crate::ErrorCode::Overloaded)
+    /// error. The limit is a built-in layer that runs before the ones added with
+    /// [`layer`](Self::layer), so a call waiting in one of them (say, for a rate limit's
+    /// budget) counts as in flight.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.config.max_in_flight = max.max(1);
         self

@@ -1,5 +1,17 @@
 //! The server side: a [`ServerBuilder`] collects services and limits, [`ServerBuilder::bind`]
 //! starts accepting, and the [`RunningServer`] handle reports the address and shuts down.
+//!
+//! Layout: `builder.rs` is [`Server::builder`] and the [`ServerBuilder`] options; `config.rs`
+//! the settings value they fill and every default (the `DEFAULT_*` constants);
+//! `launch.rs` how `bind` turns a builder into a running server; `listener.rs` binding, the
+//! accept loop and how an accepted stream is opened (TLS, then the hello), with
+//! `accept_backoff.rs` the pause after a failed `accept`; `shared.rs` the state every
+//! connection shares (token check, shutdown signals, the connection slot); `running.rs` the
+//! [`RunningServer`] and [`ShutdownHandle`] handles and [`shutdown_signal`];
+//! `connection/` one connection's read loop and calls; `layer/` the tower stack every call
+//! goes through; `router.rs` method ids to handlers; `identity.rs` and `request.rs` what
+//! the authorisation hook and the layers see; `registration.rs` publishing in a registry;
+//! `descriptor_budget.rs` the default connection limit; `metrics.rs` the server's metrics.
 
 mod accept_backoff;
 mod builder;

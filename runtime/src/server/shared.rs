@@ -38,7 +38,8 @@ pub(crate) struct Shared {
     /// The grace period is over: abort whatever still runs.
     pub(crate) force: CancellationToken,
     pub(crate) tracker: TaskTracker,
-    /// The token clients must present, if any (only for [`RunningServer::token`](crate::RunningServer::token)).
+    /// The token clients must present, if any (only for
+    /// [`RunningServer::token`](crate::RunningServer::token)).
     pub(crate) token: Option<Token>,
     pub(crate) token_check: Option<TokenCheck>,
     /// Authentication failures per peer IP.
