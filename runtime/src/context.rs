@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::{MethodDescriptor, MethodId, ServiceDescriptor};
-use crate::server::PeerIdentity;
+use crate::server::identity::PeerIdentity;
 use crate::trace::TraceContext;
 
 thread_local! {

@@ -15,7 +15,8 @@ use crate::wire::{
     MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN, PROTOCOL_VERSION,
 };
 
-use super::NegotiationError;
+use super::codec_list::CodecList;
+use super::error::NegotiationError;
 
 /// How far parsing a hello got.
 #[derive(Debug, PartialEq, Eq)]
@@ -225,33 +226,6 @@ impl ServerHello {
     }
 }
 
-/// A list of codec ids as seen on the wire, printed by name where known.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CodecList(pub Vec<u8>);
-
-impl CodecList {
-    /// The ids of `codecs`.
-    pub fn of(codecs: &[Codec]) -> Self {
-        Self(codecs.iter().map(|c| c.id()).collect())
-    }
-}
-
-impl fmt::Display for CodecList {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, id) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            match Codec::from_id(*id) {
-                Some(codec) => f.write_str(codec.name())?,
-                None => write!(f, "unknown({id})")?,
-            }
-        }
-        f.write_str("]")
-    }
-}
-
 /// The extension block of a version-2 hello: `len:u16 BE`, then `type:u8 len:u8 value`
 /// entries: the frame limit, then early calls.
 fn put_extensions(out: &mut Vec<u8>, max_frame_len: Option<u32>, early_calls: bool) {
@@ -371,6 +345,60 @@ pub(crate) fn check_magic(buf: &[u8]) -> Result<(), NegotiationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_hello_round_trips() {
+        let bytes = ClientHello::encode(&[Codec::MessagePack, Codec::Json]);
+        assert_eq!(bytes, b"WCAL\x02\x02\x02\x01\x00\x00\x00");
+        let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!(hello.codecs, vec![2, 1]);
+        assert!(hello.token.is_empty());
+    }
+
+    #[test]
+    fn client_hello_carries_a_token() {
+        let bytes = ClientHello::encode_with_token(&[Codec::Json], b"s3cret");
+        assert_eq!(bytes, b"WCAL\x02\x01\x01\x06s3cret\x00\x00");
+        let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!(hello.token, b"s3cret");
+        assert!(!format!("{hello:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn partial_hellos_ask_for_more() {
+        for token in [&b""[..], b"token"] {
+            let bytes = ClientHello::encode_with_token(&[Codec::Protobuf], token);
+            for cut in 0..bytes.len() {
+                assert_eq!(
+                    ClientHello::parse(&bytes[..cut]).unwrap(),
+                    None,
+                    "cut at {cut}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_magic_is_rejected_from_the_first_byte() {
+        assert!(matches!(
+            ClientHello::parse(b"G"),
+            Err(NegotiationError::BadMagic(_))
+        ));
+        assert!(matches!(
+            ClientHello::parse(b"GET / HTTP/1.1"),
+            Err(NegotiationError::BadMagic(_))
+        ));
+    }
+
+    #[test]
+    fn empty_codec_list_is_malformed() {
+        assert!(matches!(
+            ClientHello::parse(b"WCAL\x01\x00"),
+            Err(NegotiationError::BadCodecCount(0))
+        ));
+    }
 
     fn client_hello(max_frame_len: Option<u32>) -> ClientHello {
         ClientHello {

@@ -2,22 +2,23 @@
 //! descriptor, so a limit above the descriptors the process may open is never reached, and
 //! `accept` fails with EMFILE before the server can refuse a connection with `Busy`.
 
-/// The limit where the descriptor limit cannot be read (or there is none).
-const FALLBACK: usize = 100_000;
-/// Descriptors always left for everything else the process opens (listeners, files, clients).
-const RESERVE_AT_LEAST: u64 = 32;
+use super::config::{DEFAULT_MAX_CONNECTIONS_CEILING, DEFAULT_RESERVED_DESCRIPTORS};
 
 /// The default `max_connections`: 90 % of the soft open-file limit, leaving at least
-/// [`RESERVE_AT_LEAST`] descriptors, and at least 1.
+/// [`DEFAULT_RESERVED_DESCRIPTORS`] descriptors, and at least 1; at most
+/// [`DEFAULT_MAX_CONNECTIONS_CEILING`], which is also the limit where the open-file limit
+/// cannot be read (or there is none).
 pub(super) fn default_max_connections() -> usize {
-    soft_descriptor_limit().map_or(FALLBACK, budget_for)
+    soft_descriptor_limit().map_or(DEFAULT_MAX_CONNECTIONS_CEILING, budget_for)
 }
 
 /// The connection budget under a soft limit of `soft` descriptors.
 fn budget_for(soft: u64) -> usize {
-    let reserve = (soft / 10).max(RESERVE_AT_LEAST);
+    let reserve = (soft / 10).max(DEFAULT_RESERVED_DESCRIPTORS);
     let budget = soft.saturating_sub(reserve).max(1);
-    usize::try_from(budget).unwrap_or(usize::MAX).min(FALLBACK)
+    usize::try_from(budget)
+        .unwrap_or(usize::MAX)
+        .min(DEFAULT_MAX_CONNECTIONS_CEILING)
 }
 
 #[cfg(unix)]
@@ -47,7 +48,7 @@ mod tests {
         assert_eq!(budget_for(1_024), 922);
         assert_eq!(budget_for(256), 224);
         assert_eq!(budget_for(10), 1);
-        assert_eq!(budget_for(1 << 40), FALLBACK);
+        assert_eq!(budget_for(1 << 40), DEFAULT_MAX_CONNECTIONS_CEILING);
     }
 
     #[cfg(unix)]
@@ -55,7 +56,7 @@ mod tests {
     fn the_default_follows_this_process_limit() {
         let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
         let expected = if soft == rlimit::INFINITY {
-            FALLBACK
+            DEFAULT_MAX_CONNECTIONS_CEILING
         } else {
             budget_for(soft)
         };

@@ -1,16 +1,23 @@
-//! What a server listens on (TCP or a Unix socket), and how an accepted stream becomes a
-//! wirecall connection: the TLS handshake when configured, then the same generic connection
-//! code for every stream type.
+//! What a server listens on (TCP or a Unix socket), the accept loop and its back-off when
+//! `accept` fails, and how an accepted stream becomes a wirecall connection: the TLS
+//! handshake when configured, then the same generic connection code for every stream type.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::net::{TcpListener, TcpStream};
+use futures::future::Either;
+use futures::FutureExt;
+use tokio::net::{TcpListener, TcpSocket, TcpStream, ToSocketAddrs};
 use tokio::time::Instant;
 
+use super::accept_backoff::AcceptBackoff;
 use super::connection::{open_connection, Connection};
 use super::identity::PeerIdentity;
-use super::Shared;
+use super::shared::{ConnectionSlot, Shared};
+use crate::error::Error;
 use crate::negotiate::{refuse, HelloStatus};
 use crate::transport::{configure_tcp, Transport};
 
@@ -173,4 +180,106 @@ async fn tls_accept<S: Transport>(
         },
         _ = shared.shutdown.cancelled() => None,
     }
+}
+
+/// Binds the first address `addr` resolves to that accepts a listener with `backlog`.
+pub(super) async fn listen<A: ToSocketAddrs>(addr: A, backlog: u32) -> Result<TcpListener, Error> {
+    let candidates = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|cause| Error::Bind {
+            addr: "(address lookup)".to_owned(),
+            cause,
+        })?;
+    let mut last_error = None;
+    for candidate in candidates {
+        let socket = if candidate.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        };
+        let listener = socket.and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind(candidate)?;
+            socket.listen(backlog)
+        });
+        match listener {
+            Ok(listener) => return Ok(listener),
+            Err(err) => last_error = Some((candidate.to_string(), err)),
+        }
+    }
+    let (addr, cause) = last_error.unwrap_or_else(|| {
+        let none = std::io::Error::new(std::io::ErrorKind::NotFound, "resolved to nothing");
+        ("(address lookup)".to_owned(), none)
+    });
+    Err(Error::Bind { addr, cause })
+}
+
+/// Accepts connections until shutdown, each served by its own task; over the connection
+/// limit, one is refused with a `Busy` hello.
+pub(super) async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
+    let mut backoff = AcceptBackoff::default();
+    loop {
+        let accepted = tokio::select! {
+            _ = shared.shutdown.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let accepted = match accepted {
+            Ok(accepted) => {
+                if let Some(failures) = backoff.recovered() {
+                    tracing::info!(failures, "accept works again");
+                }
+                accepted
+            }
+            Err(err) => {
+                // Out of descriptors (EMFILE/ENFILE) or memory: the pending connection stays in
+                // the backlog. Wait, with a growing pause, instead of spinning on the same
+                // error; the connections already open keep being served meanwhile.
+                let pause = backoff.failed(std::time::Instant::now());
+                if let Some(failures) = pause.log_failures {
+                    tracing::warn!(
+                        %err,
+                        failures,
+                        "accept failed (out of file descriptors?); pausing new connections, \
+                         serving open ones; raise the open-file limit or lower max_connections"
+                    );
+                }
+                tokio::select! {
+                    _ = shared.shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(pause.wait) => continue,
+                }
+            }
+        };
+        let open = shared.connections.fetch_add(1, Ordering::AcqRel);
+        let guard = ConnectionSlot(Arc::clone(&shared));
+        let connection_shared = Arc::clone(&shared);
+        if open >= shared.max_connections {
+            tracing::warn!(open, "connection limit reached; refusing");
+            shared.tracker.spawn(async move {
+                let _guard = guard;
+                accepted.refuse_busy(connection_shared).await;
+            });
+            continue;
+        }
+        shared.tracker.spawn(serve_opened(
+            Box::pin(accepted.open(connection_shared)),
+            guard,
+        ));
+    }
+}
+
+/// A connection's task: its opening (TLS, hello), then its read loop, holding its `slot` in
+/// the connection count throughout.
+///
+/// The task lives as long as the connection, so its size is what every held connection
+/// costs: the opening is boxed (and freed once done), and the combinator holds either it or
+/// the read loop, never both, where an `async` block would keep room for the opened
+/// connection beside the loop that owns it.
+pub(super) fn serve_opened(
+    opening: Pin<Box<dyn Future<Output = Option<Connection>> + Send>>,
+    slot: ConnectionSlot,
+) -> impl Future<Output = ()> + Send {
+    opening.then(move |opened| match opened {
+        Some(connection) => Either::Left(connection.run(slot)),
+        None => Either::Right(std::future::ready(())),
+    })
 }

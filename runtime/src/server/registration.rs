@@ -9,9 +9,6 @@ use crate::codec::Codec;
 use crate::discovery::{Registered, Registration, Registry};
 use crate::service::Service;
 
-/// The default wait between deregistering and draining on a graceful shutdown.
-pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(1);
-
 /// Fills in what the server knows (its address, services and codecs) and starts keeping each
 /// registration alive in the background.
 pub(crate) fn start(

@@ -7,7 +7,7 @@ use crate::context::CallContext;
 use crate::frame::FrameBuf;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
-use crate::server::PeerIdentity;
+use crate::server::identity::PeerIdentity;
 
 /// One call, as the server's tower layers see it: its [`CallContext`] (request id, service
 /// and method, peer, deadline, metadata) and its still encoded arguments.

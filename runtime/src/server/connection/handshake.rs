@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use crate::negotiate::{server_handshake, Negotiated, NegotiationError, ServerHandshake};
 use crate::server::metrics;
-use crate::server::Shared;
+use crate::server::shared::Shared;
 use crate::transport::Transport;
 
 /// Runs the server side of the hello within the handshake deadline; `None` when the

@@ -3,8 +3,11 @@
 //! order they finish.
 //!
 //! Layout: this module is the read loop and the close; `handshake.rs` the hello within the
-//! handshake deadline; `admission.rs` how a request becomes a running call (in-flight limits,
-//! cancellation, deadline, inline or spawned); `reply.rs` how an outcome becomes a frame.
+//! handshake deadline; `state.rs` what every call task of the connection shares;
+//! `admission.rs` how a request becomes a running call (cancellation, deadline, inline or
+//! spawned); `in_flight.rs` the calls running, by request id and against the connection's
+//! limit; `reply.rs` how an outcome becomes a frame; `rejected.rs` why a call was not
+//! started.
 //!
 //! Memory: a server holds one task per connection for the connection's whole life, most of
 //! them idle, so that task is kept small. Opening a connection ([`open_connection`]) runs in
@@ -14,7 +17,10 @@
 
 mod admission;
 mod handshake;
+mod in_flight;
+mod rejected;
 mod reply;
+mod state;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,8 +34,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::identity::PeerIdentity;
-use super::{ConnectionSlot, Shared};
-use crate::codec::Codec;
+use super::shared::{ConnectionSlot, Shared};
 use crate::error::ErrorCode;
 use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
 use crate::frame_reader::{FrameReader, ReadPolicy};
@@ -37,9 +42,12 @@ use crate::liveness::{Liveness, Silence};
 use crate::transport::Transport;
 use crate::writer::{Delivery, FrameSink};
 
-use admission::{start_call, CallRejected, CallSlot, InFlight};
+use admission::start_call;
 use handshake::handshake;
+use in_flight::{CallSlot, InFlight};
+use rejected::CallRejected;
 use reply::{queue_reply, send_connection_error};
+use state::ConnectionState;
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
@@ -343,20 +351,6 @@ impl From<CallRejected> for End {
             CallRejected::SinkClosed => End::PeerGone,
         }
     }
-}
-
-/// What every call task of one connection needs.
-struct ConnectionState {
-    codec: Codec,
-    /// The negotiated protocol version (2: metadata may travel).
-    version: u8,
-    sink: FrameSink,
-    calls: Arc<InFlight>,
-    /// The largest frame this connection may send: the server's `max_frame_len`, lowered to
-    /// the client's announced limit (version 2).
-    send_limit: u32,
-    /// Who is calling, for the authorisation hook and the handlers' call context.
-    identity: Arc<PeerIdentity>,
 }
 
 /// The frame the read loop got, or why the connection ends. Out of line: a local the loop

@@ -5,7 +5,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 
-use super::admission::CallRejected;
+use super::rejected::CallRejected;
 use crate::error::{CallError, ErrorCode};
 use crate::frame::{Frame, FrameKind};
 use crate::method::MethodId;

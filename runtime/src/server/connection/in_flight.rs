@@ -1,0 +1,110 @@
+//! The calls running on one connection: by request id for cancellation, and counted against
+//! the connection's in-flight limit.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::AbortHandle;
+use tokio::sync::Semaphore;
+
+use crate::id_hash::IdMap;
+
+/// Calls running on one connection: by request id, so that a `Cancel` frame can stop one,
+/// and counted against the connection's in-flight limit.
+///
+/// One value per connection holds both (rather than a semaphore and a task tracker of their
+/// own): a server holds many connections, and each shared allocation costs every one of them.
+pub(super) struct InFlight {
+    calls: Mutex<IdMap<u64, AbortHandle>>,
+    /// One permit per call that may start; every call holds one ([`CallSlot`]) until it ends,
+    /// so all permits back means no call is running.
+    slots: Semaphore,
+    limit: u32,
+}
+
+/// A running call's place in its connection's in-flight limit, given back when dropped (when
+/// the call ends, however it ends).
+pub(super) struct CallSlot(Arc<InFlight>);
+
+impl Drop for CallSlot {
+    fn drop(&mut self) {
+        self.0.slots.add_permits(1);
+    }
+}
+
+impl InFlight {
+    /// Allows `limit` calls at once (at least one).
+    pub(super) fn new(limit: usize) -> Self {
+        // A semaphore holds at most `MAX_PERMITS` (less than `u32::MAX` on 32-bit targets).
+        let most = u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX);
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX).clamp(1, most);
+        Self {
+            calls: Mutex::default(),
+            slots: Semaphore::new(limit as usize),
+            limit,
+        }
+    }
+
+    /// A slot for a new call, if one is free.
+    pub(super) fn try_slot(self: &Arc<Self>) -> Option<CallSlot> {
+        let permit = self.slots.try_acquire().ok()?;
+        permit.forget();
+        Some(CallSlot(Arc::clone(self)))
+    }
+
+    /// Waits for a free slot.
+    pub(super) async fn slot(self: &Arc<Self>) -> CallSlot {
+        // The semaphore is never closed, so acquiring only waits.
+        if let Ok(permit) = self.slots.acquire().await {
+            permit.forget();
+        }
+        CallSlot(Arc::clone(self))
+    }
+
+    /// Whether no call is running.
+    pub(super) fn none_running(&self) -> bool {
+        self.slots.available_permits() == self.limit as usize
+    }
+
+    /// Waits until no call is running.
+    pub(super) async fn finished(&self) {
+        // The permits go back when this returns: nothing is left to start anyway.
+        let _all = self.slots.acquire_many(self.limit).await;
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, IdMap<u64, AbortHandle>> {
+        // Every operation is a single map update, so a poisoned map is still consistent.
+        self.calls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(super) fn contains(&self, request_id: u64) -> bool {
+        self.lock().contains_key(&request_id)
+    }
+
+    pub(super) fn insert(&self, request_id: u64, abort: AbortHandle) {
+        self.lock().insert(request_id, abort);
+    }
+
+    pub(super) fn remove(&self, request_id: u64) {
+        self.lock().remove(&request_id);
+    }
+
+    /// Stops one call; a cancel for an id that is not running is ignored (it may have just
+    /// finished).
+    pub(super) fn abort(&self, request_id: u64) {
+        if let Some(abort) = self.lock().remove(&request_id) {
+            abort.abort();
+        }
+    }
+
+    /// Stops every call still running; returns how many there were.
+    pub(super) fn abort_all(&self) -> usize {
+        let mut running = self.lock();
+        let stopped = running.len();
+        for (_, abort) in running.drain() {
+            abort.abort();
+        }
+        stopped
+    }
+}
