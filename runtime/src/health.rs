@@ -76,7 +76,7 @@ impl HealthReporter {
 
     /// Reports every service (and the server) as `Draining` once the server's graceful
     /// shutdown begins, before it deregisters and drains.
-    pub fn drain_on_shutdown(&self, server: crate::ShutdownHandle) {
+    pub fn drain_on_shutdown(&self, server: crate::server::running::ShutdownHandle) {
         let reporter = self.clone();
         tokio::spawn(async move {
             server.shutting_down().await;

@@ -14,8 +14,8 @@ mod balanced;
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 mod etcd;
-mod record;
-mod registry;
+pub(crate) mod record;
+pub(crate) mod registry;
 mod static_registry;
 #[cfg(feature = "zookeeper")]
 #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]

@@ -26,7 +26,7 @@ pub mod metrics;
 mod registration;
 mod request;
 mod router;
-mod running;
+pub(crate) mod running;
 mod shared;
 
 pub use builder::{Server, ServerBuilder};

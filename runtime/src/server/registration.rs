@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::codec::Codec;
-use crate::discovery::{Registered, Registration, Registry};
+use crate::discovery::record::Registration;
+use crate::discovery::registry::{Registered, Registry};
 use crate::service::Service;
 
 /// Fills in what the server knows (its address, services and codecs) and starts keeping each
