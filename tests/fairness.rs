@@ -10,8 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::Decoder;
 use wirecall::{Codec, MethodId, RunningServer, Server, WireMessage};
-use wirecall_runtime::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
 use wirecall_runtime::negotiate::{ClientHello, HelloStatus, ServerHello};
+use wirecall_runtime::transport::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
 
 #[wirecall::service]
 trait Bulk {

@@ -22,8 +22,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::Decoder;
 use wirecall::{Channel, Codec, Error, ErrorCode, MethodId, RunningServer, Server, WireMessage};
-use wirecall_runtime::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
 use wirecall_runtime::negotiate::ClientHello;
+use wirecall_runtime::transport::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
 
 // The server's limits, small so that every case ends quickly.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -989,7 +989,7 @@ fn malformed_metadata(arena: Arena) -> BoxFuture<'static, ()> {
         for block in [&[0u8, 65][..], &[0, 1, 1, b'a', 0, 200][..], &[0][..]] {
             let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
             let mut call = request(3, ADD, Bytes::copy_from_slice(block));
-            call.flags = wirecall_runtime::frame::FLAG_METADATA;
+            call.flags = wirecall_runtime::transport::frame::FLAG_METADATA;
             peer.send_frame(call).await;
             peer.expect_connection_error(6).await;
         }

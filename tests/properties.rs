@@ -8,9 +8,11 @@ use proptest::collection::{hash_map, vec};
 use proptest::prelude::*;
 use tokio_util::codec::{Decoder, Encoder};
 use wirecall::{Codec, MethodId};
-use wirecall_runtime::frame::{Frame, FrameCodec, FrameKind, HEADER_LEN, LENGTH_PREFIX_LEN};
 use wirecall_runtime::negotiate::{
     negotiate_codec, ClientHello, Preference, ServerHello, MAX_CODECS,
+};
+use wirecall_runtime::transport::frame::{
+    Frame, FrameCodec, FrameKind, HEADER_LEN, LENGTH_PREFIX_LEN,
 };
 
 /// A message with every field shape `#[wirecall::message]` supports.

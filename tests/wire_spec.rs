@@ -15,8 +15,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use wirecall::{method_id, Channel, Codec, RunningServer, Server};
-use wirecall_runtime::frame::{Frame, FrameKind};
 use wirecall_runtime::negotiate::{ClientHello, ServerHello};
+use wirecall_runtime::transport::frame::{Frame, FrameKind};
 // The shared `UserService` fixture: the chapter shows its `get_user` and `find` (method ids
 // depend only on the service and method names, so these are the `user` example's ids).
 use wirecall_test_support::{

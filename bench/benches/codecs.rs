@@ -15,7 +15,7 @@ use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use tokio_util::codec::{Decoder, Encoder};
 use wirecall::{Codec, MethodId, WireMessage};
-use wirecall_runtime::frame::{Frame, FrameCodec, FrameKind};
+use wirecall_runtime::transport::frame::{Frame, FrameCodec, FrameKind};
 // The payloads are the shared fixture's user, as the end-to-end workloads send it.
 use wirecall_test_support::{fanly, UserModel};
 

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use wirecall::Codec;
-use wirecall_runtime::frame::HEADER_LEN;
+use wirecall_runtime::transport::frame::HEADER_LEN;
 
 // The surging `UserModel` and the user every call carries, from the shared fixture that the
 // wirecall system serves. `#[wirecall::message]` derives serde (used by tarpc and by

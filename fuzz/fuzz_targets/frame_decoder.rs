@@ -11,7 +11,7 @@
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use tokio_util::codec::{Decoder, Encoder};
-use wirecall_runtime::frame::{FrameCodec, HEADER_LEN, LENGTH_PREFIX_LEN};
+use wirecall_runtime::transport::frame::{FrameCodec, HEADER_LEN, LENGTH_PREFIX_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let [max_byte, chunk_seed, wire @ ..] = data else {

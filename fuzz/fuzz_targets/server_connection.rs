@@ -19,7 +19,7 @@ use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 use wirecall::{Codec, RunningServer, Server};
-use wirecall_runtime::frame::{ErrorBody, FrameCodec, FrameKind};
+use wirecall_runtime::transport::frame::{ErrorBody, FrameCodec, FrameKind};
 use wirecall_runtime::negotiate::{ClientHello, ServerHello, PROTOCOL_VERSION};
 
 /// The server's frame limit: small, so that every length the fuzzer can write is reachable.

@@ -6,9 +6,9 @@ use bytes::Bytes;
 
 use crate::codec::{Codec, CodecError, WireMessage};
 use crate::error::{CallError, Error};
-use crate::frame::FrameBuf;
 use crate::method::MethodId;
 use crate::service::ReplyFuture;
+use crate::transport::frame::FrameBuf;
 
 /// Payloads at least this large are decoded on tokio's blocking pool instead of where the call
 /// starts (the connection's read loop): decoding megabytes takes milliseconds, and inline it

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use crate::codec::CodecError;
-use crate::frame::FrameError;
 use crate::method::MethodId;
 use crate::negotiate::NegotiationError;
+use crate::transport::frame::FrameError;
 
 pub use wirecall_wire::ErrorCode;
 

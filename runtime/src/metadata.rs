@@ -1,7 +1,7 @@
 //! Call metadata: string key/value pairs that travel with a call (a request id, an auth header,
 //! a trace context) and with its reply (server timing, say), beside the codec-encoded payload.
 //!
-//! On the wire (protocol version 2, frame flag [`FLAG_METADATA`](crate::frame::FLAG_METADATA))
+//! On the wire (protocol version 2, frame flag [`FLAG_METADATA`](crate::transport::frame::FLAG_METADATA))
 //! the block comes first in the payload:
 //!
 //! ```text

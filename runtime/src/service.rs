@@ -7,8 +7,8 @@ use bytes::Bytes;
 
 use crate::codec::Codec;
 use crate::error::CallError;
-use crate::frame::FrameBuf;
 use crate::method::{MethodId, ServiceDescriptor};
+use crate::transport::frame::FrameBuf;
 
 /// The future of one dispatched call: the encoded reply (in a [`FrameBuf`] whose header the
 /// connection fills in) or why there is none.

@@ -21,14 +21,14 @@ use tokio_util::task::TaskTracker;
 
 use crate::codec::Codec;
 use crate::error::Error;
-use crate::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
-use crate::frame_reader::{FrameReader, ReadPolicy};
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::negotiate::{read_verdict, ClientHello, Negotiated, NegotiationError};
 use crate::trace::TRACEPARENT;
+use crate::transport::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
+use crate::transport::frame_reader::{FrameReader, ReadPolicy};
+use crate::transport::writer::{Delivery, FrameSink};
 use crate::transport::Transport;
-use crate::writer::{Delivery, FrameSink};
 
 use super::args::EncodeArgs;
 use super::early::{self, KnownServer, ServerKey};

@@ -19,10 +19,10 @@ use tracing::Span;
 use super::connection::Connection;
 use super::pending::ReplyReceiver;
 use crate::error::{Error, ErrorCode};
-use crate::frame::{Frame, FrameKind};
 use crate::method::MethodId;
 use crate::trace::TraceContext;
-use crate::writer::{Delivery, SinkClosed, TrySend};
+use crate::transport::frame::{Frame, FrameKind};
+use crate::transport::writer::{Delivery, SinkClosed, TrySend};
 
 /// How close to the caller's own deadline a server's `DeadlineExceeded` must come to be the
 /// same deadline (the server starts its clock later, and counts whole milliseconds).

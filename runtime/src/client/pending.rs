@@ -10,8 +10,8 @@ use std::sync::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
 use crate::error::{Error, ErrorCode};
-use crate::frame::Frame;
 use crate::id_hash::IdMap;
+use crate::transport::frame::Frame;
 
 pub(crate) type ReplySender = oneshot::Sender<Result<Frame, Error>>;
 pub(crate) type ReplyReceiver = oneshot::Receiver<Result<Frame, Error>>;
@@ -199,7 +199,7 @@ impl PendingCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::FrameKind;
+    use crate::transport::frame::FrameKind;
 
     #[test]
     fn close_all_fails_waiting_calls_and_refuses_new_ones() {

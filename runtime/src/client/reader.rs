@@ -10,10 +10,10 @@ use tokio::time::Instant;
 
 use super::pending::{Closed, PendingCalls};
 use super::settings::Keepalive;
-use crate::frame::{ErrorBody, Frame, FrameKind};
-use crate::frame_reader::FrameReader;
-use crate::liveness::{Liveness, Silence};
-use crate::writer::FrameSink;
+use crate::transport::frame::{ErrorBody, Frame, FrameKind};
+use crate::transport::frame_reader::FrameReader;
+use crate::transport::liveness::{Liveness, Silence};
+use crate::transport::writer::FrameSink;
 
 /// A keepalive interval so long that it never fires (for connections without keepalive).
 const NEVER: std::time::Duration = std::time::Duration::from_secs(60 * 60 * 24 * 365);

@@ -6,10 +6,10 @@ use std::time::Duration;
 use crate::auth::Token;
 use crate::codec::Codec;
 use crate::error::Error;
-use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::negotiate::{check_codec_list, PROTOCOL_VERSION};
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
+use crate::transport::frame::DEFAULT_MAX_FRAME_LEN;
 
 /// The default per-call deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

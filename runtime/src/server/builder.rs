@@ -140,7 +140,7 @@ impl ServerBuilder {
     }
 
     /// The largest frame accepted or sent (default
-    /// [`DEFAULT_MAX_FRAME_LEN`](crate::frame::DEFAULT_MAX_FRAME_LEN)). A peer announcing a
+    /// [`DEFAULT_MAX_FRAME_LEN`](crate::transport::frame::DEFAULT_MAX_FRAME_LEN)). A peer announcing a
     /// larger one gets an error frame and the connection is closed.
     pub fn max_frame_len(mut self, max: u32) -> Self {
         self.config.max_frame_len = max;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::auth::{DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILURES};
 use crate::codec::Codec;
-use crate::frame::DEFAULT_MAX_FRAME_LEN;
 use crate::negotiate::{Preference, PROTOCOL_VERSION};
+use crate::transport::frame::DEFAULT_MAX_FRAME_LEN;
 
 /// The default time a new connection has for its handshake (TLS included) and hello.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

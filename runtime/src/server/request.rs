@@ -4,10 +4,10 @@ use bytes::Bytes;
 
 use crate::codec::Codec;
 use crate::context::CallContext;
-use crate::frame::FrameBuf;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::server::identity::PeerIdentity;
+use crate::transport::frame::FrameBuf;
 
 /// One call, as the server's tower layers see it: its [`CallContext`] (request id, service
 /// and method, peer, deadline, metadata) and its still encoded arguments.

@@ -20,13 +20,13 @@ use super::reply::{queue_reply, HandlerOutcome, ReplyTo};
 use super::state::ConnectionState;
 use crate::context::CallContext;
 use crate::error::ErrorCode;
-use crate::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
 use crate::metadata::Metadata;
 use crate::server::metrics::{self, Outcome as Ended};
 use crate::server::request::Request;
 use crate::server::shared::Shared;
 use crate::trace::{TraceContext, TRACEPARENT};
-use crate::writer::Delivery;
+use crate::transport::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
+use crate::transport::writer::Delivery;
 
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
 ///

@@ -36,11 +36,11 @@ use tokio::time::Instant;
 use super::identity::PeerIdentity;
 use super::shared::{ConnectionSlot, Shared};
 use crate::error::ErrorCode;
-use crate::frame::{Frame, FrameCodec, FrameError, FrameKind};
-use crate::frame_reader::{FrameReader, ReadPolicy};
-use crate::liveness::{Liveness, Silence};
+use crate::transport::frame::{Frame, FrameCodec, FrameError, FrameKind};
+use crate::transport::frame_reader::{FrameReader, ReadPolicy};
+use crate::transport::liveness::{Liveness, Silence};
+use crate::transport::writer::{Delivery, FrameSink};
 use crate::transport::Transport;
-use crate::writer::{Delivery, FrameSink};
 
 use admission::start_call;
 use handshake::handshake;

@@ -7,10 +7,10 @@ use bytes::Bytes;
 
 use super::rejected::CallRejected;
 use crate::error::{CallError, ErrorCode};
-use crate::frame::{Frame, FrameKind};
 use crate::method::MethodId;
 use crate::server::request::Reply;
-use crate::writer::{Delivery, FrameSink, TrySend};
+use crate::transport::frame::{Frame, FrameKind};
+use crate::transport::writer::{Delivery, FrameSink, TrySend};
 
 /// Queues a reply (or pong) written by the read loop, without waiting; it is flushed when the
 /// loop runs out of input. `Ok(Some(frame))`: the sink is full, and the read loop sends the

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::in_flight::InFlight;
 use crate::codec::Codec;
 use crate::server::identity::PeerIdentity;
-use crate::writer::FrameSink;
+use crate::transport::writer::FrameSink;
 
 /// What every call task of one connection needs.
 pub(super) struct ConnectionState {

@@ -28,7 +28,7 @@ use bytes::BytesMut;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::Decoder;
 
-use crate::frame::{Frame, FrameCodec, FrameError};
+use crate::transport::frame::{Frame, FrameCodec, FrameError};
 
 /// The capacity of a pooled server read buffer: room for a few small frames per read. The
 /// decoder grows a buffer beyond this for large frames (and drops it again afterwards).
@@ -226,7 +226,7 @@ mod tests {
     use tokio::io::AsyncWriteExt;
 
     use super::*;
-    use crate::frame::FrameKind;
+    use crate::transport::frame::FrameKind;
 
     fn ping(id: u64) -> Bytes {
         Frame::control(FrameKind::Ping, id).to_bytes()

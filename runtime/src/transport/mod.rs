@@ -1,0 +1,17 @@
+//! The bytes on a connection, below calls: the byte stream a connection runs over
+//! ([`Transport`]: TCP, TLS, Unix sockets, an in-memory duplex), the length-prefixed
+//! [`frame`]s on it, and the read and write loops both sides share.
+//!
+//! Layout: `stream.rs` is [`Transport`] and the TCP socket options; `frame.rs` the frame
+//! codec (a tokio-util `Decoder`/`Encoder` with an explicit limit) and frame buffers;
+//! `frame_reader.rs` reading frames without holding a buffer while idle; `writer.rs` the
+//! write side a connection's senders share; `liveness.rs` when a silent peer counts as dead.
+
+pub mod frame;
+pub(crate) mod frame_reader;
+pub(crate) mod liveness;
+mod stream;
+pub(crate) mod writer;
+
+pub(crate) use stream::configure_tcp;
+pub use stream::Transport;
