@@ -15,6 +15,7 @@
 
 mod codegen;
 mod crate_path;
+mod errors;
 mod expansion;
 mod message;
 mod parse;

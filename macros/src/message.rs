@@ -9,7 +9,7 @@
 //!   it as serde does by default (externally tagged).
 
 use proc_macro2::TokenStream;
-use quote::{quote, ToTokens};
+use quote::quote;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
@@ -22,6 +22,7 @@ use crate::codegen::messages::{message_header, struct_header};
 use crate::codegen::proto_impls::{self, FieldGen, VariantGen, VariantShape};
 use crate::codegen::reflect;
 use crate::crate_path::{self, CratePath};
+use crate::errors::Errors;
 use crate::proto_type;
 
 /// The arguments of `#[wirecall::message(...)]`: only `crate = "..."`.
@@ -56,27 +57,6 @@ impl Parse for MessageArgs {
             }
         }
         Ok(args)
-    }
-}
-
-/// Collects errors so that the user sees all of them at once.
-#[derive(Default)]
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, error: syn::Error) {
-        match &mut self.0 {
-            Some(first) => first.combine(error),
-            None => self.0 = Some(error),
-        }
-    }
-
-    fn spanned(&mut self, tokens: impl ToTokens, message: impl std::fmt::Display) {
-        self.push(syn::Error::new_spanned(tokens, message));
-    }
-
-    fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
     }
 }
 
