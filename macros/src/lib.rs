@@ -192,6 +192,11 @@ pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
 /// variant marked `#[wirecall(other)]` (the last one) receives variants this side does not
 /// know; without it they are a decode error.
 ///
+/// `#[serde(...)]` attributes are refused wherever they appear (the three codecs use the Rust
+/// names and field numbers, so serde's would hold in some codecs and not others), each with
+/// what to write instead; so are `#[prost(...)]` and `#[wirecall(...)]` keys other than
+/// `skip_debug` (on the type) and `other` (on a variant).
+///
 /// Field types follow the same rule as service arguments (see
 /// [`#[wirecall::service]`](macro@service#types)). Generic messages, tuple and unit structs
 /// are refused with a hint.

@@ -51,3 +51,73 @@ fn fallback(def: &MessageDef, error: syn::Error) -> TokenStream {
         #error
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    fn errors(item: TokenStream) -> Vec<String> {
+        let expansion = super::expand(TokenStream::new(), item).expect("expands");
+        let text = expansion.to_string();
+        text.split("compile_error !")
+            .skip(1)
+            .map(|error| error.to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn every_serde_attribute_is_refused_with_its_own_hint() {
+        let found = errors(quote! {
+            #[serde(rename_all = "camelCase")]
+            pub struct User {
+                #[serde(rename = "id", default)]
+                pub user_id: u64,
+                #[serde(flatten)]
+                pub meta: Meta,
+            }
+        });
+        assert_eq!(found.len(), 4, "{found:?}");
+        for (error, hint) in found.iter().zip([
+            "spell the Rust names that way",
+            "rename the Rust field itself",
+            "already takes its default",
+            "no number of its own",
+        ]) {
+            assert!(error.contains(hint), "no `{hint}` in {error}");
+        }
+    }
+
+    #[test]
+    fn a_refused_message_is_still_emitted_without_the_attributes_only_the_macro_reads() {
+        let expansion = super::expand(
+            TokenStream::new(),
+            quote! {
+                #[wirecall(skip_debug)]
+                #[serde(tag = "type")]
+                pub enum Shape {
+                    #[serde(rename = "c")]
+                    Circle { #[serde(default)] radius: f64 },
+                }
+            },
+        )
+        .expect("expands");
+        let text = expansion.to_string();
+        assert!(text.starts_with("pub enum Shape"), "{text}");
+        assert!(!text.contains("# [serde"), "{text}");
+        assert!(!text.contains("# [wirecall"), "{text}");
+        assert_eq!(text.matches("compile_error").count(), 3, "{text}");
+    }
+
+    #[test]
+    fn serde_inside_cfg_attr_is_refused() {
+        let found = errors(quote! {
+            pub struct Reading {
+                #[cfg_attr(test, serde(skip))]
+                pub at: u64,
+            }
+        });
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("serde(skip)"), "{found:?}");
+    }
+}

@@ -112,7 +112,6 @@ pub struct SerdeKey {
     /// The whole attribute (or the `cfg_attr` holding it), for spans.
     pub attr: Attribute,
     /// The key (`rename`, `default`, ...); `None` when the attribute's contents cannot be read.
-    #[allow(dead_code)]
     pub key: Option<String>,
 }
 

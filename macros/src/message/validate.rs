@@ -36,7 +36,7 @@ fn validate_struct(def: &MessageDef, item: &ItemStruct, errors: &mut Errors) {
     }
     check_container(&def.attrs, true, errors);
     for (field, attrs) in item.fields.iter().zip(&def.fields) {
-        check_field(field, attrs, errors);
+        check_field(field, attrs, Place::Field, errors);
     }
 }
 
@@ -52,7 +52,7 @@ fn validate_enum(def: &MessageDef, item: &ItemEnum, errors: &mut Errors) {
     check_variant_attrs(def, item, errors);
     for (variant, variant_def) in item.variants.iter().zip(&def.variants) {
         for (field, attrs) in variant.fields.iter().zip(&variant_def.fields) {
-            check_field(field, attrs, errors);
+            check_field(field, attrs, Place::VariantField, errors);
         }
     }
     if def.unit_only() {
@@ -113,6 +113,7 @@ fn check_container(attrs: &Attrs, provides_default: bool, errors: &mut Errors) {
         }
     }
     check_prost(attrs, errors);
+    check_serde(attrs, Place::Type, errors);
 }
 
 /// `#[wirecall(other)]`: only on the last variant, which carries no data, and only once.
@@ -142,6 +143,7 @@ fn check_variant_attrs(def: &MessageDef, item: &ItemEnum, errors: &mut Errors) {
             }
         }
         check_prost(&variant_def.attrs, errors);
+        check_serde(&variant_def.attrs, Place::Variant, errors);
     }
 }
 
@@ -181,7 +183,7 @@ fn check_unit_numbers(def: &MessageDef, item: &ItemEnum, errors: &mut Errors) {
 
 /// A field of a struct or of a variant: no attribute of the macro's own, no `#[prost(...)]`
 /// or `#[serde(...)]`, and a type that can travel.
-fn check_field(field: &Field, attrs: &Attrs, errors: &mut Errors) {
+fn check_field(field: &Field, attrs: &Attrs, place: Place, errors: &mut Errors) {
     for own in &attrs.own {
         errors.spanned(
             &own.attr,
@@ -190,13 +192,7 @@ fn check_field(field: &Field, attrs: &Attrs, errors: &mut Errors) {
         );
     }
     check_prost(attrs, errors);
-    if let Some(serde) = attrs.serde.first() {
-        errors.spanned(
-            &serde.attr,
-            "remove `#[serde(...)]`: a message's field names and order are its wire format in \
-             every codec",
-        );
-    }
+    check_serde(attrs, place, errors);
     if let Err(error) = proto_type::check(&field.ty) {
         errors.push(error);
     }
@@ -209,5 +205,115 @@ fn check_prost(attrs: &Attrs, errors: &mut Errors) {
             "remove `#[prost(...)]`: #[wirecall::message] numbers fields by position and picks \
              their protobuf types itself",
         );
+    }
+}
+
+/// Where an attribute sits, for the words of its error.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    /// On the struct or enum itself.
+    Type,
+    Variant,
+    /// A field of a struct: read by the runtime's tolerant reader.
+    Field,
+    /// A field of an enum variant: read by serde's derive.
+    VariantField,
+}
+
+impl Place {
+    fn noun(self) -> &'static str {
+        match self {
+            Place::Type => "type",
+            Place::Variant => "variant",
+            Place::Field | Place::VariantField => "field",
+        }
+    }
+}
+
+/// Every `#[serde(...)]` key is refused: the macro writes all three codecs from the Rust
+/// names and the field numbers, and serde's derive (the JSON and MessagePack writer of a
+/// struct, both directions of an enum) would follow the attribute while Protobuf, the
+/// struct's reader and the schema would not. Each key gets its own error on its attribute.
+fn check_serde(attrs: &Attrs, place: Place, errors: &mut Errors) {
+    for serde in &attrs.serde {
+        let written = serde.key.as_deref().unwrap_or("...");
+        errors.spanned(
+            &serde.attr,
+            format!(
+                "`#[serde({written})]` is refused on a #[wirecall::message]: all three codecs \
+                 use the Rust names and field numbers, and serde would honour it in some \
+                 codecs and not others; {}",
+                serde_fix(serde.key.as_deref(), place)
+            ),
+        );
+    }
+}
+
+/// What to write instead of `#[serde(key)]`.
+fn serde_fix(key: Option<&str>, place: Place) -> String {
+    const SEPARATE: &str = "keep a separate serde type for that JSON API and convert with `From`";
+    let noun = place.noun();
+    match key.unwrap_or_default() {
+        "rename" => format!(
+            "for another name in JSON, rename the Rust {noun} itself (`r#type` works for a \
+             keyword), or {SEPARATE}"
+        ),
+        "rename_all" => format!(
+            "for other names in JSON, spell the Rust names that way (with \
+             `#[allow(non_snake_case)]`), or {SEPARATE}"
+        ),
+        "alias" if place == Place::Variant => format!(
+            "a variant has one name, its Rust name; Protobuf peers find a renamed variant by \
+             its number, and for JSON or MessagePack peers that send the old name, {SEPARATE}"
+        ),
+        "alias" => format!(
+            "a {noun} has one name, its Rust name; Protobuf and MessagePack peers find a \
+             renamed field by its number, and for JSON peers that send the old name, \
+             {SEPARATE}"
+        ),
+        "skip" | "skip_serializing" | "skip_deserializing" if place == Place::Variant => {
+            "every variant travels in every codec (serde would refuse to write or read a \
+             skipped one, Protobuf would not); remove it"
+                .to_owned()
+        }
+        "skip" | "skip_serializing" | "skip_deserializing" => format!(
+            "every {noun} travels in every codec (a skipped one would shift the MessagePack \
+             positions after it and come back as a default); move values that must not \
+             travel out of the message, e.g. into a struct that holds the message and them"
+        ),
+        "skip_serializing_if" => "Protobuf already leaves out a field at its default value, \
+             and in MessagePack a left-out field would shift the ones after it; remove it"
+            .to_owned(),
+        "default" if place == Place::VariantField => "a variant's fields are read by serde's \
+             derive, which needs every one of them in JSON and MessagePack (Protobuf gives a \
+             missing one its default); remove it, and to send more data later, add a variant"
+            .to_owned(),
+        "default" => "a missing field already takes its default in every codec (zero, empty, \
+             `None`, the variant numbered 0), so remove it; a different default cannot work: \
+             Protobuf does not write a field at its default, so a reader cannot tell it from \
+             a missing one; use an `Option` and apply the default where you read it"
+            .to_owned(),
+        "flatten" => "a flattened field has no number of its own in Protobuf and would shift \
+             the MessagePack positions; make it an ordinary field of a #[wirecall::message] \
+             type (a nested message in every codec), or copy its fields into this one"
+            .to_owned(),
+        "tag" | "untagged" | "content" => format!(
+            "an enum's form is fixed in every codec: the variant name or number for a \
+             unit-only enum, externally tagged (`{{\"Variant\": data}}`) in JSON and \
+             MessagePack and a `oneof` in Protobuf for one with data; for another JSON form, \
+             {SEPARATE}"
+        ),
+        "other" => "write `#[wirecall(other)]` on the last variant instead: unknown variants \
+             decode to it in every codec"
+            .to_owned(),
+        "crate" => "give the path to wirecall as `#[wirecall::message(crate = \"...\")]` \
+             instead; the macro names serde through it"
+            .to_owned(),
+        "deny_unknown_fields" => "messages skip unknown fields on purpose, so that a newer \
+             peer can add fields at the end; remove it"
+            .to_owned(),
+        _ => "remove it, or keep a separate serde type with it for the API that needs it and \
+             convert with `From`"
+            .to_owned(),
     }
 }
