@@ -128,6 +128,18 @@ fn expand_enum(def: &MessageDef, mut item: ItemEnum) -> syn::Result<TokenStream>
         let reflect = reflect::data_enum_reflect(krate, ident, &doc, &described, other.as_ref());
         (message_header(krate), quote!(#impls #reflect))
     };
+    if !unit_only {
+        // serde's derive writes the variants' data: the same `Option<Option<T>>` rule as a
+        // struct field's, so that `Some(None)` survives JSON and MessagePack as it does
+        // Protobuf.
+        for variant in item.variants.iter_mut() {
+            for field in variant.fields.iter_mut() {
+                field
+                    .attrs
+                    .extend(proto_type::nested_option_attr(krate, &field.ty));
+            }
+        }
+    }
     if let (false, Some(other)) = (unit_only, &other) {
         // serde's catch-all: an unknown variant name decodes to this variant.
         if let Some(variant) = item.variants.iter_mut().find(|v| &v.ident == other) {
