@@ -4,17 +4,21 @@
 //! the generated code refers to `::wirecall` (or the path given with `crate = "..."`), so this
 //! crate is not meant to be used alone.
 //!
-//! Layout: `parse.rs` reads the trait into a model, `validate.rs` checks it, `codegen/` writes
-//! the trait, client, server and wire messages (`codegen/proto_impls.rs`: the Protobuf and
-//! serde impls of every wire struct and enum, shared with `message.rs`), `proto_type.rs`
-//! holds the rules for which types can travel; method ids come from `wirecall-wire`, the crate
-//! the runtime uses too, so both compute the same hash. How each type looks on the wire is
-//! decided by trait impls in the runtime (`codec/proto`).
+//! Layout: both macros run parse -> validate -> codegen. `#[service]`: `service.rs` joins
+//! the stages, `parse.rs` reads the trait into a model, `validate.rs` checks it, `codegen/`
+//! writes the trait, client, server and wire messages. `#[message]`: `message/` holds the same
+//! three stages for a struct or enum. Shared by both: `codegen/proto_impls.rs` (the Protobuf
+//! and serde impls of every wire struct and enum) and `codegen/reflect.rs` (schemas),
+//! `proto_type.rs` (the rules for which types can travel, and how a type is written in serde),
+//! `errors.rs` (collecting errors). Method ids come from `wirecall-wire`, the crate the runtime
+//! uses too, so both compute the same hash. How each type looks on the wire is decided by
+//! trait impls in the runtime (`codec/proto`).
 
 #![warn(missing_docs)]
 
 mod codegen;
 mod crate_path;
+mod errors;
 mod expansion;
 mod message;
 mod parse;
@@ -187,6 +191,11 @@ pub fn service(args: TokenStream, item: TokenStream) -> TokenStream {
 /// with one `oneof` field per variant, externally tagged in JSON and MessagePack. A unit
 /// variant marked `#[wirecall(other)]` (the last one) receives variants this side does not
 /// know; without it they are a decode error.
+///
+/// `#[serde(...)]` attributes are refused wherever they appear (the three codecs use the Rust
+/// names and field numbers, so serde's would hold in some codecs and not others), each with
+/// what to write instead; so are `#[prost(...)]` and `#[wirecall(...)]` keys other than
+/// `skip_debug` (on the type) and `other` (on a variant).
 ///
 /// Field types follow the same rule as service arguments (see
 /// [`#[wirecall::service]`](macro@service#types)). Generic messages, tuple and unit structs

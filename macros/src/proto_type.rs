@@ -137,21 +137,29 @@ fn refused(name: &str) -> Option<&'static str> {
     })
 }
 
-/// `#[serde(with = ...)]` for a field written `Option<Option<T>>`, whose `Some(None)` serde
-/// would otherwise write as `None`.
-pub fn nested_option_attr(krate: &CratePath, ty: &Type) -> Option<syn::Attribute> {
-    let is_option = |ty: &Type| -> Option<Type> {
+/// Whether a field is written `Option<Option<T>>`: in JSON and MessagePack it then goes
+/// through `nested_option` (`[value]`, `[null]` or `null`), because serde alone would write
+/// `Some(None)` as `None`. The one rule for every field of a wire struct or enum variant, the
+/// serde derive's attribute and the generated reader alike.
+pub fn is_nested_option(ty: &Type) -> bool {
+    fn option_arg(ty: &Type) -> Option<&Type> {
         let Type::Path(path) = strip_groups(ty) else {
             return None;
         };
         let (name, args) = last_segment(path).ok()?;
         match (name.as_str(), args.as_slice()) {
-            ("Option", [inner]) => Some((*inner).clone()),
+            ("Option", [inner]) => Some(*inner),
             _ => None,
         }
-    };
-    let inner = is_option(ty)?;
-    is_option(&inner)?;
+    }
+    option_arg(ty).and_then(option_arg).is_some()
+}
+
+/// `#[serde(with = ...)]` for a field that [`is_nested_option`].
+pub fn nested_option_attr(krate: &CratePath, ty: &Type) -> Option<syn::Attribute> {
+    if !is_nested_option(ty) {
+        return None;
+    }
     let with = krate.string_with("::__private::proto::nested_option");
     Some(syn::parse_quote!(
         #[serde(with = #with)]

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use quote::ToTokens;
 use syn::{TraitItem, Type};
 
+use crate::errors::Errors;
 use crate::parse::{MethodDef, ReplyShape, ServiceDef};
 use crate::proto_type;
 use wirecall_wire::method_hash;
@@ -34,30 +34,6 @@ const CLIENT_METHODS: &[&str] = &[
     "try_into",
     "type_id",
 ];
-
-/// Collects errors so they can be reported together.
-#[derive(Default)]
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, error: syn::Error) {
-        match &mut self.0 {
-            Some(first) => first.combine(error),
-            None => self.0 = Some(error),
-        }
-    }
-
-    fn spanned(&mut self, tokens: impl ToTokens, message: impl std::fmt::Display) {
-        self.push(syn::Error::new_spanned(tokens, message));
-    }
-
-    fn finish(self) -> syn::Result<()> {
-        match self.0 {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
-    }
-}
 
 /// Checks the whole service; `Err` holds every problem found.
 pub fn validate(def: &ServiceDef) -> syn::Result<()> {

@@ -125,7 +125,7 @@ fn serde_fields(krate: &CratePath, ident: &Ident, fields: &[FieldGen<'_>]) -> To
     let arms = fields.iter().enumerate().map(|(index, field)| {
         let member = &field.member;
         let ty = field.ty;
-        let read = if crate::proto_type::nested_option_attr(krate, ty).is_some() {
+        let read = if crate::proto_type::is_nested_option(ty) {
             quote!(#krate::__private::proto::nested_option::deserialize(deserializer)?)
         } else {
             quote_spanned!(ty.span()=> <#ty as #krate::__private::serde::Deserialize<'de>>::deserialize(deserializer)?)
@@ -144,7 +144,7 @@ fn serde_fields(krate: &CratePath, ident: &Ident, fields: &[FieldGen<'_>]) -> To
         .collect();
     let seq_reads = fields.iter().zip(&locals).map(|(field, local)| {
         let ty = field.ty;
-        let nested = crate::proto_type::nested_option_attr(krate, ty).is_some();
+        let nested = crate::proto_type::is_nested_option(ty);
         let element = if nested {
             quote!(#krate::__private::evolve::NestedOption<_>)
         } else {

@@ -1,0 +1,7 @@
+#[wirecall::message]
+#[serde(deny_unknown_fields)]
+pub struct Ping {
+    pub count: u32,
+}
+
+fn main() {}
