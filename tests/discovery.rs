@@ -11,6 +11,7 @@ use std::time::Duration;
 use cluster::scenarios::{self, Namespace};
 use cluster::{client, shares, start_node, wait_for_endpoints};
 use wirecall::discovery::{Balance, Registry, StaticRegistry};
+use wirecall_test_support::{eventually, eventually_async};
 
 const TTL: Duration = Duration::from_secs(2);
 
@@ -118,15 +119,22 @@ async fn a_subsetting_client_calls_only_its_subset() {
     for name in ["a", "b", "c", "d", "e"] {
         servers.push(start_node(&registry, name, TTL).await);
     }
+    // The registrations arrive one by one, and the subset changes until all five are known.
+    // A channel shares the registry's watch of its service and starts from the set that watch
+    // holds: once it lists all five, a new channel starts from its final subset.
+    let all = registry.watch("Cluster");
+    eventually("all five servers are registered", || {
+        all.current().endpoints.len() == 5
+    })
+    .await;
     let channel = wirecall::discovery::BalancedChannel::builder()
         .subset(2)
         .subset_seed(7)
         .discover(&registry, "Cluster")
         .await
         .unwrap();
+    drop(all);
     let client = cluster::ClusterClient::over(channel.clone());
-    // The registrations arrive one by one; the subset settles once all five are known.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(channel.endpoints().len(), 2, "{:?}", channel.endpoints());
     let counts = shares(&client, 100).await;
     assert_eq!(counts.len(), 2, "{counts:?}");
@@ -138,6 +146,9 @@ async fn a_subsetting_client_calls_only_its_subset() {
 #[tokio::test]
 async fn the_health_service_reports_draining_as_soon_as_a_graceful_shutdown_begins() {
     use wirecall::health::{HealthClient, HealthReporter, ServingStatus};
+    // The checks below run within it, before the server stops answering: ample for a loaded
+    // machine.
+    const DRAIN_DELAY: Duration = Duration::from_secs(2);
 
     let registry = registry();
     let health = HealthReporter::new();
@@ -152,7 +163,7 @@ async fn the_health_service_reports_draining_as_soon_as_a_graceful_shutdown_begi
             registry.clone(),
             wirecall::discovery::Registration::bound_address(),
         )
-        .drain_delay(Duration::from_millis(500))
+        .drain_delay(DRAIN_DELAY)
         .bind("127.0.0.1:0")
         .await
         .unwrap();
@@ -173,18 +184,25 @@ async fn the_health_service_reports_draining_as_soon_as_a_graceful_shutdown_begi
 
     let handle = server.shutdown_handle();
     let stopping = tokio::spawn(async move { handle.shutdown().await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // Within the drain delay: deregistered, still answering, and saying so.
-    assert_eq!(
-        probe.check("Cluster".to_owned()).await.unwrap(),
-        ServingStatus::Draining
-    );
+    // Within the drain delay: still answering, saying so, and deregistered.
+    eventually_async("the health service reports draining", || async {
+        probe.check("Cluster".to_owned()).await.unwrap() == ServingStatus::Draining
+    })
+    .await;
     assert_eq!(
         probe.check(String::new()).await.unwrap(),
         ServingStatus::Draining
     );
+    // A channel starts from the registry's shared watch of its service (see the subsetting
+    // test): once that lists nothing, a new channel knows no endpoint.
+    let watch = registry.watch("Cluster");
+    eventually("the server is deregistered", || {
+        watch.current().endpoints.is_empty()
+    })
+    .await;
     let (_, channel) = client(&registry, Balance::RoundRobin).await;
     assert!(channel.endpoints().is_empty(), "{:?}", channel.endpoints());
+    drop(watch);
     stopping.await.unwrap();
     drop(server);
 }

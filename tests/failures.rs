@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -29,16 +28,24 @@ async fn a_client_deadline_ends_the_call_early_and_the_server_stops_the_work() {
     let started = Instant::now();
     let err = lab
         .with_timeout(Duration::from_millis(50))
-        .sleep_ms(1_000)
+        .sleep_ms(60_000)
         .await
         .unwrap_err();
     let elapsed = started.elapsed();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
-    assert!(elapsed < Duration::from_millis(500), "took {elapsed:?}");
-    // The connection is still good, and the abandoned handler never ran to completion.
+    // Far sooner than the handler would have finished.
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    // The server reads the request before the client's Cancel, and its own clock for the
+    // deadline starts when it reads the request: the handler starts however late that is.
+    eventually("the call reaches its handler", || {
+        lab_state.sleeps.started() == 1
+    })
+    .await;
+    // The abandoned handler is stopped, not left to run to completion, and the connection is
+    // still good.
+    eventually("the handler is stopped", || lab_state.sleeps.stopped() == 1).await;
+    assert_eq!(lab_state.sleeps.finished(), 0);
     assert_eq!(lab.add(2, 2).await.unwrap(), 4);
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
-    assert_eq!(lab_state.finished_sleeps.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
@@ -51,13 +58,20 @@ async fn dropping_a_call_future_cancels_the_handler() {
             .await
             .unwrap(),
     );
-    let call = lab.sleep_ms(300);
-    assert!(tokio::time::timeout(Duration::from_millis(50), call)
-        .await
-        .is_err());
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(lab_state.finished_sleeps.load(Ordering::SeqCst), 0);
+    let call = tokio::spawn({
+        let lab = lab.clone();
+        async move { lab.sleep_ms(60_000).await }
+    });
+    eventually("the call reaches its handler", || {
+        lab_state.sleeps.started() == 1
+    })
+    .await;
+    // Aborting the task drops the call future: that is the cancellation under test.
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
     assert_eq!(lab.channel().in_flight(), 0);
+    eventually("the handler is stopped", || lab_state.sleeps.stopped() == 1).await;
+    assert_eq!(lab_state.sleeps.finished(), 0);
 }
 
 #[tokio::test]
@@ -242,7 +256,7 @@ async fn a_four_gib_length_prefix_is_refused_without_allocating() {
 
 #[tokio::test]
 async fn calls_in_flight_when_shutdown_starts_complete() {
-    let (server, _) = start_server().await;
+    let (server, lab_state) = start_server().await;
     let addr = server.local_addr();
     let lab = LabClient::connect(addr).await.unwrap();
     let in_flight: Vec<_> = (0..10)
@@ -251,22 +265,22 @@ async fn calls_in_flight_when_shutdown_starts_complete() {
             tokio::spawn(async move { lab.sleep_ms(200).await })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let started = Instant::now();
+    eventually("every call reaches its handler", || {
+        lab_state.sleeps.started() == 10
+    })
+    .await;
     server.shutdown_within(Duration::from_secs(5)).await;
-    assert!(started.elapsed() >= Duration::from_millis(100));
+    // The shutdown waited for every call that was running when it began.
+    assert_eq!(lab_state.sleeps.finished(), 10);
     for call in in_flight {
         assert_eq!(call.await.unwrap().unwrap(), 200);
     }
     // Afterwards the old connection is closed and nothing accepts: the channel's attempt to
     // reconnect fails.
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while !lab.channel().is_closed() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+    eventually("the client sees the connection close", || {
+        lab.channel().is_closed()
     })
-    .await
-    .expect("the client sees the connection close");
+    .await;
     let err = lab.add(1, 1).await.unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
     assert!(Channel::connect(addr).await.is_err());
@@ -274,7 +288,7 @@ async fn calls_in_flight_when_shutdown_starts_complete() {
 
 #[tokio::test]
 async fn the_grace_period_bounds_shutdown() {
-    let (server, _) = start_server().await;
+    let (server, lab_state) = start_server().await;
     let lab = LabClient::new(
         Channel::builder()
             .no_timeout()
@@ -283,10 +297,15 @@ async fn the_grace_period_bounds_shutdown() {
             .unwrap(),
     );
     let stuck = tokio::spawn(async move { lab.sleep_ms(60_000).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually("the call reaches its handler", || {
+        lab_state.sleeps.started() == 1
+    })
+    .await;
     let started = Instant::now();
     server.shutdown_within(Duration::from_millis(100)).await;
     assert!(started.elapsed() < Duration::from_secs(5));
+    // The grace period over, the server stopped the handler instead of waiting for it.
+    eventually("the handler is stopped", || lab_state.sleeps.stopped() == 1).await;
     // Stopped half-way, the call may have run: the server does not say goodbye with
     // ShuttingDown, which tells a client its waiting calls never ran (and may be replayed).
     match stuck.await.unwrap().unwrap_err() {

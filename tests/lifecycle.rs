@@ -8,38 +8,41 @@ use std::time::Duration;
 use common::*;
 use wirecall::{Channel, Error, Server};
 
-const SOON: Duration = Duration::from_secs(10);
-
-async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    let started = std::time::Instant::now();
-    while !condition() {
-        assert!(started.elapsed() < SOON, "{what}: not within {SOON:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+/// How long one step of a start or a stop may take.
+const SOON: Duration = PATIENCE;
 
 #[tokio::test]
 async fn run_until_serves_until_its_signal_then_stops_gracefully() {
-    let (server, _lab) = start_server().await;
+    let (server, lab_state) = start_server().await;
     let addr = server.local_addr();
+    let handle = server.shutdown_handle();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(server.run_until(async {
         let _ = stopped.await;
     }));
     let lab = LabClient::connect(addr).await.unwrap();
-    let slow = tokio::spawn({
+    let held = tokio::spawn({
         let lab = lab.clone();
-        async move { lab.sleep_ms(300).await }
+        async move { lab.hold().await }
     });
     assert_eq!(lab.add(40, 2).await.unwrap(), 42);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually("the held call reaches its handler", || {
+        lab_state.holds.started() == 1
+    })
+    .await;
     stop.send(()).unwrap();
+    tokio::time::timeout(SOON, handle.shutting_down())
+        .await
+        .expect("the signal starts a shutdown");
+    // The call in flight when the signal came is finished, not cut off: the server waits.
+    assert!(!handle.is_stopped(), "stopped with a call running");
+    lab_state.release(1);
     tokio::time::timeout(SOON, running)
         .await
         .expect("run_until returns after its signal")
         .unwrap();
-    // The call in flight when the signal came was finished, not cut off.
-    assert_eq!(slow.await.unwrap().unwrap(), 300);
+    held.await.unwrap().unwrap();
+    assert_eq!(lab_state.holds.finished(), 1);
     assert!(Channel::connect(addr).await.is_err(), "no longer accepting");
 }
 
@@ -79,21 +82,28 @@ async fn stopped_resolves_when_the_server_is_shut_down_by_its_owner() {
 
 #[tokio::test]
 async fn abort_stops_the_server_at_once() {
-    let (server, _lab) = start_server().await;
+    let (server, lab_state) = start_server().await;
     let handle = server.shutdown_handle();
     let lab = LabClient::connect(server.local_addr()).await.unwrap();
-    let slow = tokio::spawn({
+    let held = tokio::spawn({
         let lab = lab.clone();
-        async move { lab.sleep_ms(5_000).await }
+        async move { lab.hold().await }
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually("the held call reaches its handler", || {
+        lab_state.holds.started() == 1
+    })
+    .await;
     server.abort();
-    let outcome = tokio::time::timeout(SOON, slow).await.unwrap().unwrap();
+    let outcome = tokio::time::timeout(SOON, held).await.unwrap().unwrap();
     assert!(
         matches!(outcome, Err(Error::ConnectionClosed { .. })),
         "{outcome:?}"
     );
     tokio::time::timeout(SOON, handle.stopped()).await.unwrap();
+    eventually("the held handler is stopped", || {
+        lab_state.holds.stopped() == 1
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -143,24 +153,46 @@ async fn run_until_shutdown_signal_stops_on_sigterm() {
 
 #[tokio::test]
 async fn closing_a_channel_finishes_its_calls_then_waits_for_the_connection_to_close() {
-    let (server, _lab) = start_server().await;
+    let (server, lab_state) = start_server().await;
     let channel = Channel::connect(server.local_addr()).await.unwrap();
     let lab = LabClient::new(channel.clone());
     assert_eq!(lab.add(1, 2).await.unwrap(), 3);
     assert_eq!(server.connection_count(), 1);
 
-    let slow = tokio::spawn({
+    let held = tokio::spawn({
         let lab = lab.clone();
-        async move { lab.sleep_ms(200).await }
+        async move { lab.hold().await }
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    tokio::time::timeout(SOON, channel.close())
+    eventually("the held call reaches its handler", || {
+        lab_state.holds.started() == 1
+    })
+    .await;
+    let closing = tokio::spawn({
+        let channel = channel.clone();
+        async move { channel.close().await }
+    });
+    // Once close has begun, new calls fail at once, on every clone, and the channel does not
+    // reconnect.
+    eventually_async("new calls are refused", || async {
+        match lab.add(1, 2).await {
+            Ok(_) => false,
+            Err(Error::ConnectionClosed { reason, .. }) if reason.contains("Channel::close") => {
+                true
+            }
+            Err(err) => panic!("{err}"),
+        }
+    })
+    .await;
+    // The call in flight is finished before the connection closes: close waits for it.
+    assert!(!closing.is_finished(), "closed with a call in flight");
+    assert!(!channel.is_closed());
+    lab_state.release(1);
+    tokio::time::timeout(SOON, closing)
         .await
-        .expect("close returns");
-    // The call in flight finished before the connection closed.
-    assert_eq!(slow.await.unwrap().unwrap(), 200);
+        .expect("close returns")
+        .unwrap();
+    held.await.unwrap().unwrap();
     assert!(channel.is_closed());
-    // New calls fail at once, on every clone, and the channel does not reconnect.
     let err = lab.add(1, 2).await.unwrap_err();
     assert!(
         matches!(&err, Error::ConnectionClosed { reason, .. } if reason.contains("Channel::close")),

@@ -33,32 +33,26 @@ async fn a_channel_reconnects_after_the_server_restarts() {
 
     server.shutdown_within(Duration::from_millis(100)).await;
     // The dropped connection is noticed; calls fail with a typed error while nothing listens.
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while !lab.channel().is_closed() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+    eventually("the channel sees the connection close", || {
+        lab.channel().is_closed()
     })
-    .await
-    .unwrap();
+    .await;
     let err = lab.add(1, 1).await.unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
 
     let _restarted = lab_server_on(addr).await;
     // Within a few backoff periods the next call gets through on a new connection.
-    let result = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            match lab.add(2, 3).await {
-                Ok(sum) => return sum,
-                Err(Error::Connect { .. } | Error::ConnectionClosed { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                Err(other) => panic!("unexpected {other:?}"),
+    eventually_async("a call gets through to the restarted server", || async {
+        match lab.add(2, 3).await {
+            Ok(sum) => {
+                assert_eq!(sum, 5);
+                true
             }
+            Err(Error::Connect { .. } | Error::ConnectionClosed { .. }) => false,
+            Err(other) => panic!("unexpected {other:?}"),
         }
     })
-    .await
-    .unwrap();
-    assert_eq!(result, 5);
+    .await;
 }
 
 #[tokio::test]
@@ -72,7 +66,11 @@ async fn a_channel_without_reconnect_stays_closed() {
             .unwrap(),
     );
     server.shutdown_within(Duration::from_millis(100)).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually("the channel sees the connection close", || {
+        lab.channel().is_closed()
+    })
+    .await;
+    // A reconnecting channel would try to connect, and fail with `Error::Connect`.
     let err = lab.add(1, 1).await.unwrap_err();
     assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
 }
@@ -141,45 +139,59 @@ async fn the_server_pings_an_idle_peer_and_closes_it_when_it_does_not_answer() {
         &error[26..28],
         &ErrorCode::IdleTimeout.to_u16().to_be_bytes()
     );
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(server.connection_count(), 0);
+    eventually("the server counts the connection out", || {
+        server.connection_count() == 0
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn an_idle_client_that_answers_pings_is_kept() {
+    const IDLE: Duration = Duration::from_millis(50);
+    // Ample for the client to answer on a loaded machine.
+    const PING_TIMEOUT: Duration = Duration::from_millis(200);
     let server = Server::builder()
         .serve(UserServiceServer::new(Users::default()))
-        .idle_timeout(Duration::from_millis(50))
-        .ping_timeout(Duration::from_millis(50))
+        .idle_timeout(IDLE)
+        .ping_timeout(PING_TIMEOUT)
         .bind("127.0.0.1:0")
         .await
         .unwrap();
     let users = UserServiceClient::connect(server.local_addr())
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The wait is the assertion: nothing is to happen. Over four idle periods and ping
+    // timeouts the server pings the idle client again and again, and would have closed a
+    // client that did not answer (as the test above shows it does).
+    tokio::time::sleep(4 * (IDLE + PING_TIMEOUT)).await;
     assert!(!users.channel().is_closed());
+    assert_eq!(server.connection_count(), 1);
     assert_eq!(users.get_user(fanly()).await.unwrap(), fanly());
 }
 
 #[tokio::test]
 async fn calls_beyond_max_in_flight_get_an_overloaded_error() {
+    let lab_state = Arc::new(LabImpl::default());
     let server = Server::builder()
-        .serve(LabServer::new(Arc::new(LabImpl::default())))
+        .serve(LabServer::new(Arc::clone(&lab_state)))
         .max_in_flight(2)
         .bind("127.0.0.1:0")
         .await
         .unwrap();
     let lab = LabClient::connect(server.local_addr()).await.unwrap();
-    let slow: Vec<_> = (0..2)
+    // Two calls that run until released hold both slots for as long as the test needs.
+    let held: Vec<_> = (0..2)
         .map(|_| {
             let lab = lab.clone();
-            tokio::spawn(async move { lab.sleep_ms(300).await })
+            tokio::spawn(async move { lab.hold().await })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("both held calls reach their handlers", || {
+        lab_state.holds.started() == 2
+    })
+    .await;
     assert_eq!(server.in_flight(), 2);
-    let err = lab.add(1, 1).await.unwrap_err();
+    let err = lab.hold().await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -190,10 +202,16 @@ async fn calls_beyond_max_in_flight_get_an_overloaded_error() {
         ),
         "{err:?}"
     );
-    for call in slow {
-        assert_eq!(call.await.unwrap().unwrap(), 300);
+    assert_eq!(
+        lab_state.holds.started(),
+        2,
+        "the refused call ran no handler"
+    );
+    lab_state.release(2);
+    for call in held {
+        call.await.unwrap().unwrap();
     }
-    assert_eq!(server.in_flight(), 0);
+    eventually("the slots are free again", || server.in_flight() == 0).await;
     assert_eq!(lab.add(1, 1).await.unwrap(), 2);
 }
 
@@ -246,13 +264,10 @@ async fn a_peer_that_never_reads_is_closed_when_writes_stall() {
     // Ask for 1 MiB replies over and over without reading any of them.
     let _ = socket.write_all(&blob_requests(16, 1 << 20)).await;
     // The server gives up on the stalled connection instead of holding it forever.
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while server.connection_count() > 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    eventually("the stalled connection is closed", || {
+        server.connection_count() == 0
     })
-    .await
-    .expect("the stalled connection is closed");
+    .await;
     let users = LabClient::connect(addr).await.unwrap();
     assert_eq!(users.add(1, 2).await.unwrap(), 3);
 }
@@ -308,6 +323,8 @@ async fn a_peer_that_reads_late_still_gets_every_reply() {
         .write_all(&blob_requests(CALLS, 256 * 1024))
         .await
         .unwrap();
+    // Reading late is the scenario, not a wait for something: whatever the server has done
+    // by now, every reply must arrive once the peer reads.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut answered = Vec::new();
     for _ in 0..CALLS {

@@ -3,6 +3,7 @@
 A server that cannot be built or started fails the tests that need it; nothing is skipped.
 """
 
+import asyncio
 import queue
 import signal
 import socket
@@ -10,7 +11,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, List
+from typing import Callable, Iterator, List
 
 import pytest
 
@@ -19,6 +20,21 @@ STARTUP_TIMEOUT = 60.0
 TOKEN = "s3cret-for-tests"
 
 FANLY = {"user_id": 1, "name": "fanly", "age": 18}
+
+# How long `eventually` waits: generous, as it costs nothing when the condition holds sooner.
+PATIENCE = 10.0
+
+
+async def eventually(what: str, condition: Callable[[], bool], within: float = PATIENCE) -> None:
+    """Waits until `condition()` holds, checking every 10 ms; fails naming `what` after `within` s.
+
+    A test waits for a condition rather than sleeping and hoping it holds by then.
+    """
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() >= deadline:
+            pytest.fail(f"{what}: not within {within} s")
+        await asyncio.sleep(0.01)
 
 
 def free_port() -> int:

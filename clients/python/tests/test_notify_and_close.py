@@ -20,6 +20,8 @@ def test_notify_gets_no_reply_and_the_connection_goes_on(server, codec):
             await client.notify_with("UserService", "get_user_id", {"name": "ada"}, deadline=1.0)
             # A stray reply would fail this call's id routing or the connection.
             assert await client.UserService.get_user_id(name="fanly") == 5
+            # The wait is the assertion: no reply is to come, and one that did within 0.2 s
+            # would break the connection or the call below.
             await asyncio.sleep(0.2)
             assert not client.is_closed
             assert await client.UserService.get_dictionary() == {"key": "value"}
@@ -34,12 +36,25 @@ def test_blocking_notify(server):
         assert client.UserService.get_user_id(name="ab") == 2
 
 
+# The blocking client's close() also closes its event loop, and a later call reaches
+# `run_coroutine_threadsafe` on the closed loop, which raises RuntimeError("Event loop is
+# closed") instead of ConnectionClosed (the asyncio client gets it right, see the test below).
+# Strict: once `wirecall.sync` raises ConnectionClosed, this marker must go.
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="wirecall.sync.Client raises RuntimeError, not ConnectionClosed, after close()",
+)
 def test_calls_after_close_raise_connection_closed(server):
     client = wirecall.connect(server.address)
     assert client.UserService.get_user_id(name="a") == 1
     client.close()
     client.close()  # closing twice is harmless
     assert client.is_closed
+    with pytest.raises(wirecall.ConnectionClosed):
+        client.call("UserService", "get_user_id", name="late")
+    with pytest.raises(wirecall.ConnectionClosed):
+        client.UserService.get_user_id(name="late")
 
 
 def test_asyncio_close_fails_calls_in_flight_and_later_calls(server):

@@ -9,6 +9,8 @@ import wirecall
 from wirecall import aio
 from wirecall.wire import FRAME_HEADER, FrameKind, encode_frame
 
+from conftest import eventually
+
 
 async def read_client_hello(reader):
     """Reads a whole client hello; returns its version, codecs, token and extension block."""
@@ -88,8 +90,7 @@ def test_pings_are_answered_and_replies_routed_out_of_order():
             client = await aio.connect("127.0.0.1", port, codecs=["json"])
             first, second = await asyncio.gather(client.call("S", "a"), client.call("S", "b"))
             assert (first, second) == (1, 2)
-            await asyncio.sleep(0.1)
-            assert client.is_closed
+            await eventually("the client closes on the server's error", lambda: client.is_closed)
             with pytest.raises(wirecall.ConnectionClosed) as closed:
                 await client.call("S", "a")
             assert isinstance(closed.value.cause, wirecall.ShuttingDown)

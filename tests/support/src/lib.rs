@@ -8,6 +8,11 @@
 //! bulk and one-way traffic, call metadata, a slow call and a panicking one. Method ids depend
 //! only on the service and method names, so the ids pinned by the book's wire chapter are
 //! these methods' ids.
+//!
+//! Besides the fixture, [`eventually`] and [`eventually_async`]: how a test waits for
+//! something to happen, instead of sleeping and hoping it has.
+
+mod eventually;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +21,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use wirecall::CallContext;
+
+pub use eventually::{eventually, eventually_async, PATIENCE};
 
 /// A user, as in the surging benchmark.
 #[wirecall::message]
