@@ -36,15 +36,6 @@ def test_blocking_notify(server):
         assert client.UserService.get_user_id(name="ab") == 2
 
 
-# The blocking client's close() also closes its event loop, and a later call reaches
-# `run_coroutine_threadsafe` on the closed loop, which raises RuntimeError("Event loop is
-# closed") instead of ConnectionClosed (the asyncio client gets it right, see the test below).
-# Strict: once `wirecall.sync` raises ConnectionClosed, this marker must go.
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="wirecall.sync.Client raises RuntimeError, not ConnectionClosed, after close()",
-)
 def test_calls_after_close_raise_connection_closed(server):
     client = wirecall.connect(server.address)
     assert client.UserService.get_user_id(name="a") == 1

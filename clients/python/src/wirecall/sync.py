@@ -9,7 +9,7 @@ import concurrent.futures
 import threading
 from typing import Any, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
-from . import aio
+from . import aio, errors
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply
 from .schema import ServiceSchema
@@ -26,6 +26,12 @@ class _LoopThread:
         self._thread.start()
 
     def run(self, coroutine: Awaitable[T]) -> T:
+        if self.loop.is_closed():
+            # `Client.close()` stopped the loop: say what a closed connection says, as the
+            # asyncio client does, instead of asyncio's "Event loop is closed".
+            if asyncio.iscoroutine(coroutine):
+                coroutine.close()
+            raise errors.ConnectionClosed("the client was closed with close()")
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         try:
             return future.result()
