@@ -21,7 +21,7 @@ use super::request::{Reply, Request};
 use super::settings::FIRST_BACKOFF;
 use crate::codec::{Codec, WireMessage};
 use crate::error::Error;
-use crate::layers::Next;
+use crate::layers::next::Next;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 
