@@ -250,8 +250,28 @@ impl Channel {
     /// run once per attempt.
     pub(crate) async fn send(&self, request: Request) -> Result<Reply, Error> {
         match &self.layers {
-            Some(layers) => layers.call_shared(request).await.map_err(Error::from_layer),
+            Some(layers) => layers
+                .call_shared(request)
+                .await
+                .map_err(|err| self.name_open_circuit_endpoint(Error::from_layer(err))),
             None => Arc::clone(&self.shared).send_request(request).await,
+        }
+    }
+
+    /// A circuit breaker among the layers cannot know which endpoint it guards; the channel
+    /// does, so its error names it.
+    fn name_open_circuit_endpoint(&self, error: Error) -> Error {
+        match error {
+            Error::CircuitOpen {
+                method,
+                endpoint: None,
+                retry_after,
+            } => Error::CircuitOpen {
+                method,
+                endpoint: self.peer_addr().map(|addr| addr.to_string()),
+                retry_after,
+            },
+            other => other,
         }
     }
 
