@@ -46,7 +46,7 @@ async fn dropping_a_call_future_cancels_the_handler() {
     let (server, lab_state) = start_server().await;
     let lab = LabClient::new(
         Channel::builder()
-            .no_timeout()
+            .without_timeout()
             .connect(server.local_addr())
             .await
             .unwrap(),
@@ -277,7 +277,7 @@ async fn the_grace_period_bounds_shutdown() {
     let (server, _) = start_server().await;
     let lab = LabClient::new(
         Channel::builder()
-            .no_timeout()
+            .without_timeout()
             .connect(server.local_addr())
             .await
             .unwrap(),

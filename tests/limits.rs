@@ -98,7 +98,7 @@ async fn keepalive_detects_a_silent_server_and_fails_waiting_calls() {
     let addr = silent_server().await;
     let channel = Channel::builder()
         .codec(wirecall::Codec::MessagePack)
-        .no_timeout()
+        .without_timeout()
         .reconnect(false)
         .keepalive(Duration::from_millis(100))
         .keepalive_timeout(Duration::from_millis(100))

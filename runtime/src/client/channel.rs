@@ -34,13 +34,13 @@ use crate::method::MethodId;
 ///
 /// When the connection breaks, every call in flight on it fails at once with
 /// [`Error::ConnectionClosed`] (such a call may or may not have run on the server). A channel
-/// made by [`ChannelBuilder::connect`] then reconnects on the next call, waiting between
+/// made by [`ChannelBuilder::connect`](crate::ChannelBuilder::connect) then reconnects on the next call, waiting between
 /// failed attempts with a doubling backoff capped by
-/// [`ChannelBuilder::max_reconnect_backoff`]; calls made while it waits fail fast.
+/// [`ChannelBuilder::max_reconnect_backoff`](crate::ChannelBuilder::max_reconnect_backoff); calls made while it waits fail fast.
 ///
 /// To a TCP server that said last time that it understands early calls,
-/// [`ChannelBuilder::connect`] returns without waiting for the server's hello, and the first
-/// calls travel right behind the client's (see [`ChannelBuilder::early_calls`]): a refusal
+/// [`ChannelBuilder::connect`](crate::ChannelBuilder::connect) returns without waiting for the server's hello, and the first
+/// calls travel right behind the client's (see [`ChannelBuilder::early_calls`](crate::ChannelBuilder::early_calls)): a refusal
 /// of that hello then fails those calls, with the error `connect` would have returned.
 #[derive(Clone)]
 pub struct Channel {
@@ -48,14 +48,14 @@ pub struct Channel {
     pub(super) timeout: Option<Duration>,
     /// Sent with every call through this handle (`None`: nothing).
     pub(super) metadata: Option<Arc<Metadata>>,
-    /// The layers added with [`ChannelBuilder::layer`] around the connection (`None`: none,
+    /// The layers added with [`ChannelBuilder::layer`](crate::ChannelBuilder::layer) around the connection (`None`: none,
     /// and calls go straight to the connection).
     pub(super) layers: Option<Next<Request, Reply>>,
 }
 
 pub(super) struct ChannelShared {
     pub(super) current: Mutex<Arc<Connection>>,
-    /// Start a trace for calls made outside one (see [`ChannelBuilder::trace`]).
+    /// Start a trace for calls made outside one (see [`ChannelBuilder::trace`](crate::ChannelBuilder::trace)).
     pub(super) trace: bool,
     /// Set by [`Channel::close`]: no new call, no reconnect.
     pub(super) closed_by_owner: AtomicBool,
@@ -277,7 +277,7 @@ impl Channel {
 
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
     /// waiting for (or ever receiving) a reply. (On a connection opened with early calls,
-    /// the first ones also wait for the server's hello: see [`ChannelBuilder::early_calls`].)
+    /// the first ones also wait for the server's hello: see [`ChannelBuilder::early_calls`](crate::ChannelBuilder::early_calls).)
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
         if self.layers.is_some() {
             return Box::pin(self.send(self.request(method, true, args)))
