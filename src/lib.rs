@@ -120,6 +120,13 @@ pub use wirecall_runtime::{
 pub mod discovery {
     pub use wirecall_runtime::discovery::*;
 }
+/// The tower seam both sides share ([`Next`], what a layer added with
+/// [`ChannelBuilder::layer`] or [`ServerBuilder::layer`] wraps) and the layers wirecall ships:
+/// [`layers::CircuitBreakerLayer`], a client-side circuit breaker per method, with its
+/// [`layers::CircuitBreakerConfig`] and defaults. See the book's "Circuit breaker" section.
+pub mod layers {
+    pub use wirecall_runtime::layers::*;
+}
 /// The client side beyond [`Channel`]: reading reply metadata, and what a channel's tower
 /// layers see ([`ChannelBuilder::layer`]).
 pub mod client {

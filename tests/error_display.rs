@@ -64,3 +64,27 @@ async fn a_failed_handshake_names_its_cause_once() {
     assert!(matches!(err, Error::Negotiation(_)), "{err:?}");
     assert_each_cause_once(&err);
 }
+
+#[test]
+fn an_open_circuit_says_which_method_and_when_calls_go_through_again() {
+    let method = wirecall::method_id("Users", "find");
+    let open = Error::CircuitOpen {
+        method,
+        endpoint: Some("127.0.0.1:7000".to_owned()),
+        retry_after: std::time::Duration::from_secs(5),
+    };
+    let chain = assert_each_cause_once(&open);
+    assert!(
+        chain.contains(&format!("method {method} on endpoint 127.0.0.1:7000")),
+        "{chain}"
+    );
+    assert!(chain.contains("fail fast for another 5s"), "{chain}");
+    let testing = Error::CircuitOpen {
+        method,
+        endpoint: None,
+        retry_after: std::time::Duration::ZERO,
+    };
+    let chain = assert_each_cause_once(&testing);
+    assert!(chain.contains("trial calls"), "{chain}");
+    assert!(!chain.contains("endpoint 1"), "{chain}");
+}

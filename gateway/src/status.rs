@@ -73,6 +73,10 @@ impl IntoResponse for GatewayError {
                 None => {
                     let (status, name) = match error {
                         Error::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "DeadlineExceeded"),
+                        // Nothing was sent: the service is unavailable for now, not broken.
+                        Error::CircuitOpen { .. } => {
+                            (StatusCode::SERVICE_UNAVAILABLE, "CircuitOpen")
+                        }
                         _ => (StatusCode::BAD_GATEWAY, "Unavailable"),
                     };
                     (

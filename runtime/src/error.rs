@@ -209,10 +209,45 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A circuit breaker ([`CircuitBreakerLayer`](crate::layers::CircuitBreakerLayer))
+    /// failed the call at once, without sending it: too many recent calls of this method
+    /// failed. Nothing reached the server, so the call may be sent elsewhere; a balanced
+    /// channel whose endpoint options carry the breaker does so by itself.
+    #[error("{}", circuit_open_message(*method, endpoint.as_deref(), *retry_after))]
+    CircuitOpen {
+        /// The method whose circuit is open.
+        method: MethodId,
+        /// The endpoint the breaker guards, when it sits on one endpoint's channel (`None`:
+        /// a breaker over a whole balanced channel, or over a channel without a TCP peer).
+        endpoint: Option<String>,
+        /// How long the circuit stays open before trial calls test the method again
+        /// (zero: trial calls are testing it now, and this one was not among them).
+        retry_after: Duration,
+    },
     /// The server's or the channel's configuration is invalid (for example two methods share
     /// an id, or a TLS certificate does not parse).
     #[error("invalid configuration: {0}")]
     Config(String),
+}
+
+/// The message of [`Error::CircuitOpen`]: what happened, and when calls go through again.
+fn circuit_open_message(method: MethodId, endpoint: Option<&str>, retry_after: Duration) -> String {
+    let guarded = match endpoint {
+        Some(endpoint) => format!("method {method} on endpoint {endpoint}"),
+        None => format!("method {method}"),
+    };
+    if retry_after.is_zero() {
+        format!(
+            "the circuit breaker for {guarded} is letting a few trial calls test whether it \
+             recovered and refuses the others until they succeed; try again shortly or call \
+             another endpoint"
+        )
+    } else {
+        format!(
+            "the circuit breaker for {guarded} is open after too many failures; calls fail \
+             fast for another {retry_after:?}, then a few trial calls test whether it recovered"
+        )
+    }
 }
 
 impl From<NegotiationError> for Error {

@@ -63,7 +63,7 @@ pub use client::{Channel, ChannelBuilder};
 pub use codec::{Codec, CodecError, WireMessage};
 pub use context::CallContext;
 pub use error::{BoxError, CallError, Error, ErrorCode};
-pub use layers::Next;
+pub use layers::next::Next;
 pub use metadata::{Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES};
 pub use method::{method_id, MethodDescriptor, MethodId, ServiceDescriptor};
 pub use negotiate::{NegotiationError, PROTOCOL_VERSION};

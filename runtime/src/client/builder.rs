@@ -13,7 +13,7 @@ use tokio::net::ToSocketAddrs;
 use crate::auth::Token;
 use crate::codec::Codec;
 use crate::error::{BoxError, Error};
-use crate::layers::{Layers, Next};
+use crate::layers::next::{Layers, Next};
 use crate::metadata::{Metadata, MetadataError};
 use crate::negotiate::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 #[cfg(feature = "tls")]

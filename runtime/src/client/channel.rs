@@ -21,7 +21,7 @@ use super::request::{Reply, Request};
 use super::settings::FIRST_BACKOFF;
 use crate::codec::{Codec, WireMessage};
 use crate::error::Error;
-use crate::layers::Next;
+use crate::layers::next::Next;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 
@@ -34,13 +34,13 @@ use crate::method::MethodId;
 ///
 /// When the connection breaks, every call in flight on it fails at once with
 /// [`Error::ConnectionClosed`] (such a call may or may not have run on the server). A channel
-/// made by [`ChannelBuilder::connect`] then reconnects on the next call, waiting between
+/// made by [`ChannelBuilder::connect`](crate::ChannelBuilder::connect) then reconnects on the next call, waiting between
 /// failed attempts with a doubling backoff capped by
-/// [`ChannelBuilder::max_reconnect_backoff`]; calls made while it waits fail fast.
+/// [`ChannelBuilder::max_reconnect_backoff`](crate::ChannelBuilder::max_reconnect_backoff); calls made while it waits fail fast.
 ///
 /// To a TCP server that said last time that it understands early calls,
-/// [`ChannelBuilder::connect`] returns without waiting for the server's hello, and the first
-/// calls travel right behind the client's (see [`ChannelBuilder::early_calls`]): a refusal
+/// [`ChannelBuilder::connect`](crate::ChannelBuilder::connect) returns without waiting for the server's hello, and the first
+/// calls travel right behind the client's (see [`ChannelBuilder::early_calls`](crate::ChannelBuilder::early_calls)): a refusal
 /// of that hello then fails those calls, with the error `connect` would have returned.
 #[derive(Clone)]
 pub struct Channel {
@@ -48,14 +48,14 @@ pub struct Channel {
     pub(super) timeout: Option<Duration>,
     /// Sent with every call through this handle (`None`: nothing).
     pub(super) metadata: Option<Arc<Metadata>>,
-    /// The layers added with [`ChannelBuilder::layer`] around the connection (`None`: none,
+    /// The layers added with [`ChannelBuilder::layer`](crate::ChannelBuilder::layer) around the connection (`None`: none,
     /// and calls go straight to the connection).
     pub(super) layers: Option<Next<Request, Reply>>,
 }
 
 pub(super) struct ChannelShared {
     pub(super) current: Mutex<Arc<Connection>>,
-    /// Start a trace for calls made outside one (see [`ChannelBuilder::trace`]).
+    /// Start a trace for calls made outside one (see [`ChannelBuilder::trace`](crate::ChannelBuilder::trace)).
     pub(super) trace: bool,
     /// Set by [`Channel::close`]: no new call, no reconnect.
     pub(super) closed_by_owner: AtomicBool,
@@ -250,14 +250,34 @@ impl Channel {
     /// run once per attempt.
     pub(crate) async fn send(&self, request: Request) -> Result<Reply, Error> {
         match &self.layers {
-            Some(layers) => layers.call_shared(request).await.map_err(Error::from_layer),
+            Some(layers) => layers
+                .call_shared(request)
+                .await
+                .map_err(|err| self.name_open_circuit_endpoint(Error::from_layer(err))),
             None => Arc::clone(&self.shared).send_request(request).await,
+        }
+    }
+
+    /// A circuit breaker among the layers cannot know which endpoint it guards; the channel
+    /// does, so its error names it.
+    fn name_open_circuit_endpoint(&self, error: Error) -> Error {
+        match error {
+            Error::CircuitOpen {
+                method,
+                endpoint: None,
+                retry_after,
+            } => Error::CircuitOpen {
+                method,
+                endpoint: self.peer_addr().map(|addr| addr.to_string()),
+                retry_after,
+            },
+            other => other,
         }
     }
 
     /// Sends a one-way call: resolves once the frame is queued on the connection, without
     /// waiting for (or ever receiving) a reply. (On a connection opened with early calls,
-    /// the first ones also wait for the server's hello: see [`ChannelBuilder::early_calls`].)
+    /// the first ones also wait for the server's hello: see [`ChannelBuilder::early_calls`](crate::ChannelBuilder::early_calls).)
     pub async fn notify<A: WireMessage>(&self, method: MethodId, args: A) -> Result<(), Error> {
         if self.layers.is_some() {
             return Box::pin(self.send(self.request(method, true, args)))

@@ -12,7 +12,7 @@
 //! carries; `request.rs` the tower seam that [`ChannelBuilder::layer`] wraps, and
 //! `connector.rs` its innermost service. This module only declares and re-exports.
 
-mod args;
+pub(crate) mod args;
 mod builder;
 mod channel;
 mod connection;

@@ -19,7 +19,7 @@ use crate::codec::Codec;
 use crate::discovery::record::Registration;
 use crate::discovery::registry::Registry;
 use crate::error::{BoxError, Error};
-use crate::layers::{Layers, Next};
+use crate::layers::next::{Layers, Next};
 use crate::negotiate::{Preference, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use crate::service::Service;
 #[cfg(feature = "tls")]

@@ -17,7 +17,7 @@ use crate::client::{ChannelBuilder, Reply, Request};
 use crate::discovery::balance::Balance;
 use crate::discovery::registry::Registry;
 use crate::error::{BoxError, Error};
-use crate::layers::{Layers, Next};
+use crate::layers::next::{Layers, Next};
 
 /// The first wait before an ejected endpoint is probed; it doubles per failed probe.
 pub const DEFAULT_PROBE_BACKOFF: Duration = Duration::from_millis(100);

@@ -43,6 +43,9 @@ impl Failure {
                 code: ErrorCode::Overloaded,
                 ..
             } => Self::NotRun { broke: false },
+            // An endpoint's own circuit breaker refused the attempt before it was sent: the
+            // endpoint is not taken out for every method, the call goes to another one.
+            Error::CircuitOpen { .. } => Self::NotRun { broke: false },
             Error::Timeout { .. }
             | Error::Codec(_)
             | Error::Config(_)
@@ -135,6 +138,19 @@ mod tests {
             assert!(!failure.connection_broke());
             assert!(failure.may_retry(false));
         }
+    }
+
+    #[test]
+    fn an_open_circuit_of_the_endpoint_sends_the_call_elsewhere_and_keeps_the_endpoint() {
+        let err = Error::CircuitOpen {
+            method: crate::method_id("S", "m"),
+            endpoint: Some("127.0.0.1:7000".to_owned()),
+            retry_after: Duration::from_secs(5),
+        };
+        let failure = Failure::of(&err);
+        assert_eq!(failure, Failure::NotRun { broke: false });
+        assert!(!failure.connection_broke());
+        assert!(failure.may_retry(false));
     }
 
     #[test]

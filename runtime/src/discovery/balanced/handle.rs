@@ -16,7 +16,7 @@ use crate::client::{CallArgs, EncodeArgs, Outgoing, RawArgs, Reply, Request};
 use crate::codec::{Codec, WireMessage};
 use crate::discovery::balance::key_hash;
 use crate::error::Error;
-use crate::layers::Next;
+use crate::layers::next::Next;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 

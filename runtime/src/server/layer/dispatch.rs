@@ -15,7 +15,7 @@ use crate::context::InCall;
 use crate::dispatch::unknown_method;
 use crate::error::BoxError;
 use crate::error::CallError;
-use crate::layers::{Next, NextFuture};
+use crate::layers::next::{Next, NextFuture};
 use crate::server::request::{Reply, Request};
 use crate::server::router::Router;
 use crate::service::ReplyFuture;

@@ -1,5 +1,5 @@
-//! The tower seam shared by both sides: a stack of type-erased layers, built once around an
-//! innermost service.
+//! [`Next`], the tower seam shared by both sides: a stack of type-erased layers, built once
+//! around an innermost service.
 //!
 //! Each layer wraps a [`Next`]: a cheap, cloneable handle on one shared instance of the rest
 //! of the stack. So layers that clone their inner service (tower's `AsyncFilter`, `Retry`)

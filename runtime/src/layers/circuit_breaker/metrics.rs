@@ -1,0 +1,61 @@
+//! What a circuit breaker tells the outside: a log line and metrics for each change of state,
+//! through `tracing` (a warning when a circuit opens, info when it closes, debug when it
+//! turns half-open) and the `metrics` facade (whatever recorder the application installs).
+//!
+//! | name | kind | labels |
+//! |---|---|---|
+//! | `wirecall_client_circuit_state_changes_total` | counter | `method`, `to` |
+//! | `wirecall_client_circuits_open` | gauge | `method` |
+//!
+//! `method` is the method id in hex (`0x...`, as [`MethodId`] displays), `to` the new state:
+//! `open`, `half_open` or `closed`. The gauge counts the circuits of the method that are not
+//! closed (open or half-open): one breaker per endpoint on a balanced channel means several
+//! circuits per method, and the gauge adds them up. Labels are built only on a change of
+//! state, never per call.
+
+use ::metrics::{counter, gauge};
+
+use super::state::{CircuitState, Transition};
+use crate::method::MethodId;
+
+/// Changes of state, by method and new state.
+pub const STATE_CHANGES: &str = "wirecall_client_circuit_state_changes_total";
+/// Circuits not closed now (open or half-open), by method.
+pub const CIRCUITS_OPEN: &str = "wirecall_client_circuits_open";
+
+/// Logs and counts `transition` of the circuit of `method`: a warning when it opens, an
+/// info line when it closes (the method works again), debug in between.
+pub(super) fn state_changed(method: MethodId, transition: Transition) {
+    let Transition { from, to, window } = transition;
+    match (from, to) {
+        (CircuitState::Closed, CircuitState::Open) => tracing::warn!(
+            %method,
+            failures = window.failures,
+            calls = window.calls(),
+            "circuit opened: calls of this method fail fast"
+        ),
+        (_, CircuitState::Open) => {
+            tracing::warn!(%method, "circuit opened again: a trial call failed");
+        }
+        (_, CircuitState::Closed) => {
+            tracing::info!(%method, "circuit closed: the trial calls succeeded");
+        }
+        (_, CircuitState::HalfOpen) => {
+            tracing::debug!(%method, "circuit half-open: letting trial calls through");
+        }
+    }
+    let label = method.to_string();
+    counter!(STATE_CHANGES, "method" => label.clone(), "to" => to.label()).increment(1);
+    match (from, to) {
+        (CircuitState::Closed, _) => gauge!(CIRCUITS_OPEN, "method" => label).increment(1.0),
+        (_, CircuitState::Closed) => gauge!(CIRCUITS_OPEN, "method" => label).decrement(1.0),
+        _ => {}
+    }
+}
+
+/// A breaker dropped with circuits not closed takes them out of the gauge.
+pub(super) fn circuit_dropped(method: MethodId, state: CircuitState) {
+    if state != CircuitState::Closed {
+        gauge!(CIRCUITS_OPEN, "method" => method.to_string()).decrement(1.0);
+    }
+}
