@@ -5,8 +5,8 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 
+use super::backend::{Backend, RegistryError, WatchEvent};
 use super::record::Registration;
-use super::registry::{Backend, RegistryError, WatchEvent};
 
 /// Where records live unless [`Etcd::connect_with_prefix`] says otherwise: a record of service
 /// `User` under lease `L` is the key `/wirecall/services/User/{L in hex}`.

@@ -9,18 +9,23 @@
 //! - [`BalancedChannel`]: one multiplexed [`Channel`](crate::Channel) per endpoint, a
 //!   [`Balance`] policy, passive health checks and failover for idempotent methods.
 
+pub(crate) mod backend;
 mod balance;
 mod balanced;
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 mod etcd;
 pub(crate) mod record;
+pub(crate) mod registered;
 pub(crate) mod registry;
+mod retry;
 mod static_registry;
+pub(crate) mod watch;
 #[cfg(feature = "zookeeper")]
 #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
 mod zookeeper;
 
+pub use backend::{Backend, RegistryError, WatchEvent};
 pub use balance::Balance;
 pub use balanced::{
     BalancedChannel, BalancedChannelBuilder, EndpointStats, DEFAULT_MAX_PROBE_BACKOFF,
@@ -30,11 +35,10 @@ pub use balanced::{
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{Etcd, DEFAULT_PREFIX};
 pub use record::{RecordError, Registration, DEFAULT_TTL, DEFAULT_WEIGHT, MAX_RECORD_BYTES};
-pub use registry::{
-    Backend, Endpoint, EndpointSet, Endpoints, Registered, Registry, RegistryError, WatchEvent,
-    DEFAULT_COALESCE,
-};
+pub use registered::Registered;
+pub use registry::{Registry, DEFAULT_COALESCE};
 pub use static_registry::StaticRegistry;
+pub use watch::{Endpoint, EndpointSet, Endpoints};
 #[cfg(feature = "zookeeper")]
 #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
 pub use zookeeper::{ZooKeeper, DEFAULT_ROOT, DEFAULT_SESSION_TIMEOUT};

@@ -10,8 +10,8 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::backend::{Backend, RegistryError, WatchEvent};
 use super::record::Registration;
-use super::registry::{Backend, RegistryError, WatchEvent};
 
 /// A registry without a server: fixed endpoints plus the servers of this process that
 /// register in it. Leases are honoured (a registration that is not renewed disappears after

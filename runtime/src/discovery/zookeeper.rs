@@ -11,8 +11,8 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use zookeeper_client as zk;
 
+use super::backend::{Backend, RegistryError, WatchEvent};
 use super::record::Registration;
-use super::registry::{Backend, RegistryError, WatchEvent};
 
 /// Where records live unless [`ZooKeeper::with_root`] says otherwise: a record of service
 /// `User` is an ephemeral sequential node `/wirecall/services/User/node-0000000042`.

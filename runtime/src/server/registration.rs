@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use crate::codec::Codec;
 use crate::discovery::record::Registration;
-use crate::discovery::registry::{Registered, Registry};
+use crate::discovery::registered::Registered;
+use crate::discovery::registry::Registry;
 use crate::service::Service;
 
 /// Fills in what the server knows (its address, services and codecs) and starts keeping each

@@ -19,7 +19,7 @@ use super::registration;
 use super::router::Router;
 use crate::auth::{FailureLimiter, Token, TokenCheck};
 use crate::codec::Codec;
-use crate::discovery::registry::Registered;
+use crate::discovery::registered::Registered;
 
 /// State every connection task of one server shares.
 pub(crate) struct Shared {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 use super::pool::{Inner, Slot, State};
 use crate::discovery::balance::{subset, Balance, Ring};
 use crate::discovery::record::Registration;
-use crate::discovery::registry::{EndpointSet, Endpoints};
+use crate::discovery::watch::{EndpointSet, Endpoints};
 
 /// Follows the registry's updates for as long as the channel lives.
 pub(super) async fn follow(inner: Weak<Inner>, mut endpoints: Endpoints) {
