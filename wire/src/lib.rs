@@ -1,5 +1,6 @@
 //! The wirecall wire vocabulary: every number the protocol puts on the wire, and the method-id
-//! hash, with no I/O and no dependencies.
+//! hash, with no I/O and no dependencies; and the text form of policy durations, which the
+//! macros and the runtime must read alike for the same reason.
 //!
 //! The runtime frames, negotiates and reports errors with these definitions and the
 //! procedural macros compute method ids with [`method_hash`], so both sides of the crate
@@ -9,12 +10,14 @@
 #![no_std]
 
 mod codec_id;
+mod duration;
 mod error_code;
 mod frame;
 mod hello;
 mod method_id;
 
 pub use codec_id::{CODEC_JSON, CODEC_MSGPACK, CODEC_PROTOBUF};
+pub use duration::{parse_duration, DurationError};
 pub use error_code::ErrorCode;
 pub use frame::{
     FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN, LENGTH_PREFIX_LEN,
