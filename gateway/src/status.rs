@@ -77,6 +77,9 @@ impl IntoResponse for GatewayError {
                         Error::CircuitOpen { .. } => {
                             (StatusCode::SERVICE_UNAVAILABLE, "CircuitOpen")
                         }
+                        Error::ConcurrencyLimit { .. } => {
+                            (StatusCode::SERVICE_UNAVAILABLE, "ConcurrencyLimit")
+                        }
                         _ => (StatusCode::BAD_GATEWAY, "Unavailable"),
                     };
                     (

@@ -8,6 +8,7 @@ use crate::client::Channel;
 use crate::codec::WireMessage;
 use crate::error::Error;
 use crate::method::MethodId;
+use crate::policy::declared::DeclaredPolicy;
 
 /// Something a generated `{Trait}Client` sends its calls through.
 ///
@@ -31,6 +32,25 @@ pub trait Caller: Clone + Send + Sync + 'static {
         self.call(method, args)
     }
 
+    /// Calls `method` under its policy (see [`Channel::call_with_policy`]): generated
+    /// clients call every request/response method through this. The default ignores the
+    /// policy and calls [`call`](Self::call) or [`call_idempotent`](Self::call_idempotent):
+    /// a hand-written `Caller` that wants policies overrides it.
+    fn call_with_policy<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send {
+        async move {
+            if declared.is_idempotent() {
+                self.call_idempotent(method, args).await
+            } else {
+                self.call(method, args).await
+            }
+        }
+    }
+
     /// Sends a one-way call (see [`Channel::notify`]).
     fn notify<A: WireMessage>(
         &self,
@@ -49,6 +69,15 @@ impl Caller for Channel {
         args: A,
     ) -> impl Future<Output = Result<R, Error>> + Send {
         Channel::call(self, method, args)
+    }
+
+    fn call_with_policy<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send {
+        Channel::call_with_policy(self, method, declared, args)
     }
 
     fn notify<A: WireMessage>(

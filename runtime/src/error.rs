@@ -110,9 +110,13 @@ pub enum Error {
         /// The OS error (shown in the message, not returned by `source()`).
         cause: std::io::Error,
     },
-    /// The handshake failed: no common codec, another protocol version, a refused token, or a
-    /// peer that is not a wirecall server.
-    #[error("codec negotiation failed: {0}")]
+    /// The handshake failed: no common codec, a refused token, a busy server, a peer that
+    /// speaks TLS to a plain client, another protocol version, or a peer that is not a
+    /// wirecall server. The message starts with the cause: "codec negotiation failed: ..."
+    /// only for the codec refusals, the refusal itself for a token, a busy server or TLS
+    /// ("authentication failed: ...", "the server is busy ...", "the peer speaks TLS: ..."),
+    /// and "handshake failed: ..." for the rest.
+    #[error("{}", negotiation_message(.0))]
     Negotiation(NegotiationError),
     /// Encoding the arguments or decoding the result failed locally.
     #[error(transparent)]
@@ -224,6 +228,18 @@ pub enum Error {
         /// (zero: trial calls are testing it now, and this one was not among them).
         retry_after: Duration,
     },
+    /// The method's client-side concurrency limit (the `concurrency` of its policy) was
+    /// reached: the call was not sent. Nothing reached a server, so calling again once a call
+    /// in flight ended, or a fallback, can help.
+    #[error("{service}.{method} already has {limit} calls in flight, the limit of its policy; nothing was sent: wait for one to end, or raise its `concurrency`")]
+    ConcurrencyLimit {
+        /// The service's wire name.
+        service: &'static str,
+        /// The method's wire name.
+        method: &'static str,
+        /// The limit reached.
+        limit: u32,
+    },
     /// The server's or the channel's configuration is invalid (for example two methods share
     /// an id, or a TLS certificate does not parse).
     #[error("invalid configuration: {0}")]
@@ -247,6 +263,29 @@ fn circuit_open_message(method: MethodId, endpoint: Option<&str>, retry_after: D
             "the circuit breaker for {guarded} is open after too many failures; calls fail \
              fast for another {retry_after:?}, then a few trial calls test whether it recovered"
         )
+    }
+}
+
+/// The message of [`Error::Negotiation`]: the cause first, so that a refused token, a busy
+/// server and a TLS mismatch do not read as a codec problem.
+fn negotiation_message(error: &NegotiationError) -> String {
+    match error {
+        NegotiationError::NoCommonCodec { .. }
+        | NegotiationError::EarlyCallsRefused { .. }
+        | NegotiationError::NothingToOffer => format!("codec negotiation failed: {error}"),
+        // These messages already name the refusal and what to do.
+        NegotiationError::AuthenticationFailed
+        | NegotiationError::Busy
+        | NegotiationError::PeerSpeaksTls(_) => error.to_string(),
+        NegotiationError::UnsupportedVersion { .. }
+        | NegotiationError::BadMagic(_)
+        | NegotiationError::BadCodecCount(_)
+        | NegotiationError::DuplicateCodec(_)
+        | NegotiationError::BadExtensions(_)
+        | NegotiationError::BadServerHello(_)
+        | NegotiationError::RejectedAsMalformed
+        | NegotiationError::TimedOut
+        | NegotiationError::Io(_) => format!("handshake failed: {error}"),
     }
 }
 

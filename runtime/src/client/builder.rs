@@ -13,9 +13,12 @@ use tokio::net::ToSocketAddrs;
 use crate::auth::Token;
 use crate::codec::Codec;
 use crate::error::{BoxError, Error};
+use crate::layers::circuit_breaker::circuits::Circuits;
 use crate::layers::next::{Layers, Next};
 use crate::metadata::{Metadata, MetadataError};
 use crate::negotiate::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+use crate::policy::overrides::Policies;
+use crate::policy::table::PolicyTable;
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
 use crate::transport::Transport;
@@ -71,6 +74,9 @@ pub struct ChannelBuilder {
     metadata_error: Option<MetadataError>,
     trace: bool,
     layers: Layers<Request, Reply>,
+    /// Overrides of the methods' declared policies given in code; the environment's go over
+    /// them when the channel is built.
+    policies: Policies,
 }
 
 impl Default for ChannelBuilder {
@@ -84,6 +90,7 @@ impl Default for ChannelBuilder {
             metadata_error: None,
             trace: false,
             layers: Layers::default(),
+            policies: Policies::new(),
         }
     }
 }
@@ -274,6 +281,38 @@ impl ChannelBuilder {
         self
     }
 
+    /// Overrides of the policies methods declare in their trait (`#[wirecall(timeout = ..,
+    /// retries = .., concurrency = .., breaker)]`), for the channel's calls. The policy file
+    /// named by `WIRECALL_POLICY_FILE` and the entries of `WIRECALL_POLICY` go over these when
+    /// the channel is built (see [`Policies`] for the whole order); an unreadable one makes
+    /// `connect` fail with [`Error::Config`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use wirecall_runtime::policy::{MethodPolicy, Policies};
+    /// use wirecall_runtime::Channel;
+    ///
+    /// let slow_reports = MethodPolicy::new().with_timeout(Duration::from_secs(30));
+    /// let channel = Channel::builder()
+    ///     .policies(Policies::new().set("Reports.generate", slow_reports)?)
+    ///     .connect("127.0.0.1:7000")
+    ///     .await?;
+    /// # let _ = channel;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn policies(mut self, policies: Policies) -> Self {
+        self.policies = policies;
+        self
+    }
+
+    /// The policies in code with the environment's over them.
+    pub(crate) fn resolved_policies(&self) -> Result<Policies, Error> {
+        let from_env = Policies::from_env().map_err(|err| Error::Config(err.to_string()))?;
+        Ok(self.policies.clone().then(from_env))
+    }
+
     /// Opens a TCP connection to `addr` and negotiates a codec.
     pub async fn connect<A: ToSocketAddrs>(self, addr: A) -> Result<Channel, Error> {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
@@ -297,6 +336,7 @@ impl ChannelBuilder {
 
     async fn connect_to(self, target: Target) -> Result<Channel, Error> {
         self.validate()?;
+        let policies = self.resolved_policies()?;
         let connection = self.settings.dial(&target).await?;
         let redial = Redial::new(
             target,
@@ -304,15 +344,16 @@ impl ChannelBuilder {
             self.max_reconnect_backoff,
             self.reconnect,
         );
-        Ok(self.channel(connection, Some(redial)))
+        Ok(self.channel(connection, Some(redial), policies))
     }
 
     /// Negotiates over an already open stream (a Unix socket, an in-memory duplex, ...).
     /// Such a channel cannot reconnect by itself.
     pub async fn connect_with<T: Transport>(self, stream: T) -> Result<Channel, Error> {
         self.validate()?;
+        let policies = self.resolved_policies()?;
         let connection = self.settings.open_stream(stream).await?;
-        Ok(self.channel(connection, None))
+        Ok(self.channel(connection, None, policies))
     }
 
     fn validate(&self) -> Result<(), Error> {
@@ -323,8 +364,16 @@ impl ChannelBuilder {
     }
 
     /// The channel over its first connection.
-    fn channel(self, connection: Connection, redial: Option<Redial>) -> Channel {
+    fn channel(
+        self,
+        connection: Connection,
+        redial: Option<Redial>,
+        policies: Policies,
+    ) -> Channel {
+        let endpoint = connection.peer.map(|addr| addr.to_string());
         let shared = Arc::new(ChannelShared {
+            policies: PolicyTable::new(policies),
+            circuits: Circuits::new(endpoint),
             current: Mutex::new(Arc::new(connection)),
             trace: self.trace,
             closed_by_owner: AtomicBool::new(false),

@@ -21,9 +21,13 @@ use super::request::{Reply, Request};
 use super::settings::FIRST_BACKOFF;
 use crate::codec::{Codec, WireMessage};
 use crate::error::Error;
+use crate::layers::circuit_breaker::circuits::Circuits;
 use crate::layers::next::Next;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
+use crate::policy::call::{self as policy_call, Retries};
+use crate::policy::declared::DeclaredPolicy;
+use crate::policy::table::PolicyTable;
 
 /// A handle on a connection to a wirecall server, shared by every clone.
 ///
@@ -63,6 +67,12 @@ pub(super) struct ChannelShared {
     /// `reconnect(false)` too: a refusal of early calls is answered by dialling once more
     /// without them.
     pub(super) redial: Option<Redial>,
+    /// The resolved policy of each method called through this channel (at the level of the
+    /// call: deadline, concurrency, retries).
+    pub(super) policies: PolicyTable,
+    /// The circuits of the breakers that methods' policies turn on, for this endpoint: every
+    /// attempt sent through this channel, a balanced channel's included, is admitted here.
+    pub(super) circuits: Arc<Circuits>,
 }
 
 /// How long [`Channel::close`] waits for the server to close its side before it drops the
@@ -217,6 +227,49 @@ impl Channel {
         Ok(payload)
     }
 
+    /// Calls `method` under its policy: `declared` is what its trait declares, and the
+    /// channel's overrides ([`ChannelBuilder::policies`](crate::ChannelBuilder::policies), the
+    /// environment) go over it. The deadline is the shorter of the handle's and the policy's;
+    /// the concurrency limit, the retries (on this channel, for `#[idempotent]` methods) and
+    /// the circuit breaker apply as the book's Resilience chapter says. A method with no
+    /// policy at all takes the path of [`call`](Self::call). Generated clients call this.
+    pub async fn call_with_policy<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> Result<R, Error> {
+        let Some(state) = self.shared.policies.state(method, declared) else {
+            return self.call(method, args).await;
+        };
+        if self.layers.is_none() && state.policy.retries().unwrap_or(0) == 0 {
+            // One attempt and no layers: no `Request` to build, the arguments are encoded
+            // where they are, as on the plain path.
+            let _permit = state.admit()?;
+            let timeout = policy_call::shorter(self.timeout, state.policy.timeout());
+            let pending = match &state.breaker {
+                Some(config) => Some(self.shared.circuits.admit_borrowed(method, config)?),
+                None => None,
+            };
+            let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+            let result = self.shared.send_call(method, args, timeout, outgoing).await;
+            if let Some(pending) = pending {
+                pending.finish(&result);
+            }
+            let (payload, codec) = result?;
+            return Ok(codec.decode(&payload)?);
+        }
+        let request = self.request(method, false, args);
+        let reply = Box::pin(policy_call::call(
+            &state,
+            request,
+            Retries::Here,
+            |attempt| self.send(attempt),
+        ))
+        .await?;
+        Ok(reply.codec.decode(&reply.payload)?)
+    }
+
     /// A call through the channel's layers: its arguments travel type-erased to the innermost
     /// service, which encodes them with the connection's codec; the reply is decoded here.
     async fn call_layered<A: WireMessage, R: WireMessage>(
@@ -249,6 +302,20 @@ impl Channel {
     /// A balanced channel sends each attempt of a call through here, so an endpoint's layers
     /// run once per attempt.
     pub(crate) async fn send(&self, request: Request) -> Result<Reply, Error> {
+        let breaker = request
+            .policy
+            .as_ref()
+            .and_then(|state| state.breaker.clone());
+        if let Some(config) = breaker {
+            let pending = self.shared.circuits.admit(request.method, &config)?;
+            let result = self.send_through_layers(request).await;
+            pending.finish(&result);
+            return result;
+        }
+        self.send_through_layers(request).await
+    }
+
+    async fn send_through_layers(&self, request: Request) -> Result<Reply, Error> {
         match &self.layers {
             Some(layers) => layers
                 .call_shared(request)

@@ -7,7 +7,8 @@
 //! `ConnectionSettings` value every connection of a channel is opened with, and the
 //! defaults; `dial.rs` opens connections with it (TCP or Unix, TLS, the hello); `early.rs`
 //! the servers known to understand early calls; `connection.rs` a connection's call path and
-//! `exchange.rs` one call's wait for its reply; `pending.rs` the calls waiting for replies
+//! `exchange.rs` one call's wait for its reply; `failure.rs` what a failed attempt says
+//! (may it be sent again?); `pending.rs` the calls waiting for replies
 //! and `reader.rs` the task that delivers them; `args.rs` and `outgoing.rs` what a call
 //! carries; `request.rs` the tower seam that [`ChannelBuilder::layer`] wraps, and
 //! `connector.rs` its innermost service. This module only declares and re-exports.
@@ -17,14 +18,16 @@ mod builder;
 mod channel;
 mod connection;
 mod connector;
+mod deadlines;
 mod dial;
 mod early;
 mod exchange;
+pub(crate) mod failure;
 mod outgoing;
 mod pending;
 mod reader;
 pub mod reply_metadata;
-mod request;
+pub(crate) mod request;
 mod settings;
 
 pub(crate) use args::{CallArgs, EncodeArgs, RawArgs};

@@ -10,6 +10,7 @@ use super::args::CallArgs;
 use crate::codec::Codec;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
+use crate::policy::table::MethodState;
 use crate::trace::TraceContext;
 
 /// One call, as a channel's tower layers see it
@@ -34,6 +35,9 @@ pub struct Request {
     /// Set for arguments already encoded: the codec they are in, which the endpoint's
     /// connection must speak.
     pub(crate) raw_codec: Option<Codec>,
+    /// The method's resolved policy, when one applies: its breaker is consulted per attempt,
+    /// its `retries` bound a balanced channel's failover.
+    pub(crate) policy: Option<Arc<MethodState>>,
     pub(crate) args: CallArgs,
 }
 
@@ -68,6 +72,7 @@ impl Request {
             trace,
             hash_key: None,
             raw_codec: None,
+            policy: None,
             args,
         }
     }
@@ -78,6 +83,7 @@ impl Request {
         Self {
             timeout,
             metadata: self.metadata.clone(),
+            policy: self.policy.clone(),
             args: self.args.clone(),
             ..*self
         }

@@ -131,6 +131,7 @@ impl ServiceSchema {
                     reply: ReplySchema::Unit,
                     oneway: method.oneway,
                     idempotent: false,
+                    policy: String::new(),
                 })
                 .collect(),
             types: Vec::new(),
@@ -179,6 +180,18 @@ pub fn method(
         reply,
         oneway,
         idempotent,
+        policy: String::new(),
+    }
+}
+
+impl MethodSchema {
+    /// The schema with the method's declared `policy` (for generated code).
+    #[doc(hidden)]
+    pub fn with_policy(mut self, policy: crate::policy::method_policy::MethodPolicy) -> Self {
+        if !policy.is_empty() {
+            self.policy = policy.to_string();
+        }
+        self
     }
 }
 

@@ -53,6 +53,10 @@ pub struct MethodSchema {
     /// `#[idempotent]`: running the call twice has the effect of running it once, so a
     /// caller may retry it after a broken connection.
     pub idempotent: bool,
+    /// The fault-tolerance policy its trait declares for clients (deadline, retries,
+    /// concurrency, breaker), in the text form of policy files (`timeout=300ms retries=2`;
+    /// empty: none). Clients may override it at run time; this is the declared one.
+    pub policy: String,
 }
 
 /// A named, typed slot: an argument, a struct field or a field of an enum variant.

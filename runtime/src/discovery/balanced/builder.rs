@@ -18,6 +18,8 @@ use crate::discovery::balance::Balance;
 use crate::discovery::registry::Registry;
 use crate::error::{BoxError, Error};
 use crate::layers::next::{Layers, Next};
+use crate::policy::overrides::Policies;
+use crate::policy::table::PolicyTable;
 
 /// The first wait before an ejected endpoint is probed; it doubles per failed probe.
 pub const DEFAULT_PROBE_BACKOFF: Duration = Duration::from_millis(100);
@@ -106,6 +108,16 @@ impl BalancedChannelBuilder {
     /// each endpoint). Layers that must run once per call go in [`layer`](Self::layer).
     pub fn channel(mut self, options: ChannelBuilder) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Overrides of the methods' declared policies, for this channel's calls (the same as
+    /// [`ChannelBuilder::policies`] on the endpoint options, which it sets). A policy's
+    /// deadline, concurrency limit and retries hold per call (its `retries` bound the
+    /// failovers of an `#[idempotent]` method); its circuit breaker is per endpoint and method,
+    /// and an open one sends the call to another endpoint.
+    pub fn policies(mut self, policies: Policies) -> Self {
+        self.options = self.options.policies(policies);
         self
     }
 
@@ -231,6 +243,7 @@ impl BalancedChannelBuilder {
                     registry.describe()
                 ),
             })?;
+        let policies = PolicyTable::new(self.options.resolved_policies()?);
         let timeout = self.options.default_timeout();
         let metadata = self.options.default_metadata();
         let trace = self.options.trace_value();
@@ -254,6 +267,7 @@ impl BalancedChannelBuilder {
                 self.retry_ratio,
             ),
             tasks: Mutex::new(Vec::new()),
+            policies,
         });
         inner.update(&first);
         let mut tasks = vec![tokio::spawn(follow(Arc::downgrade(&inner), endpoints))];

@@ -19,6 +19,8 @@ use crate::error::Error;
 use crate::layers::next::Next;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
+use crate::policy::call::{self as policy_call, Retries};
+use crate::policy::declared::DeclaredPolicy;
 
 /// A channel over every live endpoint of one service.
 ///
@@ -158,6 +160,28 @@ impl BalancedChannel {
         Ok(reply.codec().decode(reply.payload())?)
     }
 
+    /// Calls `method` under its policy, like [`Channel::call_with_policy`](crate::Channel::call_with_policy):
+    /// the deadline, the concurrency limit and the retries hold for the call (retries are
+    /// failovers, at most `retries` of them, for `#[idempotent]` methods); the circuit
+    /// breaker is per endpoint, and an endpoint whose circuit is open for the method is
+    /// skipped. Generated clients call this.
+    pub async fn call_with_policy<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> Result<R, Error> {
+        let Some(state) = self.inner.policies.state(method, declared) else {
+            return self.call(method, args, declared.is_idempotent()).await;
+        };
+        let request = self.request(method, false, args);
+        let reply = policy_call::call(&state, request, Retries::Failover, |request| {
+            self.send(request)
+        })
+        .await?;
+        Ok(reply.codec().decode(reply.payload())?)
+    }
+
     /// Calls `method` with arguments already encoded in `codec` and returns the reply payload
     /// undecoded, like [`Channel::call_raw`](crate::Channel::call_raw), on one endpoint with
     /// the same failover. Every endpoint connection must have negotiated `codec`: build the
@@ -238,6 +262,15 @@ impl Caller for BalancedChannel {
         args: A,
     ) -> impl Future<Output = Result<R, Error>> + Send {
         BalancedChannel::call(self, method, args, true)
+    }
+
+    fn call_with_policy<A: WireMessage, R: WireMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send {
+        BalancedChannel::call_with_policy(self, method, declared, args)
     }
 
     fn notify<A: WireMessage>(

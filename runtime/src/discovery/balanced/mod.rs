@@ -4,14 +4,13 @@
 //!
 //! Layout: `handle.rs` is the handle and its call surface, which turns every call into one
 //! `Request`; `builder.rs` the options and `discover`; `route.rs` the balancing and failover
-//! stage (a tower service under the channel's own layers); `failure.rs` what a failed
-//! attempt means; `pool.rs` the endpoints and their connections; `eject.rs` ejection and
+//! stage (a tower service under the channel's own layers; what a failed attempt means is
+//! `client/failure.rs`, shared with direct channels' retries); `pool.rs` the endpoints and their connections; `eject.rs` ejection and
 //! probing; `health_check.rs` the active health checks; `follow.rs` following the registry.
 //! This module only declares and re-exports.
 
 mod builder;
 mod eject;
-mod failure;
 mod follow;
 mod handle;
 mod health_check;

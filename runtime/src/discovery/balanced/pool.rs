@@ -11,6 +11,7 @@ use tower::retry::budget::TpsBudget;
 use crate::client::{Channel, ChannelBuilder};
 use crate::discovery::balance::{Balance, Candidate, Ring};
 use crate::error::Error;
+use crate::policy::table::PolicyTable;
 
 /// What every clone of a balanced channel shares.
 pub(super) struct Inner {
@@ -35,6 +36,8 @@ pub(super) struct Inner {
     pub(super) budget: TpsBudget,
     /// Follows the registry (and checks health); aborted when the last clone goes.
     pub(super) tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The resolved policy of each method called through the channel.
+    pub(super) policies: PolicyTable,
 }
 
 impl Drop for Inner {

@@ -13,11 +13,12 @@ use std::task::{Context, Poll};
 use tokio::time::Instant;
 use tower::retry::budget::Budget;
 
-use super::failure::Failure;
 use super::pool::{InFlight, Inner, Slot};
+use crate::client::failure::Failure;
 use crate::client::{Channel, Reply, Request};
 use crate::codec::Codec;
 use crate::error::Error;
+use crate::policy::metrics as policy_metrics;
 
 /// The innermost service of a balanced channel's own layers: balancing and failover.
 #[derive(Clone)]
@@ -52,6 +53,8 @@ impl Inner {
         self.budget.deposit();
         let mut tried: Vec<Arc<Slot>> = Vec::new();
         let mut last: Option<Error> = None;
+        // Attempts sent again after a failure (endpoints skipped for an open circuit are not).
+        let mut retried: u32 = 0;
         loop {
             let Some(slot) = self.pick(request.hash_key, &tried) else {
                 return Err(last.unwrap_or_else(|| self.no_endpoints()));
@@ -88,6 +91,14 @@ impl Inner {
                 }
                 Err(err) => err,
             };
+            if let Error::CircuitOpen { .. } = err {
+                // The endpoint's breaker is open for this method: it is out of picking for
+                // the call, which goes to the next endpoint. Not a failure of the endpoint,
+                // not a retry (it never left this process), so neither is counted.
+                tried.push(slot);
+                last = Some(err);
+                continue;
+            }
             let failure = Failure::of(&err);
             if failure == Failure::Answered {
                 // The server answered (an error of the call itself): nothing to fail over.
@@ -102,10 +113,23 @@ impl Inner {
                 endpoint: slot.address.clone(),
                 cause: Box::new(err),
             };
-            if !failure.may_retry(request.is_idempotent()) || !self.budget.withdraw() {
+            // A policy's `retries` bound the failovers; without one, the endpoints and the
+            // budget do.
+            let policy = request.policy.as_deref();
+            let allowed = policy.and_then(|state| state.policy.retries());
+            if allowed.is_some_and(|allowed| retried >= allowed)
+                || !failure.may_retry(request.is_idempotent())
+                || !self.budget.withdraw()
+            {
                 return Err(err);
             }
-            tracing::debug!(%err, service = %self.service, "retrying on another endpoint");
+            retried += 1;
+            match policy {
+                Some(state) => policy_metrics::retried(state.declared, retried, &err),
+                None => {
+                    tracing::debug!(%err, service = %self.service, "retrying on another endpoint")
+                }
+            }
             tried.push(slot);
             last = Some(err);
         }

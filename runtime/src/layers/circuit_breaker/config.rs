@@ -72,6 +72,14 @@ pub struct CircuitBreakerConfig {
 
 impl Default for CircuitBreakerConfig {
     fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CircuitBreakerConfig {
+    /// Every setting at its default; the same as `default()`, usable in a `const` (the
+    /// per-method policies that `#[wirecall(breaker(..))]` generates are constants).
+    pub const fn new() -> Self {
         Self {
             rolling_window: DEFAULT_ROLLING_WINDOW,
             window_buckets: DEFAULT_WINDOW_BUCKETS,
@@ -81,13 +89,11 @@ impl Default for CircuitBreakerConfig {
             trial_calls: DEFAULT_TRIAL_CALLS,
         }
     }
-}
 
-impl CircuitBreakerConfig {
     /// The failure rate counts the calls that ended in the last `window`, counted in
     /// `buckets` slices (default: [`DEFAULT_ROLLING_WINDOW`] in [`DEFAULT_WINDOW_BUCKETS`]).
     /// The window slides one bucket at a time: more buckets forget old calls more smoothly.
-    pub fn rolling_window(mut self, window: Duration, buckets: u32) -> Self {
+    pub const fn rolling_window(mut self, window: Duration, buckets: u32) -> Self {
         self.rolling_window = window;
         self.window_buckets = buckets;
         self
@@ -95,7 +101,7 @@ impl CircuitBreakerConfig {
 
     /// The circuit opens only once at least `calls` calls are in the rolling window
     /// (default: [`DEFAULT_MINIMUM_CALLS`]).
-    pub fn minimum_calls(mut self, calls: u32) -> Self {
+    pub const fn minimum_calls(mut self, calls: u32) -> Self {
         self.minimum_calls = calls;
         self
     }
@@ -103,14 +109,14 @@ impl CircuitBreakerConfig {
     /// The circuit opens when at least `percent` % of the calls in the window failed, 0 to
     /// 100 (default: [`DEFAULT_ERROR_THRESHOLD_PERCENT`]). 0 opens it on any failure, 100
     /// only when every call failed.
-    pub fn error_threshold_percent(mut self, percent: u8) -> Self {
+    pub const fn error_threshold_percent(mut self, percent: u8) -> Self {
         self.error_threshold_percent = percent;
         self
     }
 
     /// How long an open circuit fails calls at once before it lets trial calls through
     /// (default: [`DEFAULT_OPEN_WINDOW`]).
-    pub fn open_window(mut self, window: Duration) -> Self {
+    pub const fn open_window(mut self, window: Duration) -> Self {
         self.open_window = window;
         self
     }
@@ -118,9 +124,39 @@ impl CircuitBreakerConfig {
     /// How many trial calls a half-open circuit lets through (default:
     /// [`DEFAULT_TRIAL_CALLS`]): the circuit closes once that many succeeded, and opens again
     /// on the first that fails. Other calls fail fast meanwhile.
-    pub fn trial_calls(mut self, calls: u32) -> Self {
+    pub const fn trial_calls(mut self, calls: u32) -> Self {
         self.trial_calls = calls;
         self
+    }
+
+    /// The rolling window's length.
+    pub const fn window(&self) -> Duration {
+        self.rolling_window
+    }
+
+    /// The rolling window's buckets.
+    pub const fn buckets(&self) -> u32 {
+        self.window_buckets
+    }
+
+    /// The calls in the window before the circuit may open.
+    pub fn min_calls(&self) -> u32 {
+        self.minimum_calls
+    }
+
+    /// The failure rate, in percent, at which the circuit opens.
+    pub fn threshold_percent(&self) -> u8 {
+        self.error_threshold_percent
+    }
+
+    /// How long an open circuit fails calls fast.
+    pub fn open_for(&self) -> Duration {
+        self.open_window
+    }
+
+    /// The trial calls of a half-open circuit.
+    pub fn trials(&self) -> u32 {
+        self.trial_calls
     }
 
     /// Checks every setting; [`CircuitBreakerLayer::new`](super::CircuitBreakerLayer::new)

@@ -1,23 +1,18 @@
 //! [`CircuitBreakerLayer`] and its service [`CircuitBreaker`]: one circuit per method, shared
 //! by every clone of the service, consulted before each call and fed with its outcome.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio::time::Instant;
 use tower::{Layer, Service};
 
+use super::circuits::Circuits;
 use super::config::{CircuitBreakerConfig, CircuitBreakerConfigError};
-use super::failure::counts_as_failure;
-use super::metrics;
-use super::state::{Admission, MethodCircuit, Outcome, Ticket, Transition};
-use crate::client::{Reply, Request};
+use crate::client::request::{Reply, Request};
 use crate::error::{BoxError, Error};
-use crate::method::MethodId;
 
 /// A tower layer for a channel ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer)) that
 /// fails the calls of a method at once, without sending them, while too many of its recent
@@ -77,10 +72,9 @@ impl<S> Layer<S> for CircuitBreakerLayer {
     fn layer(&self, inner: S) -> CircuitBreaker<S> {
         CircuitBreaker {
             inner,
-            circuits: Arc::new(Circuits {
-                config: Arc::clone(&self.config),
-                by_method: Mutex::new(HashMap::new()),
-            }),
+            config: Arc::clone(&self.config),
+            // The channel around the layers knows the endpoint and names it in the error.
+            circuits: Circuits::new(None),
         }
     }
 }
@@ -89,13 +83,14 @@ impl<S> Layer<S> for CircuitBreakerLayer {
 #[derive(Clone)]
 pub struct CircuitBreaker<S> {
     inner: S,
+    config: Arc<CircuitBreakerConfig>,
     circuits: Arc<Circuits>,
 }
 
 impl<S> fmt::Debug for CircuitBreaker<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CircuitBreaker")
-            .field("config", &self.circuits.config)
+            .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
@@ -120,109 +115,16 @@ where
     }
 
     fn call(&mut self, request: Request) -> CircuitBreakerFuture {
-        let method = request.method_id();
-        let ticket = match self.circuits.admit(method) {
-            Admission::Admitted(ticket) => ticket,
-            Admission::Rejected { retry_after } => {
-                return Box::pin(std::future::ready(Err(Error::CircuitOpen {
-                    method,
-                    // The channel around the layers knows the endpoint and names it.
-                    endpoint: None,
-                    retry_after,
-                })));
-            }
-        };
-        let pending = PendingOutcome {
-            circuits: Arc::clone(&self.circuits),
-            method,
-            ticket: Some(ticket),
+        let pending = match self.circuits.admit(request.method_id(), &self.config) {
+            Ok(pending) => pending,
+            Err(open) => return Box::pin(std::future::ready(Err(open))),
         };
         let call = self.inner.call(request);
         Box::pin(async move {
             let result = call.await.map_err(|err| Error::from_layer(err.into()));
-            let outcome = match &result {
-                Ok(_) => Outcome::Success,
-                Err(err) if counts_as_failure(err) => Outcome::Failure,
-                Err(_) => Outcome::Ignored,
-            };
-            pending.finish(outcome);
+            pending.finish(&result);
             result
         })
-    }
-}
-
-/// The circuits of one breaker service, by method. One lock for all methods: it is held for a
-/// few comparisons per call, never across an await.
-struct Circuits {
-    config: Arc<CircuitBreakerConfig>,
-    by_method: Mutex<HashMap<MethodId, MethodCircuit>>,
-}
-
-impl Circuits {
-    fn lock(&self) -> MutexGuard<'_, HashMap<MethodId, MethodCircuit>> {
-        // The map stays consistent if a holder panicked: every update is one assignment.
-        self.by_method.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn admit(&self, method: MethodId) -> Admission {
-        let now = Instant::now();
-        let (admission, transition) = self
-            .lock()
-            .entry(method)
-            .or_insert_with(|| MethodCircuit::new(now, &self.config))
-            .admit(now, &self.config);
-        report(method, transition);
-        admission
-    }
-
-    fn record(&self, method: MethodId, ticket: Ticket, outcome: Outcome) {
-        let now = Instant::now();
-        let transition = self
-            .lock()
-            .get_mut(&method)
-            .and_then(|circuit| circuit.record(ticket, outcome, now, &self.config));
-        report(method, transition);
-    }
-}
-
-impl Drop for Circuits {
-    fn drop(&mut self) {
-        for (method, circuit) in self.lock().iter() {
-            metrics::circuit_dropped(*method, circuit.state());
-        }
-    }
-}
-
-/// Logs and counts a change of state, outside the lock.
-fn report(method: MethodId, transition: Option<Transition>) {
-    if let Some(transition) = transition {
-        metrics::state_changed(method, transition);
-    }
-}
-
-/// An admitted call whose outcome is not recorded yet. A call dropped before it ended (its
-/// caller gave up) counts for nothing, but gives back its place if it was a trial call:
-/// otherwise a half-open circuit whose trials were all cancelled would stay half-open.
-struct PendingOutcome {
-    circuits: Arc<Circuits>,
-    method: MethodId,
-    ticket: Option<Ticket>,
-}
-
-impl PendingOutcome {
-    fn finish(mut self, outcome: Outcome) {
-        if let Some(ticket) = self.ticket.take() {
-            self.circuits.record(self.method, ticket, outcome);
-        }
-    }
-}
-
-impl Drop for PendingOutcome {
-    fn drop(&mut self) {
-        // Ignoring a call of a closed circuit changes nothing: only trials need the lock.
-        if let Some(ticket) = self.ticket.take().filter(|ticket| ticket.is_trial()) {
-            self.circuits.record(self.method, ticket, Outcome::Ignored);
-        }
     }
 }
 
@@ -234,6 +136,7 @@ mod tests {
     use crate::client::args::{CallArgs, RawArgs};
     use crate::error::ErrorCode;
     use crate::method::method_id;
+    use crate::method::MethodId;
 
     fn request(method: MethodId) -> Request {
         Request::new(
@@ -253,37 +156,13 @@ mod tests {
         }
     }
 
-    /// Opens after 2 failures, half-open after 1 ms, 1 trial.
+    /// Opens after 2 failures.
     fn layer() -> CircuitBreakerLayer {
         let config = CircuitBreakerConfig::default()
             .minimum_calls(2)
             .open_window(Duration::from_millis(1))
             .trial_calls(1);
         CircuitBreakerLayer::new(config).unwrap()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_cancelled_trial_call_gives_its_place_to_the_next_call() {
-        let method = method_id("S", "m");
-        let circuits = layer().layer(()).circuits;
-        for _ in 0..2 {
-            let Admission::Admitted(ticket) = circuits.admit(method) else {
-                panic!("closed");
-            };
-            circuits.record(method, ticket, Outcome::Failure);
-        }
-        assert!(matches!(circuits.admit(method), Admission::Rejected { .. }));
-        tokio::time::advance(Duration::from_millis(1)).await;
-        let Admission::Admitted(trial) = circuits.admit(method) else {
-            panic!("half-open");
-        };
-        assert!(matches!(circuits.admit(method), Admission::Rejected { .. }));
-        drop(PendingOutcome {
-            circuits: Arc::clone(&circuits),
-            method,
-            ticket: Some(trial),
-        });
-        assert!(matches!(circuits.admit(method), Admission::Admitted(_)));
     }
 
     #[tokio::test]

@@ -4,11 +4,14 @@
 //!
 //! | name | kind | labels |
 //! |---|---|---|
-//! | `wirecall_client_circuit_state_changes_total` | counter | `method`, `to` |
-//! | `wirecall_client_circuits_open` | gauge | `method` |
+//! | `wirecall_client_circuit_state_changes_total` | counter | `method`, `endpoint`, `to` |
+//! | `wirecall_client_circuits_open` | gauge | `method`, `endpoint` |
 //!
 //! `method` is the method id in hex (`0x...`, as [`MethodId`] displays), `to` the new state:
-//! `open`, `half_open` or `closed`. The gauge counts the circuits of the method that are not
+//! `open`, `half_open` or `closed`. `endpoint` is the address of the endpoint the circuit
+//! guards when the breaker knows it (a breaker turned on by a method's policy does), and empty
+//! otherwise (a [`CircuitBreakerLayer`](super::CircuitBreakerLayer), which sits inside a
+//! channel and never sees its address). The gauge counts the circuits of the method that are not
 //! closed (open or half-open): one breaker per endpoint on a balanced channel means several
 //! circuits per method, and the gauge adds them up. Labels are built only on a change of
 //! state, never per call.
@@ -25,37 +28,43 @@ pub const CIRCUITS_OPEN: &str = "wirecall_client_circuits_open";
 
 /// Logs and counts `transition` of the circuit of `method`: a warning when it opens, an
 /// info line when it closes (the method works again), debug in between.
-pub(super) fn state_changed(method: MethodId, transition: Transition) {
+pub(super) fn state_changed(method: MethodId, endpoint: Option<&str>, transition: Transition) {
     let Transition { from, to, window } = transition;
     match (from, to) {
         (CircuitState::Closed, CircuitState::Open) => tracing::warn!(
             %method,
+            endpoint = endpoint.unwrap_or_default(),
             failures = window.failures,
             calls = window.calls(),
             "circuit opened: calls of this method fail fast"
         ),
         (_, CircuitState::Open) => {
-            tracing::warn!(%method, "circuit opened again: a trial call failed");
+            tracing::warn!(%method, endpoint = endpoint.unwrap_or_default(), "circuit opened again: a trial call failed");
         }
         (_, CircuitState::Closed) => {
-            tracing::info!(%method, "circuit closed: the trial calls succeeded");
+            tracing::info!(%method, endpoint = endpoint.unwrap_or_default(), "circuit closed: the trial calls succeeded");
         }
         (_, CircuitState::HalfOpen) => {
-            tracing::debug!(%method, "circuit half-open: letting trial calls through");
+            tracing::debug!(%method, endpoint = endpoint.unwrap_or_default(), "circuit half-open: letting trial calls through");
         }
     }
     let label = method.to_string();
-    counter!(STATE_CHANGES, "method" => label.clone(), "to" => to.label()).increment(1);
+    let endpoint = endpoint.unwrap_or_default().to_owned();
+    counter!(STATE_CHANGES, "method" => label.clone(), "endpoint" => endpoint.clone(), "to" => to.label())
+        .increment(1);
+    let open = gauge!(CIRCUITS_OPEN, "method" => label, "endpoint" => endpoint);
     match (from, to) {
-        (CircuitState::Closed, _) => gauge!(CIRCUITS_OPEN, "method" => label).increment(1.0),
-        (_, CircuitState::Closed) => gauge!(CIRCUITS_OPEN, "method" => label).decrement(1.0),
+        (CircuitState::Closed, _) => open.increment(1.0),
+        (_, CircuitState::Closed) => open.decrement(1.0),
         _ => {}
     }
 }
 
 /// A breaker dropped with circuits not closed takes them out of the gauge.
-pub(super) fn circuit_dropped(method: MethodId, state: CircuitState) {
+pub(super) fn circuit_dropped(method: MethodId, endpoint: Option<&str>, state: CircuitState) {
     if state != CircuitState::Closed {
-        gauge!(CIRCUITS_OPEN, "method" => method.to_string()).decrement(1.0);
+        let endpoint = endpoint.unwrap_or_default().to_owned();
+        gauge!(CIRCUITS_OPEN, "method" => method.to_string(), "endpoint" => endpoint)
+            .decrement(1.0);
     }
 }

@@ -52,14 +52,16 @@ impl RollingWindow {
         self.buckets.fill(Bucket::default());
     }
 
-    pub(super) fn record_success(&mut self, now: Instant) {
-        let bucket = self.bucket_at(now);
-        bucket.successes = bucket.successes.saturating_add(1);
+    pub(super) fn record_success(&mut self, at: Instant) {
+        if let Some(bucket) = self.bucket_at(at) {
+            bucket.successes = bucket.successes.saturating_add(1);
+        }
     }
 
-    pub(super) fn record_failure(&mut self, now: Instant) {
-        let bucket = self.bucket_at(now);
-        bucket.failures = bucket.failures.saturating_add(1);
+    pub(super) fn record_failure(&mut self, at: Instant) {
+        if let Some(bucket) = self.bucket_at(at) {
+            bucket.failures = bucket.failures.saturating_add(1);
+        }
     }
 
     /// The calls of the buckets that still overlap the window ending at `now`.
@@ -78,23 +80,31 @@ impl RollingWindow {
     /// The number of the bucket `now` falls in; instants before the origin (a caller's clock
     /// read before the window was cleared) fall in the first.
     fn index_of(&self, now: Instant) -> u64 {
+        // In u64 nanoseconds (584 years) rather than u128: a u128 division is several times
+        // the cost of the rest of recording an outcome, and this runs for every call.
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let elapsed = now.saturating_duration_since(self.origin);
-        let index = elapsed.as_nanos() / self.bucket_len.as_nanos().max(1);
-        u64::try_from(index).unwrap_or(u64::MAX)
+        nanos(elapsed) / nanos(self.bucket_len).max(1)
     }
 
-    /// The bucket `now` falls in, emptied first when its slot still holds an older bucket.
-    fn bucket_at(&mut self, now: Instant) -> &mut Bucket {
-        let index = self.index_of(now);
+    /// The bucket `at` falls in, emptied first when its slot still holds an older bucket;
+    /// `None` when its slot already holds a newer one: `at` is older than the whole window
+    /// (the success of a call admitted long ago, counted at its admission), and counts for
+    /// nothing.
+    fn bucket_at(&mut self, at: Instant) -> Option<&mut Bucket> {
+        let index = self.index_of(at);
         let len = self.buckets.len() as u64;
         let slot = &mut self.buckets[(index % len) as usize];
+        if slot.index > index {
+            return None;
+        }
         if slot.index != index {
             *slot = Bucket {
                 index,
                 ..Bucket::default()
             };
         }
-        slot
+        Some(slot)
     }
 }
 
@@ -172,5 +182,15 @@ mod tests {
         // An instant read before the clear counts in the new first bucket.
         window.record_success(start + SECOND);
         assert_eq!(window.totals(start + 2 * SECOND).successes, 1);
+    }
+
+    #[test]
+    fn an_outcome_older_than_the_window_counts_for_nothing() {
+        let (mut window, start) = ten_seconds();
+        window.record_failure(start + SECOND * 12);
+        // A success of a call admitted 11 s earlier, in the slot bucket 12 now holds.
+        window.record_success(start + SECOND * 2);
+        let totals = window.totals(start + SECOND * 12);
+        assert_eq!((totals.successes, totals.failures), (0, 1));
     }
 }

@@ -1,11 +1,12 @@
 //! What a failed attempt says about the call and about the endpoint: whether the call may be
-//! sent to another endpoint, and whether the endpoint leaves the rotation.
+//! sent again (to another endpoint, or once more on a direct channel), and whether the
+//! endpoint leaves the rotation.
 
 use crate::error::{Error, ErrorCode};
 
 /// What a failed attempt says about the call and the endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Failure {
+pub(crate) enum Failure {
     /// The server did not run the call; `broke`: the endpoint's connection is unusable.
     NotRun { broke: bool },
     /// The connection broke after the call was sent: it may have run.
@@ -17,7 +18,7 @@ pub(super) enum Failure {
 }
 
 impl Failure {
-    pub(super) fn of(err: &Error) -> Self {
+    pub(crate) fn of(err: &Error) -> Self {
         match err {
             Error::Connect { .. } | Error::Negotiation(_) | Error::Tls(_) => {
                 Self::NotRun { broke: true }
@@ -51,20 +52,21 @@ impl Failure {
             | Error::Config(_)
             | Error::FrameTooLarge { .. }
             | Error::Layer { .. }
-            | Error::NoEndpoints { .. } => Self::Final,
+            | Error::NoEndpoints { .. }
+            | Error::ConcurrencyLimit { .. } => Self::Final,
             _ => Self::Answered,
         }
     }
 
     /// Whether the endpoint leaves the rotation (to be probed back).
-    pub(super) fn connection_broke(self) -> bool {
+    pub(crate) fn connection_broke(self) -> bool {
         matches!(self, Self::NotRun { broke: true } | Self::MaybeRun)
     }
 
     /// Whether the call may be sent to another endpoint (within its deadline and the retry
     /// budget): when it certainly did not run, or when it may have and the method is
     /// `#[idempotent]`.
-    pub(super) fn may_retry(self, idempotent: bool) -> bool {
+    pub(crate) fn may_retry(self, idempotent: bool) -> bool {
         match self {
             Self::NotRun { .. } => true,
             Self::MaybeRun => idempotent,
