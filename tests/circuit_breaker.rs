@@ -7,13 +7,14 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use wirecall::discovery::{Balance, BalancedChannel, Registration, Registry, StaticRegistry};
 use wirecall::layers::{CircuitBreakerConfig, CircuitBreakerLayer};
 use wirecall::{Channel, Error, RunningServer, Server};
+use wirecall_test_support::quiet_panics_starting_with;
 
 /// The message of every panic the handlers inject: the test binary does not print those.
 const INJECTED: &str = "injected failure";
@@ -90,27 +91,8 @@ impl Flaky for Backend {
     }
 }
 
-/// Keeps the injected panics out of the output; any other panic (a failed assertion) prints
-/// as usual.
-fn quiet_injected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let payload = info.payload();
-            let message = payload
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| payload.downcast_ref::<&str>().copied());
-            if !message.is_some_and(|m| m.starts_with(INJECTED)) {
-                default(info);
-            }
-        }));
-    });
-}
-
 async fn serve(backend: &Backend) -> RunningServer {
-    quiet_injected_panics();
+    quiet_panics_starting_with(INJECTED);
     Server::builder()
         .serve(FlakyServer::new(backend.clone()))
         .bind("127.0.0.1:0")
@@ -319,7 +301,7 @@ async fn an_endpoint_breaker_takes_a_failing_endpoint_out_of_a_balanced_channel_
     ];
     let mut servers = Vec::new();
     for backend in &backends {
-        quiet_injected_panics();
+        quiet_panics_starting_with(INJECTED);
         let server = Server::builder()
             .serve(FlakyServer::new(backend.clone()))
             .register(registry.clone(), Registration::bound_address())

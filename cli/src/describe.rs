@@ -159,6 +159,9 @@ pub fn render_schema(schema: &ServiceSchema) -> String {
         if method.idempotent {
             marks.push_str("  [idempotent]");
         }
+        if !method.policy.is_empty() {
+            let _ = write!(marks, "  [policy: {}]", method.policy);
+        }
         let _ = writeln!(out, "  {}({}){reply}{marks}", method.name, args.join(", "));
     }
     for def in &schema.types {
@@ -259,5 +262,43 @@ pub fn type_name(ty: &TypeRef) -> String {
         }
         TypeRef::Named(name) => name.clone(),
         TypeRef::Opaque(rust) => rust.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wirecall::reflect::{MethodSchema, ReplySchema, ServiceSchema, TypeRef};
+
+    use super::render_schema;
+
+    #[test]
+    fn a_declared_policy_is_printed_after_the_signature() {
+        let method = |name: &str, policy: &str| MethodSchema {
+            name: name.to_owned(),
+            id: 1,
+            doc: String::new(),
+            args: Vec::new(),
+            reply: ReplySchema::Value(TypeRef::U64),
+            oneway: false,
+            idempotent: true,
+            policy: policy.to_owned(),
+        };
+        let schema = ServiceSchema {
+            name: "Users".to_owned(),
+            doc: String::new(),
+            codecs: vec!["msgpack".to_owned()],
+            methods: vec![
+                method("count", "timeout=300ms retries=2"),
+                method("total", ""),
+            ],
+            types: Vec::new(),
+            described: true,
+        };
+        let text = render_schema(&schema);
+        assert!(
+            text.contains("  count() -> u64  [idempotent]  [policy: timeout=300ms retries=2]\n"),
+            "{text}"
+        );
+        assert!(text.contains("  total() -> u64  [idempotent]\n"), "{text}");
     }
 }

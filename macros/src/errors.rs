@@ -21,6 +21,11 @@ impl Errors {
         self.push(syn::Error::new_spanned(tokens, message));
     }
 
+    /// The errors collected, combined (`None`: none).
+    pub fn into_error(self) -> Option<syn::Error> {
+        self.0
+    }
+
     /// `Ok` when nothing was collected, otherwise every error combined.
     pub fn finish(self) -> syn::Result<()> {
         self.0.map_or(Ok(()), Err)

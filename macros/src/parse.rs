@@ -11,6 +11,8 @@ use syn::{
 };
 
 use crate::crate_path::{self, CratePath};
+use crate::errors::Errors;
+use crate::policy::{take_policy, PolicyDef};
 
 /// The arguments of `#[wirecall::service(...)]`.
 #[derive(Default)]
@@ -125,7 +127,8 @@ impl ServiceDef {
 
 /// The user's trait, as the rest of the macro sees it.
 pub struct ServiceDef {
-    /// The trait as written, minus `#[oneway]` attributes: what we emit if validation fails.
+    /// The trait as written, minus `#[oneway]`, `#[idempotent]` and `#[wirecall(..)]`
+    /// attributes: what we emit if validation fails.
     pub item: ItemTrait,
     /// The name on the wire: `name = ...` or the trait's identifier.
     pub wire_name: String,
@@ -135,13 +138,18 @@ pub struct ServiceDef {
     pub krate: CratePath,
     /// The trait's `fn` items, in order.
     pub methods: Vec<MethodDef>,
+    /// The trait's `#[wirecall(..)]`: the policy defaults of its methods.
+    pub policy: PolicyDef,
+    /// Malformed `#[wirecall(..)]` keys and values, reported with validation's errors.
+    pub policy_errors: Option<syn::Error>,
 }
 
 /// One `fn` of the trait.
 pub struct MethodDef {
     /// The method name with any `r#` removed: its name on the wire.
     pub wire_name: String,
-    /// Every attribute the user wrote, minus `#[oneway]` and `#[idempotent]`.
+    /// Every attribute the user wrote, minus `#[oneway]`, `#[idempotent]` and
+    /// `#[wirecall(..)]`.
     pub attrs: Vec<Attribute>,
     /// The `#[oneway]` attribute, kept for its span.
     pub oneway: Option<Attribute>,
@@ -158,6 +166,8 @@ pub struct MethodDef {
     pub args: Vec<ArgDef>,
     /// What the method returns.
     pub reply: ReplyShape,
+    /// The method's `#[wirecall(..)]`: its call policy.
+    pub policy: PolicyDef,
 }
 
 /// One non-receiver parameter.
@@ -199,12 +209,15 @@ pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
         Some(name) => name.value(),
         None => item.ident.unraw().to_string(),
     };
+    let mut errors = Errors::default();
+    let policy = take_policy(&mut item.attrs, &mut errors);
     let mut methods = Vec::new();
     for trait_item in &mut item.items {
         if let TraitItem::Fn(method) = trait_item {
             let oneway = take_marker(&mut method.attrs, "oneway");
             let idempotent = take_marker(&mut method.attrs, "idempotent");
-            methods.push(parse_method(method, oneway, idempotent));
+            let policy = take_policy(&mut method.attrs, &mut errors);
+            methods.push(parse_method(method, oneway, idempotent, policy));
             strip_patterns(&mut method.sig);
         }
     }
@@ -216,6 +229,8 @@ pub fn parse_service(args: ServiceArgs, mut item: ItemTrait) -> ServiceDef {
             .unwrap_or_else(|| vec![CodecName::MessagePack, CodecName::Protobuf, CodecName::Json]),
         methods,
         krate: args.krate.unwrap_or_default(),
+        policy,
+        policy_errors: errors.into_error(),
     }
 }
 
@@ -249,6 +264,7 @@ fn parse_method(
     method: &TraitItemFn,
     oneway: Option<Attribute>,
     idempotent: Option<Attribute>,
+    policy: PolicyDef,
 ) -> MethodDef {
     let mut receiver = None;
     let mut args = Vec::new();
@@ -273,6 +289,7 @@ fn parse_method(
         receiver,
         args,
         reply: reply_shape(&method.sig.output),
+        policy,
     }
 }
 

@@ -35,30 +35,56 @@ const CLIENT_METHODS: &[&str] = &[
     "type_id",
 ];
 
+/// How the checks shared by `#[service]` and `#[events]` name what they check.
+pub struct Wording {
+    /// "a service trait", "an event contract".
+    pub trait_noun: &'static str,
+    /// "service methods", "event methods".
+    pub methods: &'static str,
+    /// Why `&self`: who shares the implementation across what.
+    pub shared: &'static str,
+}
+
+/// The wording of `#[service]`'s errors.
+pub const SERVICE: Wording = Wording {
+    trait_noun: "a service trait",
+    methods: "service methods",
+    shared: "the server shares one implementation across concurrent calls",
+};
+
 /// Checks the whole service; `Err` holds every problem found.
 pub fn validate(def: &ServiceDef) -> syn::Result<()> {
     let mut errors = Errors::default();
-    validate_trait(def, &mut errors);
+    if let Some(error) = &def.policy_errors {
+        errors.push(error.clone());
+    }
+    validate_trait(def, &SERVICE, &mut errors);
+    validate_trait_policy(def, &mut errors);
     for method in &def.methods {
         validate_method(def, method, &mut errors);
+        validate_method_policy(method, &mut errors);
     }
     validate_ids(def, &mut errors);
     errors.finish()
 }
 
-fn validate_trait(def: &ServiceDef, errors: &mut Errors) {
+/// The rules on the trait itself (no generics, supertraits, associated items, ...).
+pub fn validate_trait(def: &ServiceDef, wording: &Wording, errors: &mut Errors) {
     let item = &def.item;
+    let noun = wording.trait_noun;
     if !item.generics.params.is_empty() {
         errors.spanned(
             &item.generics,
-            "a service trait cannot be generic: both ends must agree on one set of types; \
-             use concrete types",
+            format!(
+                "{noun} cannot be generic: both ends must agree on one set of types; \
+                 use concrete types"
+            ),
         );
     }
     if let Some(where_clause) = &item.generics.where_clause {
         errors.spanned(
             where_clause,
-            "a service trait cannot have a `where` clause; remove it",
+            format!("{noun} cannot have a `where` clause; remove it"),
         );
     }
     // The macro adds `Send + Sync + 'static` itself; writing them is fine, others are not.
@@ -78,15 +104,17 @@ fn validate_trait(def: &ServiceDef, errors: &mut Errors) {
         if !implied {
             errors.spanned(
                 bound,
-                "a service trait cannot have supertraits other than `Send + Sync + 'static` \
-                 (which the macro adds anyway); remove it",
+                format!(
+                    "{noun} cannot have supertraits other than `Send + Sync + 'static` \
+                     (which the macro adds anyway); remove it"
+                ),
             );
         }
     }
     if let Some(auto) = &item.auto_token {
         errors.spanned(
             auto,
-            "a service trait cannot be an auto trait; remove `auto`",
+            format!("{noun} cannot be an auto trait; remove `auto`"),
         );
     }
     for trait_item in &item.items {
@@ -94,79 +122,69 @@ fn validate_trait(def: &ServiceDef, errors: &mut Errors) {
             TraitItem::Fn(_) => {}
             TraitItem::Type(ty) => errors.spanned(
                 ty,
-                "a service trait cannot have associated types; use a concrete type in the \
-                 method signatures",
+                format!(
+                    "{noun} cannot have associated types; use a concrete type in the \
+                     method signatures"
+                ),
             ),
             TraitItem::Const(constant) => errors.spanned(
                 constant,
-                "a service trait cannot have associated consts; move the constant out of the \
-                 trait",
+                format!(
+                    "{noun} cannot have associated consts; move the constant out of the \
+                     trait"
+                ),
             ),
             other => errors.spanned(
                 other,
-                "a service trait can only contain `async fn` methods; remove this item",
+                format!("{noun} can only contain `async fn` methods; remove this item"),
             ),
         }
     }
 }
 
-fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
-    let sig = &method.sig;
-    let name = &sig.ident;
-
-    if sig.asyncness.is_none() {
-        let fn_token = &sig.fn_token;
+/// The trait's `#[wirecall(..)]` holds defaults; a fallback is one method's.
+fn validate_trait_policy(def: &ServiceDef, errors: &mut Errors) {
+    if let Some(fallback) = &def.policy.fallback {
         errors.spanned(
-            quote::quote!(#fn_token #name),
-            format!("service methods must be async; write `async fn {name}`"),
+            fallback,
+            "a fallback answers for one method, with its arguments and reply type: put \
+             `fallback = ..` on the method's `#[wirecall(..)]`",
         );
     }
-    if let Some(constness) = &sig.constness {
-        errors.spanned(constness, "service methods cannot be `const`; remove it");
-    }
-    if let Some(unsafety) = &sig.unsafety {
-        errors.spanned(unsafety, "service methods cannot be `unsafe`; remove it");
-    }
-    if let Some(abi) = &sig.abi {
-        errors.spanned(abi, "service methods cannot declare an ABI; remove it");
-    }
-    if let Some(variadic) = &sig.variadic {
-        errors.spanned(variadic, "service methods cannot be variadic; remove `...`");
-    }
-    if !sig.generics.params.is_empty() {
-        errors.spanned(
-            &sig.generics,
-            "service methods cannot be generic: every argument crosses the wire with one \
-             fixed type; use concrete types (and no lifetimes)",
-        );
-    }
-    if let Some(where_clause) = &sig.generics.where_clause {
-        errors.spanned(
-            where_clause,
-            "service methods cannot have a `where` clause; remove it",
-        );
-    }
+}
 
-    validate_receiver(method, errors);
-
-    for arg in &method.args {
-        if arg.ident().is_none() {
-            errors.spanned(
-                &arg.pat,
-                "name each argument with a plain identifier, e.g. `point: Point`; \
-                 destructure it inside your impl",
-            );
+/// A method's `#[wirecall(..)]`: retries need `#[idempotent]`; a one-way call has no reply
+/// to time, retry or replace.
+fn validate_method_policy(method: &MethodDef, errors: &mut Errors) {
+    let policy = &method.policy;
+    if method.oneway.is_some() {
+        if let Some(attr) = policy.attr.as_ref().filter(|_| !policy.is_empty()) {
+            errors.push(syn::Error::new_spanned(
+                attr,
+                "a #[oneway] method has no reply to wait for, retry or replace, so it takes no \
+                 policy; remove `#[wirecall(..)]` or `#[oneway]`",
+            ));
         }
-        validate_arg_type(&arg.ty, def.protobuf(), errors);
+        return;
     }
+    if let Some((_, span)) = policy.retries {
+        if method.idempotent.is_none() {
+            errors.push(syn::Error::new(
+                span,
+                format!(
+                    "`retries` sends a failed call again, and a call whose connection broke \
+                     may already have run; mark the method #[idempotent] if running it twice \
+                     is harmless (`#[idempotent] async fn {}`), or remove `retries`",
+                    method.sig.ident
+                ),
+            ));
+        }
+    }
+}
 
-    if let Some(body) = &method.default_body {
-        errors.spanned(
-            body,
-            "service methods cannot have a default body; end the declaration with `;` and \
-             write the body in your impl",
-        );
-    }
+fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
+    let name = &method.sig.ident;
+    validate_signature(def, method, &SERVICE, errors);
 
     match &method.reply {
         ReplyShape::Unit => {}
@@ -228,29 +246,104 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
     }
 }
 
-fn validate_receiver(method: &MethodDef, errors: &mut Errors) {
+/// The rules on a method's signature that do not depend on what it returns: `async`, no
+/// generics, `&self`, plainly named arguments of types that can travel, no default body.
+pub fn validate_signature(
+    def: &ServiceDef,
+    method: &MethodDef,
+    wording: &Wording,
+    errors: &mut Errors,
+) {
+    let sig = &method.sig;
+    let name = &sig.ident;
+    let methods = wording.methods;
+
+    if sig.asyncness.is_none() {
+        let fn_token = &sig.fn_token;
+        errors.spanned(
+            quote::quote!(#fn_token #name),
+            format!("{methods} must be async; write `async fn {name}`"),
+        );
+    }
+    if let Some(constness) = &sig.constness {
+        errors.spanned(constness, format!("{methods} cannot be `const`; remove it"));
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        errors.spanned(unsafety, format!("{methods} cannot be `unsafe`; remove it"));
+    }
+    if let Some(abi) = &sig.abi {
+        errors.spanned(abi, format!("{methods} cannot declare an ABI; remove it"));
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.spanned(
+            variadic,
+            format!("{methods} cannot be variadic; remove `...`"),
+        );
+    }
+    if !sig.generics.params.is_empty() {
+        errors.spanned(
+            &sig.generics,
+            format!(
+                "{methods} cannot be generic: every argument crosses the wire with one \
+                 fixed type; use concrete types (and no lifetimes)"
+            ),
+        );
+    }
+    if let Some(where_clause) = &sig.generics.where_clause {
+        errors.spanned(
+            where_clause,
+            format!("{methods} cannot have a `where` clause; remove it"),
+        );
+    }
+
+    validate_receiver(method, wording, errors);
+
+    for arg in &method.args {
+        if arg.ident().is_none() {
+            errors.spanned(
+                &arg.pat,
+                "name each argument with a plain identifier, e.g. `point: Point`; \
+                 destructure it inside your impl",
+            );
+        }
+        validate_arg_type(&arg.ty, def.protobuf(), errors);
+    }
+
+    if let Some(body) = &method.default_body {
+        errors.spanned(
+            body,
+            format!(
+                "{methods} cannot have a default body; end the declaration with `;` and \
+                 write the body in your impl"
+            ),
+        );
+    }
+}
+
+fn validate_receiver(method: &MethodDef, wording: &Wording, errors: &mut Errors) {
     let sig = &method.sig;
     let Some(receiver) = &method.receiver else {
         errors.spanned(
             &sig.ident,
-            "service methods take `&self` first: add `&self` as the first parameter",
+            format!(
+                "{} take `&self` first: add `&self` as the first parameter",
+                wording.methods
+            ),
         );
         return;
     };
+    let shared = wording.shared;
     let wrong = if receiver.colon_token.is_some() {
-        Some("write the receiver as plain `&self` (no explicit type)")
+        Some("write the receiver as plain `&self` (no explicit type)".to_owned())
     } else if receiver.reference.is_none() {
-        Some(
-            "take `&self`, not `self`: the server shares one implementation across \
-             concurrent calls",
-        )
+        Some(format!("take `&self`, not `self`: {shared}"))
     } else if receiver.mutability.is_some() {
-        Some(
-            "take `&self`, not `&mut self`: the server shares one implementation across \
-             concurrent calls; use interior mutability (e.g. a `Mutex`) for state",
-        )
+        Some(format!(
+            "take `&self`, not `&mut self`: {shared}; use interior mutability (e.g. a \
+             `Mutex`) for state"
+        ))
     } else if matches!(&receiver.reference, Some((_, Some(_)))) {
-        Some("remove the lifetime: write plain `&self`")
+        Some("remove the lifetime: write plain `&self`".to_owned())
     } else {
         None
     };
@@ -261,7 +354,7 @@ fn validate_receiver(method: &MethodDef, errors: &mut Errors) {
 
 /// `protobuf`: whether the service's types must map to Protobuf; without it (a service with
 /// `codecs(json, msgpack)`) any serde type is fine.
-fn validate_arg_type(ty: &Type, protobuf: bool, errors: &mut Errors) {
+pub fn validate_arg_type(ty: &Type, protobuf: bool, errors: &mut Errors) {
     match ty {
         Type::Reference(reference) => {
             errors.spanned(ty, proto_type::reference_message(&reference.elem));

@@ -157,11 +157,7 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     let arg_idents = &method.arg_idents;
     let id = method.method_id_expr(krate);
     let args = quote!(#args_struct { #(#arg_idents),* });
-    let call = if method.def.idempotent.is_some() {
-        quote!(#krate::Caller::call_idempotent)
-    } else {
-        quote!(#krate::Caller::call)
-    };
+    let call = quote!(#krate::Caller::call_with_policy);
 
     if method.def.oneway.is_some() {
         return Ok(quote! {
@@ -178,14 +174,14 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         ReplyShape::Unit => (
             quote!(()),
             quote! {
-                let _: #reply_struct = #call(&self.channel, #id, #args).await?;
+                let _: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
                 ::core::result::Result::Ok(())
             },
         ),
         ReplyShape::Value(ty) => (
             quote!(#ty),
             quote! {
-                let __reply: #reply_struct = #call(&self.channel, #id, #args).await?;
+                let __reply: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
                 ::core::result::Result::Ok(__reply.value)
             },
         ),
@@ -194,14 +190,14 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         } => (
             quote!(::core::result::Result<#ok, #err>),
             quote! {
-                let __reply: #reply_struct = #call(&self.channel, #id, #args).await?;
+                let __reply: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
                 #krate::__private::result_from_parts(__reply.ok, __reply.err)
             },
         ),
         ReplyShape::Result { ok: None, err, .. } => (
             quote!(::core::result::Result<(), #err>),
             quote! {
-                let __reply: #reply_struct = #call(&self.channel, #id, #args).await?;
+                let __reply: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
                 ::core::result::Result::Ok(match __reply.err {
                     ::core::option::Option::Some(__err) => ::core::result::Result::Err(__err),
                     ::core::option::Option::None => ::core::result::Result::Ok(()),
@@ -209,10 +205,66 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             },
         ),
     };
+    let declared = declared_policy(service, method);
+    let body = match &method.def.policy.fallback {
+        None => body,
+        Some(fallback) => with_fallback(service, method, fallback, body, &output),
+    };
     Ok(quote! {
         #docs
         pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<#output, #krate::Error> {
+            #declared
             #body
         }
     })
+}
+
+/// `static __POLICY`: the method's declared policy (the trait's defaults under its own
+/// `#[wirecall(..)]`), with the names run-time overrides match.
+fn declared_policy(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
+    let idempotent = method.def.idempotent.is_some();
+    let policy = method
+        .def
+        .policy
+        .method_policy_expr(&service.def.policy, idempotent, krate);
+    let service_name = &service.def.wire_name;
+    let method_name = &method.def.wire_name;
+    quote! {
+        static __POLICY: #krate::__private::DeclaredPolicy = #krate::__private::DeclaredPolicy::new(
+            #service_name, #method_name, #idempotent, #policy,
+        );
+    }
+}
+
+/// The call's `body`, answered by `fallback(error, args..)` when it fails for a reason
+/// outside the method (`wirecall::policy::takes_fallback`). The arguments are cloned before
+/// the call for it: a missing `Clone` is reported on the `fallback` path.
+fn with_fallback(
+    service: &ServiceGen<'_>,
+    method: &MethodGen<'_>,
+    fallback: &syn::Path,
+    body: TokenStream,
+    output: &TokenStream,
+) -> TokenStream {
+    let krate = &service.def.krate;
+    let span = syn::spanned::Spanned::span(fallback);
+    let idents = &method.arg_idents;
+    let clones = idents
+        .iter()
+        .map(|ident| quote::quote_spanned!(span=> ::core::clone::Clone::clone(&#ident)));
+    let call_fallback = quote::quote_spanned!(span=> #fallback(__error, #(#idents),*).await);
+    quote! {
+        let __for_fallback = (#(#clones,)*);
+        let __result: ::core::result::Result<#output, #krate::Error> = async { #body }.await;
+        match __result {
+            ::core::result::Result::Err(__error)
+                if #krate::__private::fallback_for(&__POLICY, &__error) =>
+            {
+                let (#(#idents,)*) = __for_fallback;
+                #call_fallback
+            }
+            __answered => __answered,
+        }
+    }
 }

@@ -87,6 +87,34 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
     out
 }
 
+/// Only the `Args` structs: what `#[events]` needs, whose handlers' errors stay local.
+pub fn args_messages(service: &ServiceGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
+    let mut out = TokenStream::new();
+    for method in &service.methods {
+        if service.def.protobuf() {
+            let types = method.def.args.iter().map(|arg| &arg.ty);
+            let checks = super::proto_impls::travel_checks(krate, types);
+            let cfg = &method.cfg_attrs;
+            out.extend(quote!(#(#cfg)* #checks));
+            out.extend(proto_struct(
+                krate,
+                args_fields(method),
+                &method.args_struct,
+                method,
+            ));
+        } else {
+            out.extend(serde_only(
+                krate,
+                args_fields(method),
+                &method.args_struct,
+                method,
+            ));
+        }
+    }
+    out
+}
+
 /// The fields of a method's `Args` struct: the arguments, in order.
 fn args_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
     method

@@ -82,7 +82,7 @@ pub fn expand(def: &ServiceDef) -> syn::Result<TokenStream> {
     })
 }
 
-fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
+pub(crate) fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
     let trait_ident = &def.item.ident;
     let camel_names: Vec<String> = def
         .methods
@@ -138,7 +138,7 @@ fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
 /// The user's trait with each `async fn` rewritten to return a `Send` future, so that the
 /// server can run handlers on a multi-threaded runtime. Users still implement it with plain
 /// `async fn`.
-fn service_trait(def: &ServiceDef) -> TokenStream {
+pub(crate) fn service_trait(def: &ServiceDef) -> TokenStream {
     let item = &def.item;
     let attrs = &item.attrs;
     let vis = &item.vis;

@@ -59,6 +59,13 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
         let doc = doc_string(&def.attrs);
         let oneway = def.oneway.is_some();
         let idempotent = def.idempotent.is_some();
+        let policy = if oneway {
+            let krate = &service.def.krate;
+            quote!(#krate::__private::MethodPolicy::new())
+        } else {
+            def.policy
+                .method_policy_expr(&service.def.policy, idempotent, &service.def.krate)
+        };
         let args = method.arg_idents.iter().zip(&def.args).map(|(ident, arg)| {
             let arg_name = ident.to_string();
             let arg_name = arg_name.strip_prefix("r#").unwrap_or(&arg_name);
@@ -102,7 +109,7 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
                 #name, #id, #doc, #oneway, #idempotent,
                 ::std::vec![#(#args),*],
                 #reply,
-            ));
+            ).with_policy(#policy));
         }
     });
     quote! {

@@ -1,0 +1,322 @@
+//! The `#[wirecall(..)]` policy attribute of a service method or of the trait (its defaults
+//! for every method): parsing its keys into a [`PolicyDef`], with each value checked on its
+//! own span (durations through `wirecall_wire::parse_duration`, as the runtime reads policy
+//! files), and generating the `MethodPolicy` constant expression.
+//!
+//! ```text
+//! #[wirecall(timeout = "300ms", retries = 2, concurrency = 50, breaker, fallback = path)]
+//! #[wirecall(breaker(window = "10s", buckets = 10, min_calls = 20, threshold = 50, open = "5s", trials = 3))]
+//! #[wirecall(breaker = false)]
+//! ```
+
+use std::time::Duration;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::meta::ParseNestedMeta;
+use syn::{Attribute, LitBool, LitInt, LitStr};
+
+use crate::crate_path::CratePath;
+use crate::errors::Errors;
+use wirecall_wire::parse_duration;
+
+/// What one or more `#[wirecall(..)]` attributes set.
+#[derive(Default)]
+pub struct PolicyDef {
+    /// The first attribute's tokens, for errors about the whole policy.
+    pub attr: Option<TokenStream>,
+    pub timeout: Option<Duration>,
+    /// With the span of the key, for "needs `#[idempotent]`".
+    pub retries: Option<(u32, Span)>,
+    pub concurrency: Option<u32>,
+    pub breaker: Option<BreakerDef>,
+    /// `fallback = path`: called with the error and the arguments when the call fails for a
+    /// transport reason.
+    pub fallback: Option<syn::Path>,
+}
+
+/// `breaker`, `breaker = false` or `breaker(..)`.
+pub enum BreakerDef {
+    Off,
+    On(BreakerSettings),
+}
+
+/// The settings in `breaker(..)`; unset ones keep the runtime's defaults.
+#[derive(Default)]
+pub struct BreakerSettings {
+    pub window: Option<Duration>,
+    pub buckets: Option<u32>,
+    pub min_calls: Option<u32>,
+    pub threshold: Option<u8>,
+    pub open: Option<Duration>,
+    pub trials: Option<u32>,
+}
+
+const KEYS: &str = "the keys are `timeout = \"300ms\"`, `retries = 2`, `concurrency = 50`, \
+                    `breaker` (or `breaker = false`, or `breaker(min_calls = 20, ..)`) and \
+                    `fallback = path::to::function`";
+
+/// Takes every `#[wirecall(..)]` out of `attrs` and reads them into one policy; problems are
+/// pushed onto `errors` (the rest of the attribute is still read).
+pub fn take_policy(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> PolicyDef {
+    let mut policy = PolicyDef::default();
+    let mut kept = Vec::with_capacity(attrs.len());
+    for attr in attrs.drain(..) {
+        if !attr.path().is_ident("wirecall") {
+            kept.push(attr);
+            continue;
+        }
+        policy.attr.get_or_insert_with(|| attr.to_token_stream());
+        if let Err(err) = attr.parse_nested_meta(|meta| read_key(&mut policy, &meta, errors)) {
+            errors.push(err);
+        }
+    }
+    *attrs = kept;
+    policy
+}
+
+fn read_key(
+    policy: &mut PolicyDef,
+    meta: &ParseNestedMeta,
+    errors: &mut Errors,
+) -> syn::Result<()> {
+    let key = meta
+        .path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let twice = || meta.error(format!("`{key}` is given twice; keep one"));
+    match key.as_str() {
+        "timeout" => {
+            let value = duration(meta, errors)?;
+            if policy.timeout.is_some() {
+                return Err(twice());
+            }
+            policy.timeout = value;
+        }
+        "retries" => {
+            let value = number(meta, 0, errors)?;
+            if policy.retries.is_some() {
+                return Err(twice());
+            }
+            policy.retries = value.map(|n| (n, meta.path.segments[0].ident.span()));
+        }
+        "concurrency" => {
+            let value = number(meta, 1, errors)?;
+            if policy.concurrency.is_some() {
+                return Err(twice());
+            }
+            policy.concurrency = value;
+        }
+        "breaker" => {
+            if policy.breaker.is_some() {
+                return Err(twice());
+            }
+            policy.breaker = Some(breaker(meta, errors)?);
+        }
+        "fallback" => {
+            let path: syn::Path = meta.value()?.parse().map_err(|err| {
+                syn::Error::new(
+                    err.span(),
+                    "write the fallback as a path to a function, e.g. `fallback = cached_user` \
+                     or `fallback = Fallbacks::get_user`",
+                )
+            })?;
+            if policy.fallback.is_some() {
+                return Err(twice());
+            }
+            policy.fallback = Some(path);
+        }
+        _ => return Err(meta.error(format!("unknown policy key; {KEYS}"))),
+    }
+    Ok(())
+}
+
+/// `key = "300ms"`; a refused value is pushed onto `errors` on its own span (`Ok(None)`), so
+/// the other keys are still read.
+fn duration(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<Option<Duration>> {
+    let lit: LitStr = meta.value()?.parse().map_err(|err| {
+        syn::Error::new(
+            err.span(),
+            "write the duration as a string with a unit, e.g. \"300ms\", \"2s\" or \"1m\"",
+        )
+    })?;
+    match parse_duration(&lit.value()) {
+        Ok(duration) => Ok(Some(duration)),
+        Err(err) => {
+            errors.spanned(&lit, err);
+            Ok(None)
+        }
+    }
+}
+
+/// `key = 2`, at least `min`.
+fn number(meta: &ParseNestedMeta, min: u32, errors: &mut Errors) -> syn::Result<Option<u32>> {
+    let value = meta.value()?;
+    if value.peek(syn::Token![-]) {
+        let negative: syn::ExprUnary = value.parse()?;
+        errors.spanned(
+            &negative,
+            format!("cannot be negative; write {}", whole_number(min)),
+        );
+        return Ok(None);
+    }
+    let lit: LitInt = value
+        .parse()
+        .map_err(|err| syn::Error::new(err.span(), format!("write {}", whole_number(min))))?;
+    match lit.base10_parse::<u32>() {
+        Ok(n) if n >= min => Ok(Some(n)),
+        Ok(0) => {
+            errors.spanned(&lit, "zero would refuse every call; give at least 1");
+            Ok(None)
+        }
+        _ => {
+            errors.spanned(&lit, format!("write {}", whole_number(min)));
+            Ok(None)
+        }
+    }
+}
+
+fn whole_number(min: u32) -> String {
+    match min {
+        0 => "a whole number, 0 or more".to_owned(),
+        _ => format!("a whole number, at least {min}"),
+    }
+}
+
+fn breaker(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<BreakerDef> {
+    if meta.input.peek(syn::Token![=]) {
+        let on: LitBool = meta.value()?.parse().map_err(|err| {
+            syn::Error::new(
+                err.span(),
+                "write `breaker`, `breaker = false` or `breaker(..)`",
+            )
+        })?;
+        return Ok(if on.value {
+            BreakerDef::On(BreakerSettings::default())
+        } else {
+            BreakerDef::Off
+        });
+    }
+    let mut settings = BreakerSettings::default();
+    if meta.input.peek(syn::token::Paren) {
+        meta.parse_nested_meta(|inner| {
+            let key = inner
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            match key.as_str() {
+                "window" => settings.window = duration(&inner, errors)?,
+                "open" => settings.open = duration(&inner, errors)?,
+                "buckets" => settings.buckets = number(&inner, 1, errors)?,
+                "min_calls" => settings.min_calls = number(&inner, 1, errors)?,
+                "trials" => settings.trials = number(&inner, 1, errors)?,
+                "threshold" => {
+                    settings.threshold = match number(&inner, 0, errors)? {
+                        Some(n) if n <= 100 => Some(n as u8),
+                        Some(_) => {
+                            return Err(inner.error(
+                                "the threshold is the percentage of failed calls at which the \
+                                 circuit opens, 0 to 100",
+                            ))
+                        }
+                        None => None,
+                    }
+                }
+                _ => {
+                    return Err(inner.error(
+                        "unknown breaker setting; the settings are `window = \"10s\"`, \
+                         `buckets = 10`, `min_calls = 20`, `threshold = 50` (percent), \
+                         `open = \"5s\"` and `trials = 3`",
+                    ))
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(BreakerDef::On(settings))
+}
+
+impl PolicyDef {
+    /// Whether no key was given.
+    pub fn is_empty(&self) -> bool {
+        self.timeout.is_none()
+            && self.retries.is_none()
+            && self.concurrency.is_none()
+            && self.breaker.is_none()
+            && self.fallback.is_none()
+    }
+
+    /// The `MethodPolicy` constant of a method: its own settings over `defaults` (the
+    /// trait's); `retries` only when the method is idempotent (the trait's default applies
+    /// to idempotent methods only).
+    pub fn method_policy_expr(
+        &self,
+        defaults: &PolicyDef,
+        idempotent: bool,
+        krate: &CratePath,
+    ) -> TokenStream {
+        let private = quote!(#krate::__private);
+        let mut expr = quote!(#private::MethodPolicy::new());
+        if let Some(timeout) = self.timeout.or(defaults.timeout) {
+            let duration = duration_expr(timeout, krate);
+            expr = quote!(#expr.with_timeout(#duration));
+        }
+        if idempotent {
+            if let Some((retries, _)) = self.retries.or(defaults.retries) {
+                expr = quote!(#expr.with_retries(#retries));
+            }
+        }
+        if let Some(limit) = self.concurrency.or(defaults.concurrency) {
+            expr = quote!(#expr.with_concurrency(#limit));
+        }
+        match self.breaker.as_ref().or(defaults.breaker.as_ref()) {
+            None => {}
+            Some(BreakerDef::Off) => expr = quote!(#expr.without_breaker()),
+            Some(BreakerDef::On(settings)) => {
+                let config = settings.config_expr(krate);
+                expr = quote!(#expr.with_breaker(#config));
+            }
+        }
+        expr
+    }
+}
+
+impl BreakerSettings {
+    fn config_expr(&self, krate: &CratePath) -> TokenStream {
+        let config = quote!(#krate::__private::CircuitBreakerConfig);
+        let mut expr = quote!(#config::new());
+        if self.window.is_some() || self.buckets.is_some() {
+            let window = match self.window {
+                Some(window) => duration_expr(window, krate),
+                None => quote!(#config::new().window()),
+            };
+            let buckets = match self.buckets {
+                Some(buckets) => quote!(#buckets),
+                None => quote!(#config::new().buckets()),
+            };
+            expr = quote!(#expr.rolling_window(#window, #buckets));
+        }
+        if let Some(calls) = self.min_calls {
+            expr = quote!(#expr.minimum_calls(#calls));
+        }
+        if let Some(percent) = self.threshold {
+            expr = quote!(#expr.error_threshold_percent(#percent));
+        }
+        if let Some(open) = self.open {
+            let open = duration_expr(open, krate);
+            expr = quote!(#expr.open_window(#open));
+        }
+        if let Some(trials) = self.trials {
+            expr = quote!(#expr.trial_calls(#trials));
+        }
+        expr
+    }
+}
+
+fn duration_expr(duration: Duration, krate: &CratePath) -> TokenStream {
+    let secs = duration.as_secs();
+    let nanos = duration.subsec_nanos();
+    quote!(#krate::__private::Duration::new(#secs, #nanos))
+}
