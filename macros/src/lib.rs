@@ -1,4 +1,5 @@
-//! Procedural macros for [wirecall](https://docs.rs/wirecall): `#[service]` and `#[message]`.
+//! Procedural macros for [wirecall](https://docs.rs/wirecall): `#[service]`, `#[message]` and
+//! `#[events]`.
 //!
 //! Use them through the `wirecall` crate (`#[wirecall::service]`, `#[wirecall::message]`);
 //! the generated code refers to `::wirecall` (or the path given with `crate = "..."`), so this
@@ -10,7 +11,8 @@
 //! three stages for a struct or enum. Shared by both: `codegen/proto_impls.rs` (the Protobuf
 //! and serde impls of every wire struct and enum) and `codegen/reflect.rs` (schemas),
 //! `proto_type.rs` (the rules for which types can travel, and how a type is written in serde),
-//! `errors.rs` (collecting errors). Method ids come from `wirecall-wire`, the crate the runtime
+//! `errors.rs` (collecting errors). `#[events]`: `events/` reuses the service parser and its
+//! signature and type rules, and generates a publisher and a subscriber adapter. Method ids come from `wirecall-wire`, the crate the runtime
 //! uses too, so both compute the same hash. How each type looks on the wire is decided by
 //! trait impls in the runtime (`codec/proto`).
 
@@ -19,9 +21,11 @@
 mod codegen;
 mod crate_path;
 mod errors;
+mod events;
 mod expansion;
 mod message;
 mod parse;
+mod policy;
 mod proto_type;
 mod service;
 mod validate;
@@ -212,6 +216,52 @@ pub fn message(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Turns a trait into an event contract: a typed publisher, and a subscriber adapter for
+/// implementations of the trait.
+///
+/// ```ignore
+/// #[wirecall::events]
+/// pub trait UserEvents {
+///     /// A user signed up.
+///     async fn user_created(&self, user: UserModel);
+///     async fn user_deleted(&self, id: u64) -> Result<(), BillingError>;
+/// }
+///
+/// let bus = wirecall::events::EventBus::in_process();
+/// let _billing = bus.subscribe("billing", UserEventsSubscriber::new(Billing)).await?;
+/// UserEventsPublisher::new(&bus).user_created(user).await?;
+/// ```
+///
+/// # What is generated
+///
+/// - **The trait itself**, with `Send + Sync + 'static` added and each `async fn` returning a
+///   `Send` future, as `#[service]` does.
+/// - **`TPublisher`**: `new(&bus)`, `with_codec(codec)`, `with_metadata(metadata)`, `bus()`,
+///   `codec()`, the constant `CONTRACT` (a `wirecall::events::ContractDescriptor`), and one
+///   `async fn event(&self, ..) -> Result<(), wirecall::events::PublishError>` per event,
+///   with the user's doc comments.
+/// - **`TSubscriber<S>`**: `TSubscriber::new(impl)` or `from_arc(arc)`, which implements
+///   `wirecall::events::EventHandler`; pass it to `EventBus::subscribe`. (A subscriber is a
+///   wrapper rather than the implementation itself because the bus's trait is foreign to the
+///   user's crate: a blanket impl over every `S: T` is not allowed there.)
+///
+/// # Events
+///
+/// Every event is `async fn name(&self, arg: Type, ...)` with the same argument and type
+/// rules as a `#[service]` method (the arguments are the payload, encoded like a call's
+/// arguments), returning nothing or `Result<(), E>` with `E: Display`: an `Err` or a panic
+/// retries the event. Anything else, `#[oneway]`/`#[idempotent]`, and the names of the
+/// publisher's own methods are compile errors that say what to write instead.
+///
+/// The arguments `name = "..."` (the contract's name: the exchange, default the trait's
+/// name), `codecs(...)` and `crate = "..."` are those of `#[service]`.
+#[proc_macro_attribute]
+pub fn events(args: TokenStream, item: TokenStream) -> TokenStream {
+    events::expand(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use proc_macro2::TokenStream;
@@ -299,6 +349,24 @@ mod tests {
             let expansion = crate::message::expand(TokenStream::new(), item).expect("expands");
             assert_paths_go_through_wirecall(&expansion);
         }
+    }
+
+    #[test]
+    fn an_events_expansion_names_only_wirecall_core_and_std() {
+        let contract = quote! {
+            pub trait Audit {
+                async fn happened(&self, what: BTreeMap<String, Vec<u8>>, at: SystemTime);
+                async fn failed(&self, id: u64) -> Result<(), Missing>;
+                async fn ticked(&self);
+            }
+        };
+        let expansion =
+            crate::events::expand(TokenStream::new(), contract.clone()).expect("expands");
+        assert!(!expansion.to_string().contains("compile_error"));
+        assert_paths_go_through_wirecall(&expansion);
+        let renamed = crate::events::expand(quote!(crate = "rpc"), contract).expect("expands");
+        assert!(!renamed.to_string().contains("compile_error"));
+        assert!(!names_wirecall(renamed));
     }
 
     /// Whether `tokens` name wirecall other than through the chosen crate path: an identifier

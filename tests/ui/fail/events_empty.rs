@@ -1,0 +1,4 @@
+#[wirecall::events]
+pub trait NothingHappens {}
+
+fn main() {}
