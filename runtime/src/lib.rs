@@ -11,7 +11,9 @@
 //! - [`negotiate`]: the hello exchange that opens a connection and picks its codec;
 //! - [`codec`]: JSON, MessagePack and Protobuf payloads;
 //! - [`client`] and [`server`]: multiplexed calls on top;
-//! - [`discovery`]: registries, and a balanced channel over every endpoint of a service.
+//! - [`discovery`]: registries, and a balanced channel over every endpoint of a service;
+//! - [`events`]: typed events published to every subscription, in-process or over RabbitMQ
+//!   (feature `rabbitmq`).
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -21,6 +23,7 @@
 extern crate self as wirecall;
 
 mod auth;
+mod call_span;
 mod caller;
 pub mod client;
 pub mod codec;
@@ -29,12 +32,14 @@ pub mod discovery;
 #[doc(hidden)]
 pub mod dispatch;
 mod error;
+pub mod events;
 pub mod health;
 mod id_hash;
 pub mod layers;
 mod metadata;
 mod method;
 pub mod negotiate;
+pub mod policy;
 pub mod reflect;
 pub mod server;
 mod service;
@@ -83,6 +88,9 @@ pub mod __private {
     pub use crate::codec::evolve::{self, SerdeFields};
     pub use crate::codec::proto;
     pub use crate::dispatch::{dispatch, result_from_parts, unknown_method};
+    pub use crate::events::__private as events;
+    pub use crate::layers::CircuitBreakerConfig;
+    pub use crate::policy::{fallback_for, DeclaredPolicy, MethodPolicy};
     pub use crate::reflect;
     pub use crate::{proto_message_field, proto_unit_enum, serde_message};
     pub use ::bytes;

@@ -350,8 +350,16 @@ async fn settle_early<R: AsyncRead + Unpin>(
     pending: Arc<PendingCalls>,
     sink: FrameSink,
 ) -> Option<R> {
-    sink.flush().await;
-    match early.settle(&mut read_half, own_limit, &send_limit).await {
+    // Calls sent behind the hello time out meanwhile as they would once the reader runs.
+    let settling = async {
+        sink.flush().await;
+        early.settle(&mut read_half, own_limit, &send_limit).await
+    };
+    let settled = tokio::select! {
+        settled = settling => settled,
+        never = reader::sweep_deadlines(&pending, &sink) => match never {},
+    };
+    match settled {
         Ok(()) => {
             verdict.send_replace(Verdict::Accepted);
             Some(read_half)

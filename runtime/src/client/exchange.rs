@@ -3,8 +3,11 @@
 //! A named future rather than an `async` block: the caller holds one per call in flight (ten
 //! thousand idle connections with a call each hold ten thousand), and a block keeps every
 //! value it captured and every future it awaited in its state for its whole life. This one
-//! holds what the wait needs and nothing else: the reply channel, the deadline's timer, and
-//! (boxed, rarely set) a send still waiting for room or the call's span.
+//! holds what the wait needs and nothing else: the request id (the reply waits in the call's
+//! slot in the connection's table, see `pending.rs`), the deadline, and (boxed, rarely set)
+//! a send still waiting for room or the call's span. The deadline has no timer of its own:
+//! the connection's reader sweeps every call's deadline (see `deadlines.rs`) and completes a
+//! call that runs out with [`Error::Timeout`], through the same slot.
 
 use std::future::{Future, Ready};
 use std::pin::Pin;
@@ -13,11 +16,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::Either;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tracing::Span;
 
 use super::connection::Connection;
-use super::pending::ReplyReceiver;
 use crate::error::{Error, ErrorCode};
 use crate::method::MethodId;
 use crate::trace::TraceContext;
@@ -43,23 +45,31 @@ impl Connection {
         timeout: Option<Duration>,
         trace: Option<TraceContext>,
     ) -> Result<Exchange<'_>, Error> {
-        let span = tracing::debug_span!(
-            "wirecall.call",
-            side = "client",
-            %method,
-            request_id,
-            codec = %self.codec,
-            trace_id = trace.map(|t| t.trace_id_hex()),
-            span_id = trace.map(|t| t.span_id_hex()),
-        );
-        let reply = self.pending.register(request_id)?;
+        // No span value at all unless a subscriber (or `log`) may want it.
+        let span = crate::call_span::wanted().then(|| {
+            tracing::debug_span!(
+                "wirecall.call",
+                side = "client",
+                %method,
+                request_id,
+                codec = %self.codec,
+                trace_id = trace.map(|t| t.trace_id_hex()),
+                span_id = trace.map(|t| t.span_id_hex()),
+            )
+        });
+        let deadline = timeout.map(|after| Instant::now() + after);
+        self.pending.register(request_id, deadline.zip(timeout))?;
         // A lone call writes its own frame; among many, the writer task batches them.
         let delivery = if self.pending.len() <= 1 {
             Delivery::Now
         } else {
             Delivery::Background
         };
-        let sent = span.in_scope(|| self.sink.try_send(frame, delivery));
+        let send = || self.sink.try_send(frame, delivery);
+        let sent = match &span {
+            Some(span) => span.in_scope(send),
+            None => send(),
+        };
         let sending = match sent {
             Ok(()) => None,
             Err(TrySend::Full(frame)) => {
@@ -76,8 +86,8 @@ impl Connection {
                 method,
                 request_id,
                 timeout,
+                deadline,
                 sending,
-                reply,
                 span,
             },
         ))
@@ -94,9 +104,8 @@ pin_project_lite::pin_project! {
         timeout: Option<Duration>,
         // The frame, when the write queue was full as it was sent.
         sending: Option<WaitingSend<'a>>,
-        reply: ReplyReceiver,
-        #[pin]
-        timer: Option<Sleep>,
+        // When the call times out (the reader enforces it).
+        deadline: Option<Instant>,
         // Entered while the future is polled; only there when a subscriber wants it.
         span: Option<Box<Span>>,
         // Until the reply arrives: dropping the future cancels the call.
@@ -120,9 +129,10 @@ pub(super) struct Sent<'a> {
     pub(super) method: MethodId,
     pub(super) request_id: u64,
     pub(super) timeout: Option<Duration>,
+    pub(super) deadline: Option<Instant>,
     pub(super) sending: Option<WaitingSend<'a>>,
-    pub(super) reply: ReplyReceiver,
-    pub(super) span: Span,
+    /// The call's span, when a subscriber wants it.
+    pub(super) span: Option<Span>,
 }
 
 impl<'a> Exchange<'a> {
@@ -134,11 +144,8 @@ impl<'a> Exchange<'a> {
             request_id: sent.request_id,
             timeout: sent.timeout,
             sending: sent.sending,
-            reply: sent.reply,
-            timer: sent
-                .timeout
-                .map(|after| tokio::time::sleep_until(Instant::now() + after)),
-            span: (!sent.span.is_disabled()).then(|| Box::new(sent.span)),
+            deadline: sent.deadline,
+            span: sent.span.filter(|span| !span.is_disabled()).map(Box::new),
             cancel_on_drop: true,
         }
     }
@@ -148,23 +155,14 @@ impl Future for Exchange<'_> {
     type Output = Result<Bytes, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
+        let this = self.project();
         let _entered = this.span.as_deref().map(Span::enter);
         let connection = *this.connection;
-        // The reply first, then the timer: a reply that is there counts even if the deadline
-        // passed meanwhile (as with `tokio::time::timeout`).
-        let frame = match poll_reply(connection, this.sending, this.reply, cx) {
-            Poll::Ready(frame) => frame,
-            Poll::Pending => {
-                if let Some(timer) = this.timer.as_mut().as_pin_mut() {
-                    ready!(timer.poll(cx));
-                    return Poll::Ready(Err(Error::Timeout {
-                        after: this.timeout.unwrap_or_default(),
-                    }));
-                }
-                return Poll::Pending;
-            }
-        };
+        // A reply read before the reader swept the deadline counts even if the deadline
+        // passed meanwhile (as with `tokio::time::timeout`); a timeout comes as the result.
+        let frame = ready!(poll_reply(connection, *this.request_id, this.sending, cx));
+        // The reply, the timeout (the reader has cancelled the call) or the connection's end:
+        // the call is over either way.
         *this.cancel_on_drop = false;
         let result = frame.and_then(|frame| connection.reply_payload(*this.method, frame));
         Poll::Ready(match result {
@@ -175,11 +173,8 @@ impl Future for Exchange<'_> {
                 code: ErrorCode::DeadlineExceeded,
                 ..
             }) if this
-                .timer
-                .as_ref()
-                .get_ref()
-                .as_ref()
-                .is_some_and(|timer| Instant::now() + SAME_DEADLINE >= timer.deadline()) =>
+                .deadline
+                .is_some_and(|deadline| Instant::now() + SAME_DEADLINE >= deadline) =>
             {
                 Err(Error::Timeout {
                     after: this.timeout.unwrap_or_default(),
@@ -205,18 +200,18 @@ pub(super) fn sent_or_failed(
 /// Finishes a waiting send, then waits for the reply frame.
 fn poll_reply(
     connection: &Connection,
+    request_id: u64,
     sending: &mut Option<WaitingSend<'_>>,
-    reply: &mut ReplyReceiver,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Frame, Error>> {
     if let Some(send) = sending {
-        if ready!(send.as_mut().poll(cx)).is_err() {
-            return Poll::Ready(Err(connection.pending.closed_error()));
+        match send.as_mut().poll(cx) {
+            Poll::Ready(Ok(())) => *sending = None,
+            Poll::Ready(Err(_)) => return Poll::Ready(Err(connection.pending.closed_error())),
+            // Not sent yet, so no reply: but the deadline or the connection's end may have
+            // ended the call meanwhile.
+            Poll::Pending => {}
         }
-        *sending = None;
     }
-    match ready!(Pin::new(reply).poll(cx)) {
-        Ok(frame) => Poll::Ready(frame),
-        Err(_) => Poll::Ready(Err(connection.pending.closed_error())),
-    }
+    connection.pending.poll_reply(request_id, cx)
 }

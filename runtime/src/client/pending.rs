@@ -1,39 +1,86 @@
-//! The table of calls waiting for a reply on one connection.
+//! The table of calls waiting for a reply on one connection, and the reply slot of each.
 //!
-//! Invariant: every registered call is completed exactly once, by its reply, by its caller
-//! giving up (`remove`), or by `close_all` when the connection ends. Registration and
-//! `close_all` take the same lock, so no call can slip in after the table closed.
+//! Invariant: every registered call is completed exactly once, by its reply, by its deadline
+//! (`expire`), by its caller giving up (`remove`), or by `close_all` when the connection
+//! ends. Registration and `close_all` take the same lock, so no call can slip in after the
+//! table closed.
+//!
+//! A call's reply waits in the call's slot in this table, which its caller polls
+//! ([`poll_reply`](PendingCalls::poll_reply)), rather than in a oneshot channel of its own:
+//! no allocation per call, and the slot's state is guarded by the lock the table takes
+//! anyway. A completed slot stays until its caller takes the outcome (or gives up).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
-use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::deadlines::{Deadlines, Expiry};
 
 use crate::error::{Error, ErrorCode};
 use crate::id_hash::IdMap;
 use crate::transport::frame::Frame;
-
-pub(crate) type ReplySender = oneshot::Sender<Result<Frame, Error>>;
-pub(crate) type ReplyReceiver = oneshot::Receiver<Result<Frame, Error>>;
 
 #[derive(Default)]
 pub(crate) struct PendingCalls {
     state: Mutex<State>,
     /// Mirrors `state.closed.is_some()`, so the per-call check takes no lock.
     closed: AtomicBool,
-    /// Mirrors `state.calls.len()`, for the same reason.
+    /// Mirrors `state.waiting`, for the same reason.
     waiting: AtomicUsize,
     /// Set while [`drained`](Self::drained) waits, so that only then does the last completed
     /// call pay for a wake-up.
     draining: AtomicBool,
-    /// Woken when the table becomes empty while draining.
+    /// Woken when no call waits any more while draining.
     empty: tokio::sync::Notify,
 }
 
 #[derive(Default)]
 struct State {
-    calls: IdMap<u64, ReplySender>,
+    calls: IdMap<u64, Slot>,
+    /// How many of `calls` are [`Slot::Waiting`].
+    waiting: usize,
+    /// The deadlines of the calls that have one; a call that times out is completed with
+    /// [`Error::Timeout`] by [`PendingCalls::expire`].
+    deadlines: Deadlines,
     closed: Option<Closed>,
+}
+
+/// One call's place in the table.
+enum Slot {
+    /// No outcome yet; the waker of the caller's task, once it has polled.
+    Waiting(Option<Waker>),
+    /// The outcome, until the caller takes it.
+    Done(Result<Frame, Error>),
+}
+
+impl State {
+    /// Ends call `id` with `outcome` if it still waits; returns its caller's waker (`None`
+    /// also when it had not polled yet) and whether it waited.
+    fn finish(&mut self, id: u64, outcome: Result<Frame, Error>) -> (Option<Waker>, bool) {
+        let Some(slot) = self.calls.get_mut(&id) else {
+            return (None, false);
+        };
+        let Slot::Waiting(waker) = slot else {
+            return (None, false);
+        };
+        let waker = waker.take();
+        *slot = Slot::Done(outcome);
+        self.waiting -= 1;
+        (waker, true)
+    }
+
+    fn is_waiting(&self, id: u64) -> bool {
+        matches!(self.calls.get(&id), Some(Slot::Waiting(_)))
+    }
+
+    fn closed_error(&self) -> Error {
+        match &self.closed {
+            Some(closed) => closed.error(),
+            None => Error::closed("the connection's tasks ended"),
+        }
+    }
 }
 
 /// Why the table closed.
@@ -85,50 +132,133 @@ impl Closed {
 impl PendingCalls {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding this lock cannot leave the map inconsistent (every operation
-        // is a single insert/remove), so a poisoned lock is still usable.
+        // is a single insert/remove/replace), so a poisoned lock is still usable.
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Registers call `id`, or fails when the connection has already closed.
-    pub(crate) fn register(&self, id: u64) -> Result<ReplyReceiver, Error> {
+    /// After a call stopped waiting: mirrors the count, and wakes a drain once none waits.
+    fn counted(&self, state: &State) {
+        self.waiting.store(state.waiting, Ordering::Relaxed);
+        if state.waiting == 0 && self.draining.load(Ordering::Acquire) {
+            self.empty.notify_waiters();
+        }
+    }
+
+    /// Registers call `id`, to time out at `deadline` (after its timeout) if it has one, or
+    /// fails when the connection has already closed.
+    pub(crate) fn register(
+        &self,
+        id: u64,
+        deadline: Option<(Instant, std::time::Duration)>,
+    ) -> Result<(), Error> {
         let mut state = self.lock();
         if let Some(closed) = &state.closed {
             return Err(closed.error());
         }
-        let (tx, rx) = oneshot::channel();
-        state.calls.insert(id, tx);
-        self.waiting.store(state.calls.len(), Ordering::Relaxed);
-        Ok(rx)
+        state.calls.insert(id, Slot::Waiting(None));
+        state.waiting += 1;
+        self.waiting.store(state.waiting, Ordering::Relaxed);
+        if let Some((at, after)) = deadline {
+            let expiry = Expiry {
+                at,
+                request_id: id,
+                after,
+            };
+            let State {
+                calls, deadlines, ..
+            } = &mut *state;
+            deadlines.push(expiry, calls.len(), |id| {
+                matches!(calls.get(&id), Some(Slot::Waiting(_)))
+            });
+        }
+        Ok(())
+    }
+
+    /// The outcome of call `id` once there is one (taking it off the table); until then,
+    /// `cx` is woken when it comes.
+    pub(crate) fn poll_reply(&self, id: u64, cx: &mut Context<'_>) -> Poll<Result<Frame, Error>> {
+        let mut state = self.lock();
+        if let Some(Slot::Waiting(waker)) = state.calls.get_mut(&id) {
+            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *waker = Some(cx.waker().clone());
+            }
+            return Poll::Pending;
+        }
+        match state.calls.remove(&id) {
+            Some(Slot::Done(outcome)) => Poll::Ready(outcome),
+            // Only polled for a registered call that has not taken its outcome yet.
+            _ => Poll::Ready(Err(state.closed_error())),
+        }
+    }
+
+    /// Ready when a call's deadline has passed: then the sweeper (the connection's reader)
+    /// calls [`expire`](Self::expire).
+    pub(crate) fn poll_expiry(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.lock().deadlines.poll(cx)
+    }
+
+    /// Fails every call whose deadline passed by `now` with [`Error::Timeout`], and returns
+    /// their ids (each is to be cancelled on the server).
+    pub(crate) fn expire(&self, now: Instant) -> Vec<u64> {
+        let mut expired = Vec::new();
+        let mut wakers = Vec::new();
+        {
+            let mut state = self.lock();
+            let mut deadlines = std::mem::take(&mut state.deadlines);
+            deadlines.expire(now, |expiry, passed| {
+                if !passed {
+                    return state.is_waiting(expiry.request_id);
+                }
+                let timeout = Err(Error::Timeout {
+                    after: expiry.after,
+                });
+                let (waker, waited) = state.finish(expiry.request_id, timeout);
+                if waited {
+                    expired.push(expiry.request_id);
+                    wakers.extend(waker);
+                }
+                waited
+            });
+            state.deadlines = deadlines;
+            self.counted(&state);
+        }
+        wakers.into_iter().for_each(Waker::wake);
+        expired
     }
 
     /// Delivers a reply; returns false when nobody waits for `id` any more.
     pub(crate) fn complete(&self, id: u64, frame: Frame) -> bool {
-        let sender = self.take(id);
-        match sender {
-            Some(tx) => tx.send(Ok(frame)).is_ok(),
-            None => false,
+        let (waker, waited) = {
+            let mut state = self.lock();
+            let finished = state.finish(id, Ok(frame));
+            if finished.1 {
+                self.counted(&state);
+            }
+            finished
+        };
+        if let Some(waker) = waker {
+            waker.wake();
         }
+        waited
     }
 
     /// Forgets call `id` (its caller gave up); returns whether it was still waiting.
     pub(crate) fn remove(&self, id: u64) -> bool {
-        self.take(id).is_some()
-    }
-
-    fn take(&self, id: u64) -> Option<ReplySender> {
         let mut state = self.lock();
-        let sender = state.calls.remove(&id);
-        self.waiting.store(state.calls.len(), Ordering::Relaxed);
-        if state.calls.is_empty() && self.draining.load(Ordering::Acquire) {
-            self.empty.notify_waiters();
+        match state.calls.remove(&id) {
+            Some(Slot::Waiting(_)) => {
+                state.waiting -= 1;
+                self.counted(&state);
+                true
+            }
+            Some(Slot::Done(_)) | None => false,
         }
-        sender
     }
 
-    /// Waits until no call is waiting any more (each ends by its reply, its caller giving up,
-    /// or the connection closing).
+    /// Waits until no call is waiting any more (each ends by its reply, its deadline, its
+    /// caller giving up, or the connection closing).
     pub(crate) async fn drained(&self) {
         self.draining.store(true, Ordering::Release);
         loop {
@@ -136,7 +266,7 @@ impl PendingCalls {
             tokio::pin!(empty);
             // Registered before the check, so a wake-up between the two is not lost.
             empty.as_mut().enable();
-            if self.lock().calls.is_empty() {
+            if self.lock().waiting == 0 {
                 return;
             }
             empty.await;
@@ -156,28 +286,29 @@ impl PendingCalls {
     }
 
     fn close(&self, why: Closed) {
-        let (calls, error) = {
+        let mut wakers = Vec::new();
+        {
             let mut state = self.lock();
+            let state = &mut *state;
             let closed = state.closed.get_or_insert(why);
-            let error = closed.error();
             self.closed.store(true, Ordering::Release);
+            for slot in state.calls.values_mut() {
+                if let Slot::Waiting(waker) = slot {
+                    wakers.extend(waker.take());
+                    *slot = Slot::Done(Err(closed.error()));
+                }
+            }
+            state.waiting = 0;
             self.waiting.store(0, Ordering::Relaxed);
-            (std::mem::take(&mut state.calls), error)
-        };
-        self.empty.notify_waiters();
-        let mut error = Some(error);
-        for (_, tx) in calls {
-            let error = error.take().unwrap_or_else(|| self.closed_error());
-            let _ = tx.send(Err(error));
+            state.deadlines.clear();
         }
+        self.empty.notify_waiters();
+        wakers.into_iter().for_each(Waker::wake);
     }
 
     /// The error of a call on this connection after it closed.
     pub(crate) fn closed_error(&self) -> Error {
-        match &self.lock().closed {
-            Some(closed) => closed.error(),
-            None => Error::closed("the connection's tasks ended"),
-        }
+        self.lock().closed_error()
     }
 
     /// Whether the connection has closed.
@@ -201,34 +332,42 @@ mod tests {
     use super::*;
     use crate::transport::frame::FrameKind;
 
+    /// Call `id`'s outcome, if it has one yet (taken off the table).
+    fn outcome(pending: &PendingCalls, id: u64) -> Option<Result<Frame, Error>> {
+        match pending.poll_reply(id, &mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(outcome) => Some(outcome),
+            Poll::Pending => None,
+        }
+    }
+
     #[test]
     fn close_all_fails_waiting_calls_and_refuses_new_ones() {
         let pending = PendingCalls::default();
-        let mut rx = pending.register(1).unwrap();
+        pending.register(1, None).unwrap();
         pending.close_all(Closed::new("peer reset", None));
         assert!(matches!(
-            rx.try_recv(),
-            Ok(Err(Error::ConnectionClosed { reason, code: None })) if reason == "peer reset"
+            outcome(&pending, 1),
+            Some(Err(Error::ConnectionClosed { reason, code: None })) if reason == "peer reset"
         ));
-        assert!(pending.register(2).is_err());
+        assert!(pending.register(2, None).is_err());
         assert_eq!(pending.len(), 0);
     }
 
     #[test]
     fn the_first_closing_is_the_one_callers_see() {
         let pending = PendingCalls::default();
-        let mut rx = pending.register(1).unwrap();
+        pending.register(1, None).unwrap();
         pending.close_all(Closed::new("shutting down", Some(ErrorCode::ShuttingDown)));
         pending.close_all(Closed::new("closed by its owner", None));
         assert!(matches!(
-            rx.try_recv(),
-            Ok(Err(Error::ConnectionClosed {
+            outcome(&pending, 1),
+            Some(Err(Error::ConnectionClosed {
                 code: Some(ErrorCode::ShuttingDown),
                 ..
             }))
         ));
         assert!(matches!(
-            pending.register(2),
+            pending.register(2, None),
             Err(Error::ConnectionClosed {
                 code: Some(ErrorCode::ShuttingDown),
                 ..
@@ -236,14 +375,72 @@ mod tests {
         ));
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_passed_deadline_fails_its_call_with_a_timeout_once() {
+        let pending = PendingCalls::default();
+        let after = std::time::Duration::from_millis(50);
+        let now = Instant::now();
+        pending.register(1, Some((now + after, after))).unwrap();
+        pending.register(2, Some((now + after, after))).unwrap();
+        assert!(pending.complete(2, Frame::control(FrameKind::Response, 2)));
+        assert!(pending.expire(now).is_empty());
+        assert_eq!(pending.expire(now + after), [1]);
+        assert!(
+            matches!(outcome(&pending, 1), Some(Err(Error::Timeout { after: a })) if a == after)
+        );
+        assert!(matches!(outcome(&pending, 2), Some(Ok(_))));
+        // Ended by its deadline, the call takes no reply and no second timeout.
+        assert!(!pending.complete(1, Frame::control(FrameKind::Response, 1)));
+        assert!(pending.expire(now + after * 2).is_empty());
+        assert_eq!(pending.len(), 0);
+    }
+
     #[test]
     fn a_reply_completes_only_its_own_call() {
         let pending = PendingCalls::default();
-        let mut one = pending.register(1).unwrap();
-        let mut two = pending.register(2).unwrap();
+        pending.register(1, None).unwrap();
+        pending.register(2, None).unwrap();
         assert!(pending.complete(2, Frame::control(FrameKind::Response, 2)));
         assert!(!pending.complete(2, Frame::control(FrameKind::Response, 2)));
-        assert!(one.try_recv().is_err());
-        assert!(matches!(two.try_recv(), Ok(Ok(f)) if f.request_id == 2));
+        assert!(outcome(&pending, 1).is_none());
+        assert!(matches!(outcome(&pending, 2), Some(Ok(f)) if f.request_id == 2));
+        assert_eq!(pending.len(), 1);
+    }
+
+    #[test]
+    fn a_caller_that_gives_up_after_its_reply_came_sends_no_cancel() {
+        let pending = PendingCalls::default();
+        pending.register(1, None).unwrap();
+        pending.register(2, None).unwrap();
+        assert!(pending.complete(1, Frame::control(FrameKind::Response, 1)));
+        // Call 1's reply waits in its slot: dropping the call only frees it.
+        assert!(!pending.remove(1));
+        assert!(pending.remove(2));
+        assert_eq!(pending.len(), 0);
+        assert!(pending.lock().calls.is_empty());
+    }
+
+    #[test]
+    fn a_reply_wakes_the_caller_that_polled() {
+        use std::sync::atomic::AtomicUsize;
+        use std::sync::Arc;
+        use std::task::Wake;
+
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let woken = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&woken));
+        let pending = PendingCalls::default();
+        pending.register(1, None).unwrap();
+        assert!(pending
+            .poll_reply(1, &mut Context::from_waker(&waker))
+            .is_pending());
+        pending.complete(1, Frame::control(FrameKind::Response, 1));
+        assert_eq!(woken.0.load(Ordering::Relaxed), 1);
+        assert!(outcome(&pending, 1).is_some());
     }
 }

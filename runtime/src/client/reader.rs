@@ -1,7 +1,9 @@
-//! The read side of a client connection: routes replies to waiting calls by request id, and
-//! pings a silent server to find out whether it is still there.
+//! The read side of a client connection: routes replies to waiting calls by request id,
+//! times out calls whose deadline passed (the connection's one deadline timer, see
+//! `deadlines.rs`), and pings a silent server to find out whether it is still there.
 
-use std::future::Future;
+use std::convert::Infallible;
+use std::future::{poll_fn, Future};
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -17,6 +19,11 @@ use crate::transport::writer::FrameSink;
 
 /// A keepalive interval so long that it never fires (for connections without keepalive).
 const NEVER: std::time::Duration = std::time::Duration::from_secs(60 * 60 * 24 * 365);
+
+/// While replies keep coming without a wait, the deadlines are looked at once per this many
+/// frames (else only when the reader waits): a call whose reply never comes still times
+/// out amid a flood of other replies.
+const SWEEP_EVERY: u32 = 64;
 
 /// Reads frames until the connection ends, then fails every call still waiting.
 ///
@@ -45,8 +52,16 @@ where
         let mut reason = String::from("the server closed the connection");
         // The code of the server's connection-level Error frame, once it sent one.
         let mut code = None;
+        let mut unswept: u32 = 0;
 
         loop {
+            unswept += 1;
+            if unswept == SWEEP_EVERY {
+                unswept = 0;
+                if futures::poll!(poll_fn(|cx| pending.poll_expiry(cx))).is_ready() {
+                    expire_calls(&pending, &sink);
+                }
+            }
             let next = match futures::poll!(frames.next()) {
                 Poll::Ready(next) => next,
                 Poll::Pending => {
@@ -57,6 +72,10 @@ where
                     frames.park();
                     tokio::select! {
                         next = frames.next() => next,
+                        () = poll_fn(|cx| pending.poll_expiry(cx)) => {
+                            expire_calls(&pending, &sink);
+                            continue;
+                        }
                         _ = &mut silence => {
                             let (Some(liveness), Some(k)) = (&mut liveness, &keepalive) else {
                                 continue;
@@ -123,5 +142,22 @@ where
         tracing::debug!(%reason, "client connection ended");
         pending.close_all(Closed::new(reason, code));
         sink.close();
+    }
+}
+
+/// Fails the calls whose deadline has passed, and tells the server to stop them.
+fn expire_calls(pending: &PendingCalls, sink: &FrameSink) {
+    for request_id in pending.expire(Instant::now()) {
+        // Best effort: if the queue is full, the reply is discarded on arrival.
+        sink.send_now(Frame::control(FrameKind::Cancel, request_id).to_bytes());
+    }
+}
+
+/// Times out calls as their deadlines pass, for as long as it is polled: beside a wait that
+/// is not the read loop (the server hello of a connection opened with early calls).
+pub(crate) async fn sweep_deadlines(pending: &PendingCalls, sink: &FrameSink) -> Infallible {
+    loop {
+        poll_fn(|cx| pending.poll_expiry(cx)).await;
+        expire_calls(pending, sink);
     }
 }

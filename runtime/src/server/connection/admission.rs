@@ -33,11 +33,16 @@ use crate::transport::writer::Delivery;
 /// Synchronous, so that the usual call (its handler done at the first poll, its reply queued
 /// at once) costs the read loop no future of its own. `Ok(Some(frame))`: the reply is ready
 /// but the sink is full; the caller sends it once there is room.
+///
+/// `clock`: when the previous call of the same burst finished inline, the time it read then.
+/// It is taken as this frame's arrival time (nothing but the read loop ran in between), and
+/// left holding this call's finish when it too finishes inline: one clock read per call.
 pub(super) fn start_call(
     frame: Frame,
     slot: CallSlot,
     context: &ConnectionState,
     shared: &Shared,
+    clock: &mut Option<Instant>,
 ) -> Result<Option<Bytes>, CallRejected> {
     let Frame {
         kind,
@@ -49,7 +54,7 @@ pub(super) fn start_call(
     } = frame;
     // The deadline clock starts when the frame is read (wire chapter, "Deadlines"); so does
     // the call's duration.
-    let received = Instant::now();
+    let received = clock.take().unwrap_or_else(Instant::now);
     let deadline = (deadline_ms != 0).then(|| received + Duration::from_millis(deadline_ms.into()));
     shared
         .metrics
@@ -87,18 +92,21 @@ pub(super) fn start_call(
         .get(TRACEPARENT)
         .and_then(TraceContext::parse)
         .map(|parent| parent.child());
-    let span = tracing::debug_span!(
-        "wirecall.call",
-        side = "server",
-        service = route.service.descriptor().name,
-        method = route.method.name,
-        request_id,
-        codec = %context.codec,
-        peer = ?context.identity.peer_addr,
-        trace_id = trace.map(|t| t.trace_id_hex()),
-        span_id = trace.map(|t| t.span_id_hex()),
-        outcome = tracing::field::Empty,
-    );
+    // No span value at all unless a subscriber (or `log`) may want it.
+    let span = crate::call_span::wanted().then(|| {
+        tracing::debug_span!(
+            "wirecall.call",
+            side = "server",
+            service = route.service.descriptor().name,
+            method = route.method.name,
+            request_id,
+            codec = %context.codec,
+            peer = ?context.identity.peer_addr,
+            trace_id = trace.map(|t| t.trace_id_hex()),
+            span_id = trace.map(|t| t.span_id_hex()),
+            outcome = tracing::field::Empty,
+        )
+    });
     let call = CallContext {
         request_id,
         method: route.method,
@@ -119,10 +127,9 @@ pub(super) fn start_call(
     // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
     let work = tower::Service::call(&mut &shared.pipeline, request);
     // A disabled span (no subscriber wants it) costs nothing if the future is not wrapped.
-    let work = if span.is_disabled() {
-        Either::Left(work)
-    } else {
-        Either::Right(work.instrument(span.clone()))
+    let work = match &span {
+        Some(span) if !span.is_disabled() => Either::Right(work.instrument(span.clone())),
+        _ => Either::Left(work),
     };
     let mut work = AssertUnwindSafe(work).catch_unwind();
     let reply = ReplyTo {
@@ -140,9 +147,10 @@ pub(super) fn start_call(
     if let Poll::Ready(outcome) = Pin::new(&mut work).poll(&mut first_poll) {
         drop(slot);
         let now = Instant::now();
+        *clock = Some(now);
         let outcome = within(deadline, now, outcome);
         let ended = Ended::of(&outcome);
-        span.record("outcome", ended.label());
+        record_outcome(&span, ended.label());
         route.metrics.record(ended, now - received);
         shared.metrics.in_flight.decrement(1.0);
         if !one_way {
@@ -173,7 +181,7 @@ pub(super) fn start_call(
         let outcome = match outcome {
             // Cancelled by the caller or by the end of the connection: no reply is wanted.
             Some(Err(Aborted)) => {
-                span.record("outcome", Ended::Cancelled.label());
+                record_outcome(&span, Ended::Cancelled.label());
                 route_metrics.record(Ended::Cancelled, now - received);
                 return;
             }
@@ -183,7 +191,7 @@ pub(super) fn start_call(
             None => None,
         };
         let ended = Ended::of(&outcome);
-        span.record("outcome", ended.label());
+        record_outcome(&span, ended.label());
         route_metrics.record(ended, now - received);
         if !one_way {
             let frame = reply.frame(outcome);
@@ -192,6 +200,13 @@ pub(super) fn start_call(
         }
     });
     Ok(None)
+}
+
+/// Records how the call ended on its span, if it has one.
+fn record_outcome(span: &Option<tracing::Span>, ended: &'static str) {
+    if let Some(span) = span {
+        span.record("outcome", ended);
+    }
 }
 
 impl Ended {

@@ -102,6 +102,7 @@ pub(crate) async fn open_connection<T: Transport>(
         frames,
         writer,
         writer_done: false,
+        clock: None,
         state,
         shared,
     })
@@ -114,6 +115,9 @@ pub(crate) struct Connection {
     writer: JoinHandle<std::io::Result<()>>,
     /// The writer task has ended (and may not be awaited again).
     writer_done: bool,
+    /// When the last call finished inline, if the loop has not waited since: the arrival
+    /// time of the next frame of the same burst (see [`start_call`]).
+    clock: Option<Instant>,
     state: ConnectionState,
     shared: Arc<Shared>,
 }
@@ -169,6 +173,8 @@ impl Connection {
             let next = match futures::poll!(self.frames.next()) {
                 Poll::Ready(next) => next,
                 Poll::Pending => {
+                    // After a wait, the next frame's arrival is read afresh.
+                    self.clock = None;
                     liveness.before_wait();
                     self.frames.park();
                     self.state.sink.flush().await;
@@ -247,7 +253,7 @@ impl Connection {
         let Some(slot) = self.state.calls.try_slot() else {
             return Ok(Some(Unfinished::NoSlot(frame)));
         };
-        start_call(frame, slot, &self.state, &self.shared)
+        start_call(frame, slot, &self.state, &self.shared, &mut self.clock)
             .map(|full| full.map(Unfinished::Reply))
             .map_err(End::from)
     }
@@ -258,17 +264,17 @@ impl Connection {
             Unfinished::Reply(reply) => reply,
             Unfinished::NoSlot(frame) => {
                 let slot = self.wait_for_slot().await?;
-                match start_call(frame, slot, &self.state, &self.shared)? {
+                self.clock = None;
+                match start_call(frame, slot, &self.state, &self.shared, &mut self.clock)? {
                     Some(reply) => reply,
                     None => return Ok(()),
                 }
             }
         };
-        self.state
-            .sink
-            .send(reply, Delivery::Corked)
-            .await
-            .map_err(|_| End::PeerGone)
+        let sent = self.state.sink.send(reply, Delivery::Corked).await;
+        // The send may have waited.
+        self.clock = None;
+        sent.map_err(|_| End::PeerGone)
     }
 
     /// Waits for a call slot when every one is taken. Waiting here stops reading the
