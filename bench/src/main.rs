@@ -7,10 +7,13 @@ mod alloc_count;
 mod cell;
 mod client;
 mod discovery;
+mod events;
+mod load;
 mod measure;
 mod model;
 mod options;
 mod orchestrate;
+mod policy;
 mod report;
 mod server;
 mod systems;
@@ -70,6 +73,28 @@ fn main() -> ExitCode {
         {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => fail("discovery cell failed", &*err),
+        },
+        Command::Policy { calls } => {
+            match multi_thread().and_then(|runtime| runtime.block_on(policy::run(calls))) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => fail("policy cell failed", &*err),
+            }
+        }
+        Command::Events {
+            in_process_events,
+            broker_events,
+            repeat,
+            broker,
+        } => match multi_thread().and_then(|runtime| {
+            runtime.block_on(events::run(
+                in_process_events,
+                broker_events,
+                repeat,
+                broker,
+            ))
+        }) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => fail("events cell failed", &*err),
         },
         Command::Server {
             target,

@@ -1,4 +1,4 @@
-//! Command-line parsing for the four subcommands (clap derive).
+//! Command-line parsing for the subcommands (clap derive).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,6 +45,12 @@ pub enum Sub {
     /// Calls/s and p99 through a balanced channel over 3 servers against a direct channel to
     /// one (same run), and the time from kill -9 of a server to its ejection
     Discovery(DiscoveryArgs),
+    /// Calls/s, p99 and client CPU per call with a per-method policy (deadline, concurrency
+    /// limit, circuit breaker) against none, W1's and W2's shapes, same run
+    Policy(PolicyArgs),
+    /// Events/s through the event bus, 1 KiB payload: the in-process back-end, and with
+    /// --broker wirecall over RabbitMQ against a plain lapin loop with the same settings
+    Events(EventsArgs),
     /// (internal) Serve one target, print its address, stop when stdin closes
     Server(ServerArgs),
     /// (internal) Run one cell against --addr and print one JSON line
@@ -119,6 +125,37 @@ pub struct DiscoveryArgs {
     smoke: bool,
 }
 
+/// Options of `policy`.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// Calls per W2 round (W1 rounds make a tenth of them)
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    calls: usize,
+    /// Tiny counts (for CI)
+    #[arg(long)]
+    smoke: bool,
+}
+
+/// Options of `events`.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Events per in-process run
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    in_process_events: u64,
+    /// Events per broker run (each back-end)
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    broker_events: u64,
+    /// Runs, medians reported
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    repeat: u32,
+    /// A RabbitMQ AMQP URL (needs `--features rabbitmq`); without it, in-process only
+    #[arg(long, value_name = "URL")]
+    broker: Option<String>,
+    /// Tiny counts, one run (for CI)
+    #[arg(long)]
+    smoke: bool,
+}
+
 /// Options of `client`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
@@ -150,6 +187,22 @@ pub enum Command {
         repeat: u32,
         /// Kills per run.
         kills: usize,
+    },
+    /// `policy`.
+    Policy {
+        /// Calls per W2 round.
+        calls: usize,
+    },
+    /// `events`.
+    Events {
+        /// Events per in-process run.
+        in_process_events: u64,
+        /// Events per broker run.
+        broker_events: u64,
+        /// Runs.
+        repeat: u32,
+        /// The broker, if any.
+        broker: Option<String>,
     },
     /// `server`.
     Server {
@@ -195,6 +248,28 @@ impl Sub {
                     in_flight: args.in_flight.clamp(1, args.calls.max(1)),
                     repeat: args.repeat.max(1),
                     kills: args.kills,
+                }
+            }),
+            Sub::Policy(args) => Ok(Command::Policy {
+                calls: if args.smoke {
+                    2_000
+                } else {
+                    args.calls.max(10)
+                },
+            }),
+            Sub::Events(args) => Ok(if args.smoke {
+                Command::Events {
+                    in_process_events: 20_000,
+                    broker_events: 2_000,
+                    repeat: 1,
+                    broker: args.broker,
+                }
+            } else {
+                Command::Events {
+                    in_process_events: args.in_process_events.max(1),
+                    broker_events: args.broker_events.max(1),
+                    repeat: args.repeat.max(1),
+                    broker: args.broker,
                 }
             }),
             Sub::Server(args) => Ok(Command::Server {
