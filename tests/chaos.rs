@@ -19,6 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use wirecall::{Channel, Error, RunningServer, Server};
+use wirecall_test_support::quiet_panics_starting_with;
 
 const CLIENT_TIMEOUT: Duration = Duration::from_millis(200);
 /// A call that has not resolved this long after its deadline is lost.
@@ -158,7 +159,7 @@ async fn calls_through_a_connection_cutting_proxy_all_resolve_and_nothing_leaks(
         .and_then(|seconds| seconds.parse().ok())
         .unwrap_or(10u64);
     eprintln!("chaos: seed {seed} (CHAOS_SEED={seed} replays it), {seconds} s");
-    quiet_planned_panics();
+    quiet_panics_starting_with(PLANNED_PANIC);
     let run = Duration::from_secs(seconds);
     tokio::time::timeout(run + Duration::from_secs(60), chaos(seed, run))
         .await
@@ -624,19 +625,4 @@ fn vm_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
-}
-
-/// Keeps the handlers' planned panics off stderr; any other panic is reported as usual.
-fn quiet_planned_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied());
-        if !message.is_some_and(|message| message.starts_with(PLANNED_PANIC)) {
-            default(info);
-        }
-    }));
 }

@@ -4,25 +4,76 @@
 mod cluster;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cluster::{shares, wait_for_endpoints, ClusterClient, ClusterServer, Ledger, Node};
+use tower::Service as _;
 use wirecall::discovery::{BalancedChannel, Registration, Registry, StaticRegistry};
 use wirecall::health::{HealthReporter, ServingStatus};
-use wirecall::{Channel, RunningServer, Server};
+use wirecall::server::{Reply, Request};
+use wirecall::{Channel, Next, RunningServer, Server};
+use wirecall_test_support::eventually_async;
 
-/// A server named `name` with a health service reporting through `health`.
-async fn start(registry: &Registry, name: &str, health: &HealthReporter) -> RunningServer {
-    Server::builder()
+/// A test server and how many health checks it has answered.
+struct Started {
+    server: RunningServer,
+    checks: Arc<AtomicUsize>,
+}
+
+impl std::ops::Deref for Started {
+    type Target = RunningServer;
+
+    fn deref(&self) -> &RunningServer {
+        &self.server
+    }
+}
+
+impl Started {
+    async fn shutdown(self) {
+        self.server.shutdown().await;
+    }
+
+    /// Waits until the server has answered `more` health checks beyond those answered so
+    /// far: the balanced channel has then looked at its status that many times, which is
+    /// what a test that something did *not* happen must wait for.
+    async fn wait_checks(&self, more: usize) {
+        let target = self.checks.load(Ordering::SeqCst) + more;
+        eventually_async(&format!("{more} more health checks"), || async {
+            self.checks.load(Ordering::SeqCst) >= target
+        })
+        .await;
+    }
+}
+
+/// A server named `name` with a health service reporting through `health`, counting the
+/// health checks it answers.
+async fn start(registry: &Registry, name: &str, health: &HealthReporter) -> Started {
+    let checks = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&checks);
+    let count_checks = tower::layer::layer_fn(move |inner: Next<Request, Reply>| {
+        let counted = Arc::clone(&counted);
+        tower::service_fn(move |request: Request| {
+            if request.context().service() == "wirecall.Health" {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            let mut inner = inner.clone();
+            async move { inner.call(request).await }
+        })
+    });
+    let server = Server::builder()
         .serve(ClusterServer::new(Node {
             name: name.to_owned(),
             ledger: Ledger::default(),
         }))
         .serve(health.service())
+        .layer(count_checks)
         .register(registry.clone(), Registration::bound_address())
         .bind("127.0.0.1:0")
         .await
-        .expect("bind a test server")
+        .expect("bind a test server");
+    Started { server, checks }
 }
 
 async fn balanced(registry: &Registry, check_every: Option<Duration>) -> BalancedChannel {
@@ -90,7 +141,7 @@ async fn active_checks_eject_an_endpoint_that_reports_not_serving_and_readmit_it
     assert_eq!(counts, HashMap::from([("a".to_owned(), 100)]));
 
     // The probe connects at once but re-admits only once the service is serving again.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.wait_checks(3).await;
     assert!(channel
         .endpoints()
         .iter()
@@ -139,9 +190,9 @@ async fn without_active_checks_a_server_that_reports_not_serving_keeps_its_calls
     let channel = balanced(&registry, None).await;
     let client = ClusterClient::over(channel.clone());
     wait_for_endpoints(&channel, 2, Duration::from_secs(5)).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // Off by default: only failed connections eject.
+    // Off by default: only failed connections eject, and nothing asks for the status.
     wait_connected(&client, 2).await;
+    assert_eq!(b.checks.load(Ordering::SeqCst), 0);
     a.shutdown().await;
     b.shutdown().await;
 }
@@ -183,7 +234,7 @@ async fn active_checks_never_eject_every_endpoint_in_rotation() {
     two.set("Cluster", ServingStatus::NotServing);
     wait_ejected(&channel, &b.local_addr().to_string(), true).await;
     one.set("Cluster", ServingStatus::NotServing);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.wait_checks(3).await;
     let a_address = a.local_addr().to_string();
     assert!(
         channel

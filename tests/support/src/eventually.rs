@@ -20,6 +20,20 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     eventually_async(what, || std::future::ready(condition())).await;
 }
 
+/// [`eventually`] with its own deadline, for what takes longer than [`PATIENCE`] even when
+/// all is well (a broker restart, a hundred thousand events).
+pub async fn eventually_within(
+    what: &str,
+    patience: Duration,
+    mut condition: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + patience;
+    while !condition() {
+        assert!(Instant::now() < deadline, "{what}: not within {patience:?}");
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
 /// [`eventually`] for a condition that has to wait itself, such as a call: `condition` is
 /// called again (and awaited) until its future yields `true`. The deadline bounds the whole
 /// wait, the condition's own time included.

@@ -10,9 +10,12 @@
 //! these methods' ids.
 //!
 //! Besides the fixture, [`eventually`] and [`eventually_async`]: how a test waits for
-//! something to happen, instead of sleeping and hoping it has.
+//! something to happen, instead of sleeping and hoping it has; and
+//! [`quiet_panics_starting_with`], which keeps a test's injected panics off stderr.
 
+pub mod events;
 mod eventually;
+mod panics;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +25,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use wirecall::CallContext;
 
-pub use eventually::{eventually, eventually_async, PATIENCE};
+pub use eventually::{eventually, eventually_async, eventually_within, PATIENCE};
+pub use panics::quiet_panics_starting_with;
 
 /// A user, as in the surging benchmark.
 #[wirecall::message]
