@@ -51,8 +51,9 @@
 //! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). Off by
 //! default: `etcd` (the etcd registry back-end, `discovery::Etcd`, with the etcd-client crate;
 //! building it needs `protoc`) and `zookeeper` (the ZooKeeper back-end,
-//! `discovery::ZooKeeper`, with the zookeeper-client crate). docs.rs marks every item that
-//! needs a feature.
+//! `discovery::ZooKeeper`, with the zookeeper-client crate) and `rabbitmq` (the RabbitMQ
+//! event-bus back-end, `events::EventBus::rabbitmq`, with the lapin crate; needs Rust 1.88).
+//! docs.rs marks every item that needs a feature.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -92,7 +93,7 @@ pub mod health {
 /// arguments travel as `bin` in MessagePack and `bytes` in Protobuf, where `Vec<u8>` would be an
 /// array of integers in MessagePack and JSON.
 pub use ::bytes::Bytes;
-pub use wirecall_macros::{message, service};
+pub use wirecall_macros::{events, message, service};
 pub use wirecall_runtime::shutdown_signal;
 /// What [`ChannelBuilder::connect_with`] and [`RunningServer::serve_stream`] accept: any
 /// byte stream that can be split into a read and a write half (TCP, TLS, a Unix socket, an
@@ -120,12 +121,26 @@ pub use wirecall_runtime::{
 pub mod discovery {
     pub use wirecall_runtime::discovery::*;
 }
+/// Typed events: a trait marked [`#[wirecall::events]`](macro@events) is a contract, the
+/// macro generates `{Trait}Publisher` and `{Trait}Subscriber`, and an [`events::EventBus`]
+/// carries the events, in-process (the default) or over RabbitMQ (feature `rabbitmq`),
+/// durably, at least once, with retries and dead letters. See the book's "Events" chapter.
+pub mod events {
+    pub use wirecall_runtime::events::*;
+}
 /// The tower seam both sides share ([`Next`], what a layer added with
 /// [`ChannelBuilder::layer`] or [`ServerBuilder::layer`] wraps) and the layers wirecall ships:
 /// [`layers::CircuitBreakerLayer`], a client-side circuit breaker per method, with its
 /// [`layers::CircuitBreakerConfig`] and defaults. See the book's "Circuit breaker" section.
 pub mod layers {
     pub use wirecall_runtime::layers::*;
+}
+/// Per-method policies: the deadline, retries, concurrency limit, circuit breaker and
+/// fallback a method declares with `#[wirecall(..)]` in its trait ([`policy::MethodPolicy`]),
+/// and their run-time overrides ([`policy::Policies`], `WIRECALL_POLICY_FILE`,
+/// `WIRECALL_POLICY`). See the book's "Resilience" chapter.
+pub mod policy {
+    pub use wirecall_runtime::policy::*;
 }
 /// The client side beyond [`Channel`]: reading reply metadata, and what a channel's tower
 /// layers see ([`ChannelBuilder::layer`]).
@@ -134,9 +149,18 @@ pub mod client {
     pub use wirecall_runtime::client::{Reply, Request};
 }
 /// The server side beyond [`Server`]: what a server's tower layers see
-/// ([`ServerBuilder::layer`]), and the server's defaults.
+/// ([`ServerBuilder::layer`]), the server's defaults, and the names and labels of the
+/// metrics it reports ([`server::metrics`]).
 pub mod server {
-    pub use wirecall_runtime::server::{Reply, Request, DEFAULT_DRAIN_DELAY};
+    pub use wirecall_runtime::server::metrics;
+    pub use wirecall_runtime::server::{Reply, Request};
+    pub use wirecall_runtime::server::{
+        DEFAULT_AUTH_FAILURE_WINDOW, DEFAULT_AUTH_MAX_FAILURES, DEFAULT_DRAIN_DELAY,
+        DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LISTEN_BACKLOG,
+        DEFAULT_MAX_CONNECTIONS_CEILING, DEFAULT_MAX_IN_FLIGHT,
+        DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_PING_TIMEOUT, DEFAULT_RESERVED_DESCRIPTORS,
+        DEFAULT_SHUTDOWN_GRACE_PERIOD, DEFAULT_WRITE_TIMEOUT,
+    };
 }
 /// Service reflection: schemas, the built-in `wirecall.Reflection` service and its client,
 /// and the `.proto` and JSON Schema exports.
@@ -154,10 +178,12 @@ pub use wirecall_runtime::{ClientTlsConfig, ServerTlsConfig};
 #[doc(hidden)]
 pub use wirecall_runtime::__private;
 
-/// The chapters of the book (`book/src`), compiled and run as doctests so that their code
-/// cannot drift from the crate. See `book/README.md`.
+/// The README and the chapters of the book (`book/src`), compiled and run as doctests so that
+/// their code cannot drift from the crate. See `book/README.md`.
 #[cfg(doctest)]
 mod book {
+    #[doc = include_str!("../README.md")]
+    mod readme {}
     #[doc = include_str!("../book/src/introduction.md")]
     mod introduction {}
     #[doc = include_str!("../book/src/quick-start.md")]
@@ -166,14 +192,20 @@ mod book {
     mod services {}
     #[doc = include_str!("../book/src/types-and-codecs.md")]
     mod types_and_codecs {}
+    #[doc = include_str!("../book/src/errors.md")]
+    mod errors {}
     #[doc = include_str!("../book/src/server.md")]
     mod server {}
     #[doc = include_str!("../book/src/client.md")]
     mod client {}
     #[doc = include_str!("../book/src/metadata.md")]
     mod metadata {}
+    #[doc = include_str!("../book/src/resilience.md")]
+    mod resilience {}
     #[doc = include_str!("../book/src/discovery.md")]
     mod discovery {}
+    #[doc = include_str!("../book/src/events.md")]
+    mod events {}
     #[doc = include_str!("../book/src/wire-protocol.md")]
     mod wire_protocol {}
     #[doc = include_str!("../book/src/outside-rust.md")]

@@ -88,3 +88,64 @@ fn an_open_circuit_says_which_method_and_when_calls_go_through_again() {
     assert!(chain.contains("trial calls"), "{chain}");
     assert!(!chain.contains("endpoint 1"), "{chain}");
 }
+
+#[test]
+fn a_refused_handshake_names_its_cause_first() {
+    use wirecall::NegotiationError;
+    let cases = [
+        (
+            NegotiationError::AuthenticationFailed,
+            "authentication failed: ",
+        ),
+        (NegotiationError::Busy, "the server is busy "),
+        (
+            NegotiationError::PeerSpeaksTls(*b"\x16\x03\x01\x00"),
+            "the peer speaks TLS: ",
+        ),
+        (
+            NegotiationError::NothingToOffer,
+            "codec negotiation failed: ",
+        ),
+        (NegotiationError::TimedOut, "handshake failed: "),
+        (NegotiationError::BadMagic(*b"HTTP"), "handshake failed: "),
+    ];
+    for (refusal, start) in cases {
+        let err = Error::from(refusal);
+        let chain = assert_each_cause_once(&err);
+        assert!(
+            chain.starts_with(start),
+            "{chain:?} should start with {start:?}"
+        );
+        if !start.starts_with("codec") {
+            assert!(!chain.contains("codec negotiation"), "{chain}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_token_reads_as_an_authentication_failure() {
+    #[wirecall::service]
+    trait Ping {
+        async fn ping(&self) -> u32;
+    }
+    struct Pong;
+    impl Ping for Pong {
+        async fn ping(&self) -> u32 {
+            1
+        }
+    }
+    let server = wirecall::Server::builder()
+        .serve(PingServer::new(Pong))
+        .token("the right one")
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let err = Channel::builder()
+        .token("a wrong one")
+        .connect(server.local_addr())
+        .await
+        .unwrap_err();
+    let message = format!("{err}");
+    assert!(message.starts_with("authentication failed"), "{message}");
+    server.shutdown().await;
+}

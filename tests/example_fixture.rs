@@ -14,12 +14,13 @@ use wirecall_test_support::{fanly, UserModel, UserServiceClient};
 #[path = "../examples/user.rs"]
 mod example;
 
-/// What of a method travels on the wire: docs and the client-side `idempotent` retry hint
-/// do not.
+/// What of a method travels on the wire: docs, the client-side `idempotent` retry hint and
+/// the client-side policy do not.
 fn wire_shape(method: &MethodSchema) -> MethodSchema {
     MethodSchema {
         doc: String::new(),
         idempotent: false,
+        policy: String::new(),
         args: method.args.iter().map(undocumented).collect(),
         ..method.clone()
     }

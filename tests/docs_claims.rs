@@ -1,0 +1,73 @@
+//! Claims of the README and the book that the code decides: the README's hello is
+//! `examples/hello.rs` (which CI runs), and the services chapter lists the method names the
+//! macro reserves, read from the macro's own list.
+
+use std::path::Path;
+
+fn read(path: &str) -> String {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&file).unwrap_or_else(|err| panic!("reading {}: {err}", file.display()))
+}
+
+#[test]
+fn the_readme_hello_is_the_hello_example() {
+    let example = read("examples/hello.rs");
+    // The example without its `//!` header is the README's block, line for line.
+    let code: String = example
+        .lines()
+        .skip_while(|line| line.starts_with("//!") || line.is_empty())
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(code.contains("#[tokio::main]"), "{code}");
+    let readme = read("README.md");
+    assert!(
+        readme.contains(&format!("```rust\n{code}```")),
+        "README.md's hello differs from examples/hello.rs; copy the example into the README"
+    );
+}
+
+#[test]
+fn the_services_chapter_lists_every_reserved_method_name() {
+    let source = read("macros/src/validate.rs");
+    let file = syn::parse_file(&source).expect("macros/src/validate.rs parses");
+    let list = file
+        .items
+        .iter()
+        .find_map(|item| match item {
+            syn::Item::Const(item) if item.ident == "CLIENT_METHODS" => Some(item),
+            _ => None,
+        })
+        .expect("macros/src/validate.rs has CLIENT_METHODS");
+    let syn::Expr::Reference(reference) = &*list.expr else {
+        panic!("CLIENT_METHODS is not `&[..]`");
+    };
+    let syn::Expr::Array(names) = &*reference.expr else {
+        panic!("CLIENT_METHODS is not `&[..]`");
+    };
+    let names: Vec<String> = names
+        .elems
+        .iter()
+        .map(|name| match name {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(name),
+                ..
+            }) => name.value(),
+            other => panic!("not a string literal: {other:?}"),
+        })
+        .collect();
+    assert!(names.len() > 10, "{names:?}");
+    let chapter = read("book/src/services.md");
+    // The paragraph that lists what a method may not be called.
+    let paragraph = chapter
+        .split("\n\n")
+        .find(|paragraph| paragraph.contains("Not allowed"))
+        .expect("the services chapter has its \"Not allowed\" paragraph");
+    let missing: Vec<_> = names
+        .iter()
+        .filter(|name| !paragraph.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "book/src/services.md's \"Not allowed\" paragraph misses the reserved names {missing:?}"
+    );
+}
