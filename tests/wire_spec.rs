@@ -495,12 +495,15 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
         .token("guess")
         .connect(tap.addr)
         .await;
-    assert!(matches!(
-        refused,
-        Err(wirecall::Error::Negotiation(
-            wirecall::NegotiationError::AuthenticationFailed
-        ))
-    ));
+    assert!(
+        matches!(
+            refused,
+            Err(wirecall::Error::Negotiation(
+                wirecall::NegotiationError::AuthenticationFailed
+            ))
+        ),
+        "{refused:?}"
+    );
     let (_, down) = tap.recorded();
     expected.add("authentication failed hello", annotate_server_hello(&down));
     guarded.shutdown().await;
