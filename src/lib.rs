@@ -105,10 +105,16 @@ pub use wirecall_runtime::transport::Transport;
 pub use wirecall_runtime::wire;
 pub use wirecall_runtime::{
     method_id, CallError, CallTarget, Caller, Channel, ChannelBuilder, Codec, CodecError, Error,
-    ErrorCode, FrameError, MethodDescriptor, MethodId, NegotiationError, PeerIdentity, ReplyFuture,
-    RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle, Token,
-    WireMessage, PROTOCOL_VERSION,
+    ErrorCode, FrameError, MethodDescriptor, MethodId, MethodShape, NegotiationError, PeerIdentity,
+    ReplyFuture, RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle,
+    Streaming, Token, WireMessage, PROTOCOL_VERSION,
 };
+/// Stream calls (protocol version 3): [`Streaming`], what a handler of a method declared
+/// `-> wirecall::Streaming<T>` returns, and what travels for each item. The caller receives
+/// a [`client::ItemStream`]. See the book's "Streaming" chapter.
+pub mod stream {
+    pub use wirecall_runtime::stream::*;
+}
 pub use wirecall_runtime::{
     BoxError, CallContext, Metadata, MetadataError, Next, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES,
 };
@@ -146,7 +152,7 @@ pub mod policy {
 /// layers see ([`ChannelBuilder::layer`]).
 pub mod client {
     pub use wirecall_runtime::client::reply_metadata;
-    pub use wirecall_runtime::client::{Reply, Request};
+    pub use wirecall_runtime::client::{ItemStream, Reply, Request};
 }
 /// The server side beyond [`Server`]: what a server's tower layers see
 /// ([`ServerBuilder::layer`]), the server's defaults, and the names and labels of the

@@ -282,6 +282,7 @@ mod tests {
             oneway: false,
             idempotent: true,
             policy: policy.to_owned(),
+            server_stream: false,
         };
         let schema = ServiceSchema {
             name: "Users".to_owned(),

@@ -201,6 +201,28 @@ pub enum ReplyShape {
         ok: Option<Box<Type>>,
         err: Box<Type>,
     },
+    /// `-> Streaming<I>` (any path ending in `Streaming` with one type argument): a server
+    /// stream whose items have the shape `item` (validation refuses a `Unit` or `Stream` one).
+    Stream {
+        /// The written return type, for spans.
+        whole: Box<Type>,
+        item: Box<ReplyShape>,
+    },
+}
+
+impl ReplyShape {
+    /// The shape of one message of the reply: the reply itself, or one item of a stream.
+    pub fn message(&self) -> &ReplyShape {
+        match self {
+            Self::Stream { item, .. } => item,
+            other => other,
+        }
+    }
+
+    /// Whether the method is a server stream.
+    pub fn is_stream(&self) -> bool {
+        matches!(self, Self::Stream { .. })
+    }
 }
 
 /// Parses the trait. Only non-trait input fails here; everything else is judged by `validate`.
@@ -298,12 +320,23 @@ fn reply_shape(output: &ReturnType) -> ReplyShape {
         ReturnType::Default => return ReplyShape::Unit,
         ReturnType::Type(_, ty) => ty,
     };
+    if let Some(item) = streaming_arg(ty) {
+        return ReplyShape::Stream {
+            whole: ty.clone(),
+            item: Box::new(type_shape(item)),
+        };
+    }
+    type_shape(ty)
+}
+
+/// The shape of one reply message of type `ty`.
+fn type_shape(ty: &Type) -> ReplyShape {
     if is_unit(ty) {
         return ReplyShape::Unit;
     }
     if let Some((ok, err)) = result_args(ty) {
         return ReplyShape::Result {
-            whole: ty.clone(),
+            whole: Box::new(ty.clone()),
             ok: if is_unit(ok) {
                 None
             } else {
@@ -312,7 +345,27 @@ fn reply_shape(output: &ReturnType) -> ReplyShape {
             err: Box::new(err.clone()),
         };
     }
-    ReplyShape::Value((**ty).clone())
+    ReplyShape::Value(ty.clone())
+}
+
+/// `I` of a type written `Streaming<I>` (any path ending in `Streaming` with one type
+/// argument, such as `wirecall::Streaming<I>`).
+pub fn streaming_arg(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    if path.qself.is_some() {
+        return None;
+    }
+    let segment = path.path.segments.last()?;
+    if segment.ident != "Streaming" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(generics) = &segment.arguments else {
+        return None;
+    };
+    match generics.args.iter().collect::<Vec<_>>()[..] {
+        [syn::GenericArgument::Type(item)] => Some(item),
+        _ => None,
+    }
 }
 
 /// `T` and `E` of a type written `Result<T, E>` (any path ending in `Result` with two type

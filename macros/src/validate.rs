@@ -167,6 +167,10 @@ fn validate_method_policy(method: &MethodDef, errors: &mut Errors) {
         }
         return;
     }
+    // A stream's own rules are in `validate_stream`.
+    if method.reply.is_stream() {
+        return;
+    }
     if let Some((_, span)) = policy.retries {
         if method.idempotent.is_none() {
             errors.push(syn::Error::new(
@@ -211,6 +215,9 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
                 );
             }
         }
+        ReplyShape::Stream { whole, item } => {
+            validate_stream(def, method, whole, item, errors);
+        }
     }
 
     if let Some(idempotent) = &method.idempotent {
@@ -242,6 +249,61 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
                 "`{}` clashes with the generated `{}Client::{}`; rename the method",
                 method.wire_name, def.item.ident, method.wire_name
             ),
+        );
+    }
+}
+
+/// A server stream: items that carry something (a value, or a result), no `#[oneway]`, and
+/// no policy key that only means something for one reply.
+fn validate_stream(
+    def: &ServiceDef,
+    method: &MethodDef,
+    whole: &Type,
+    item: &ReplyShape,
+    errors: &mut Errors,
+) {
+    match item {
+        ReplyShape::Unit => errors.spanned(
+            whole,
+            "a stream of `()` carries nothing; stream a value (`Streaming<u64>`, a count or an \
+             id) or return `()` once instead",
+        ),
+        ReplyShape::Stream { .. } => errors.spanned(
+            whole,
+            "a stream item cannot be a stream; stream the inner items, or a `Vec` of them",
+        ),
+        ReplyShape::Value(ty) => validate_return_type(ty, def.protobuf(), errors),
+        ReplyShape::Result { ok, err, .. } => {
+            match ok {
+                Some(ok) => validate_return_type(ok, def.protobuf(), errors),
+                None => errors.spanned(
+                    whole,
+                    "a stream item of `Result<(), E>` carries no value; stream \
+                     `Result<T, E>` with a value, or return `Result<(), E>` once",
+                ),
+            }
+            validate_return_type(err, def.protobuf(), errors);
+        }
+    }
+    if method.oneway.is_some() {
+        errors.spanned(
+            whole,
+            "a #[oneway] method sends no reply, so it cannot return a stream; remove the \
+             return type or remove #[oneway]",
+        );
+    }
+    let policy = &method.policy;
+    if let Some((_, span)) = policy.retries {
+        errors.push(syn::Error::new(
+            span,
+            "a stream is not sent again once items may have reached the caller, so it takes \
+             no `retries`; remove it (reopen the stream in your code where that is safe)",
+        ));
+    }
+    if let Some(fallback) = &policy.fallback {
+        errors.spanned(
+            fallback,
+            "a fallback answers one reply; a stream has none to replace: remove `fallback`",
         );
     }
 }
@@ -305,6 +367,16 @@ pub fn validate_signature(
                 "name each argument with a plain identifier, e.g. `point: Point`; \
                  destructure it inside your impl",
             );
+        }
+        if crate::parse::streaming_arg(&arg.ty).is_some() {
+            errors.spanned(
+                &arg.ty,
+                "uploads (an argument of type `Streaming<T>`: client or bidirectional \
+                 streaming) are not supported yet; take a `Vec<T>` in one call, or call a \
+                 unary method once per piece, and return `Streaming<T>` for a stream from \
+                 the server",
+            );
+            continue;
         }
         validate_arg_type(&arg.ty, def.protobuf(), errors);
     }

@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::client::Channel;
+use crate::client::{Channel, ItemStream};
+use crate::stream::ItemMessage;
 use crate::codec::WireMessage;
 use crate::error::Error;
 use crate::method::MethodId;
@@ -51,6 +52,23 @@ pub trait Caller: Clone + Send + Sync + 'static {
         }
     }
 
+    /// Opens a server stream of `method` under its policy (see
+    /// [`Channel::open_stream_with_policy`]): generated clients call this for each method
+    /// that returns `Streaming<T>`. The default refuses: a hand-written `Caller` that can
+    /// open streams overrides it.
+    fn open_stream<A: WireMessage, M: ItemMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> impl Future<Output = Result<ItemStream<M::Item>, Error>> + Send {
+        let _ = (declared, args);
+        std::future::ready(Err(Error::Config(format!(
+            "this caller cannot open streams, so {method} cannot be called through it; call \
+             it through a Channel"
+        ))))
+    }
+
     /// Sends a one-way call (see [`Channel::notify`]).
     fn notify<A: WireMessage>(
         &self,
@@ -86,6 +104,15 @@ impl Caller for Channel {
         args: A,
     ) -> impl Future<Output = Result<(), Error>> + Send {
         Channel::notify(self, method, args)
+    }
+
+    fn open_stream<A: WireMessage, M: ItemMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> impl Future<Output = Result<ItemStream<M::Item>, Error>> + Send {
+        Channel::open_stream_with_policy::<A, M>(self, method, declared, args)
     }
 
     fn with_timeout(&self, timeout: Duration) -> Self {

@@ -51,6 +51,10 @@ pub enum CallError {
     /// A server layer failed the call with an error of its own (shown in the message).
     #[error("a server layer failed the call: {0}")]
     Layer(BoxError),
+    /// The frame does not match the method's shape: an `Open` for a unary method, or a
+    /// `Request` for a streaming one. The message names the method's shape.
+    #[error("{0}")]
+    WrongShape(String),
 }
 
 impl CallError {
@@ -65,6 +69,7 @@ impl CallError {
             Self::Overloaded(_) => ErrorCode::Overloaded,
             Self::TimedOut => ErrorCode::DeadlineExceeded,
             Self::Layer(_) => ErrorCode::LayerFailed,
+            Self::WrongShape(_) => ErrorCode::BadRequest,
         }
     }
 
@@ -239,6 +244,15 @@ pub enum Error {
         method: &'static str,
         /// The limit reached.
         limit: u32,
+    },
+    /// The server settled a protocol version without stream calls (version 3 brought them):
+    /// the stream was not opened, and nothing was sent.
+    #[error("the server speaks protocol version {version}, which has no stream calls, so {method} cannot be opened; upgrade the server to protocol version 3 or later")]
+    StreamsUnsupported {
+        /// The streaming method.
+        method: MethodId,
+        /// The connection's protocol version.
+        version: u8,
     },
     /// The server's or the channel's configuration is invalid (for example two methods share
     /// an id, or a TLS certificate does not parse).

@@ -12,6 +12,7 @@
 //! - [`codec`]: JSON, MessagePack and Protobuf payloads;
 //! - [`client`] and [`server`]: multiplexed calls on top;
 //! - [`discovery`]: registries, and a balanced channel over every endpoint of a service;
+//! - [`stream`]: stream calls (protocol version 3): a handler's [`Streaming`] items, credit;
 //! - [`events`]: typed events published to every subscription, in-process or over RabbitMQ
 //!   (feature `rabbitmq`).
 
@@ -43,6 +44,7 @@ pub mod policy;
 pub mod reflect;
 pub mod server;
 mod service;
+pub mod stream;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub mod tls;
@@ -70,12 +72,13 @@ pub use context::CallContext;
 pub use error::{BoxError, CallError, Error, ErrorCode};
 pub use layers::next::Next;
 pub use metadata::{Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES};
-pub use method::{method_id, MethodDescriptor, MethodId, ServiceDescriptor};
+pub use method::{method_id, MethodDescriptor, MethodId, MethodShape, ServiceDescriptor};
 pub use negotiate::{NegotiationError, PROTOCOL_VERSION};
 pub use server::{
     shutdown_signal, CallTarget, PeerIdentity, RunningServer, Server, ServerBuilder, ShutdownHandle,
 };
 pub use service::{ReplyFuture, Service};
+pub use stream::Streaming;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use tls::{ClientTlsConfig, ServerTlsConfig};
@@ -88,6 +91,8 @@ pub mod __private {
     pub use crate::codec::evolve::{self, SerdeFields};
     pub use crate::codec::proto;
     pub use crate::dispatch::{dispatch, result_from_parts, unknown_method};
+    pub use crate::stream::outgoing::{serve_stream, unknown_stream};
+    pub use crate::stream::ItemMessage;
     pub use crate::events::__private as events;
     pub use crate::layers::CircuitBreakerConfig;
     pub use crate::policy::{fallback_for, DeclaredPolicy, MethodPolicy};

@@ -71,6 +71,29 @@ pub struct MethodDescriptor {
     pub id: MethodId,
     /// Whether it was declared `#[oneway]` (no reply is ever sent).
     pub oneway: bool,
+    /// How it is called: one request and one reply, or a stream.
+    pub shape: MethodShape,
+}
+
+/// How a method is called on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MethodShape {
+    /// A `Request` answered by one `Response` (or a one-way `Notify`).
+    Unary,
+    /// An `Open` answered by `Item` frames and one `End` (protocol version 3): a method that
+    /// returns [`Streaming<T>`](crate::stream::Streaming).
+    ServerStream,
+}
+
+impl MethodShape {
+    /// How the wire chapter and error messages name the shape.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Unary => "a unary method (call it with a Request frame)",
+            Self::ServerStream => "a server-streaming method (open it with an Open frame)",
+        }
+    }
 }
 
 #[cfg(test)]

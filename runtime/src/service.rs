@@ -8,6 +8,7 @@ use bytes::Bytes;
 use crate::codec::Codec;
 use crate::error::CallError;
 use crate::method::{MethodId, ServiceDescriptor};
+use crate::stream::OpenFuture;
 use crate::transport::frame::FrameBuf;
 
 /// The future of one dispatched call: the encoded reply (in a [`FrameBuf`] whose header the
@@ -23,6 +24,13 @@ pub trait Service: Send + Sync + 'static {
     /// Starts one call. Decoding the arguments happens before the future is returned, so a
     /// bad payload fails without spawning anything.
     fn call(&self, method: MethodId, codec: Codec, payload: Bytes) -> ReplyFuture;
+
+    /// Opens one stream call (an `Open` frame, protocol version 3) of a method whose
+    /// descriptor's shape is a stream. As with [`call`](Self::call), the arguments are
+    /// decoded before the future is returned. The default has no streaming method.
+    fn open(&self, method: MethodId, _codec: Codec, _payload: Bytes) -> OpenFuture {
+        crate::stream::outgoing::unknown_stream(method)
+    }
 
     /// The service's schema, for the reflection service. Generated servers describe every
     /// argument and reply type; the default gives only the descriptor's names and marks the

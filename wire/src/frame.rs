@@ -4,7 +4,7 @@
 //! offset  size  field
 //!      0     4  length      u32 BE, bytes after this field (header + payload)
 //!      4     1  kind        FrameKind
-//!      5     1  flags       0, or FLAG_METADATA on a protocol-version-2 connection
+//!      5     1  flags       0, or FLAG_METADATA from protocol version 2 on
 //!      6     8  request id  u64 BE
 //!     14     8  method id   u64 BE (0 where the kind has no method)
 //!     22     4  deadline    u32 BE, milliseconds the caller will wait; 0 = no deadline
@@ -42,6 +42,15 @@ pub enum FrameKind {
     Pong = 6,
     /// A one-way call: no reply of any kind is sent.
     Notify = 7,
+    /// Protocol version 3: opens a stream call (like a `Request`, but answered by `Item`
+    /// frames and one `End` or `Error`).
+    Open = 8,
+    /// Protocol version 3: one item of an open stream.
+    Item = 9,
+    /// Protocol version 3: the sender's last frame on a stream: it sends no more items.
+    End = 10,
+    /// Protocol version 3: the receiver of a stream allows its peer this many more items.
+    Credit = 11,
 }
 
 impl FrameKind {
@@ -55,10 +64,31 @@ impl FrameKind {
             5 => Self::Ping,
             6 => Self::Pong,
             7 => Self::Notify,
+            8 => Self::Open,
+            9 => Self::Item,
+            10 => Self::End,
+            11 => Self::Credit,
             _ => return None,
         })
     }
+
+    /// The oldest protocol version that has this kind: 3 for the stream kinds, 1 otherwise.
+    /// A frame of a newer kind than its connection's version is an unknown kind there.
+    pub const fn since_version(self) -> u8 {
+        match self {
+            Self::Open | Self::Item | Self::End | Self::Credit => 3,
+            _ => 1,
+        }
+    }
 }
+
+/// Bytes of a `Credit` frame's payload: the granted item count, a `u32` BE.
+pub const CREDIT_LEN: usize = 4;
+
+/// The most items a stream's receiver may have granted and not yet received: a `Credit` that
+/// takes the outstanding credit past this is a protocol violation. Bounds what a receiver
+/// commits to buffer, whatever the peer asks.
+pub const MAX_STREAM_CREDIT: u32 = 65_536;
 
 #[cfg(test)]
 mod tests {
@@ -72,6 +102,14 @@ mod tests {
             }
         }
         assert_eq!(FrameKind::from_u8(0), None);
-        assert_eq!(FrameKind::from_u8(8), None);
+        assert_eq!(FrameKind::from_u8(12), None);
+    }
+
+    #[test]
+    fn only_the_stream_kinds_need_version_3() {
+        for value in 1..=11 {
+            let kind = FrameKind::from_u8(value).unwrap();
+            assert_eq!(kind.since_version(), if value >= 8 { 3 } else { 1 });
+        }
     }
 }

@@ -12,8 +12,12 @@
 /// First four bytes of both hellos.
 pub const MAGIC: [u8; 4] = *b"WCAL";
 /// The newest protocol version this build speaks. Version 2 adds call metadata (frame flag
-/// [`FLAG_METADATA`](crate::FLAG_METADATA)) and the hellos' extension block.
-pub const PROTOCOL_VERSION: u8 = 2;
+/// [`FLAG_METADATA`](crate::FLAG_METADATA)) and the hellos' extension block; version 3 adds
+/// stream calls (frame kinds `Open`, `Item`, `End` and `Credit`).
+pub const PROTOCOL_VERSION: u8 = 3;
+
+/// The oldest protocol version that carries stream calls.
+pub const STREAMS_SINCE_VERSION: u8 = 3;
 /// The oldest protocol version this build still speaks.
 pub const MIN_PROTOCOL_VERSION: u8 = 1;
 /// The most codec ids a hello may list.

@@ -170,6 +170,32 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         });
     }
 
+    if let ReplyShape::Stream { item, .. } = &method.def.reply {
+        let item_ty = match &**item {
+            ReplyShape::Value(ty) => quote!(#ty),
+            ReplyShape::Result {
+                ok: Some(ok), err, ..
+            } => quote!(::core::result::Result<#ok, #err>),
+            // Refused by validation.
+            _ => quote!(()),
+        };
+        let declared = declared_policy(service, method);
+        return Ok(quote! {
+            #docs
+            ///
+            /// A server stream: resolves once the stream is open, then yields the items as the
+            /// server sends them. The call's deadline bounds the whole stream; dropping the
+            /// stream cancels the call.
+            pub async fn #ident(
+                &self,
+                #(#params),*
+            ) -> ::core::result::Result<#krate::client::ItemStream<#item_ty>, #krate::Error> {
+                #declared
+                #krate::Caller::open_stream::<_, #reply_struct>(&self.channel, #id, &__POLICY, #args)
+                    .await
+            }
+        });
+    }
     let (output, body) = match &method.def.reply {
         ReplyShape::Unit => (
             quote!(()),
@@ -204,6 +230,8 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
                 })
             },
         ),
+        // Returned above.
+        ReplyShape::Stream { .. } => return Ok(TokenStream::new()),
     };
     let declared = declared_policy(service, method);
     let body = match &method.def.policy.fallback {

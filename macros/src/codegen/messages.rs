@@ -58,8 +58,8 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
     }
     for method in &service.methods {
         let mut types: Vec<&Type> = method.def.args.iter().map(|arg| &arg.ty).collect();
-        match &method.def.reply {
-            ReplyShape::Unit => {}
+        match method.def.reply.message() {
+            ReplyShape::Unit | ReplyShape::Stream { .. } => {}
             ReplyShape::Value(ty) => types.push(ty),
             ReplyShape::Result { ok, err, .. } => {
                 types.extend(ok.as_deref());
@@ -83,6 +83,69 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
             &method.reply_struct,
             method,
         ));
+    }
+    out
+}
+
+/// `impl ItemMessage` for the reply struct of each server-streaming method: its `Reply`
+/// struct is the message of one item.
+pub fn item_impls(service: &ServiceGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
+    let mut out = TokenStream::new();
+    for method in &service.methods {
+        let ReplyShape::Stream { item, .. } = &method.def.reply else {
+            continue;
+        };
+        let reply_struct = &method.reply_struct;
+        let cfg = &method.cfg_attrs;
+        let (item_ty, from_item, into_item) = match &**item {
+            ReplyShape::Value(ty) => (
+                quote!(#ty),
+                quote!((Self { value: __item }, false)),
+                quote!(::core::result::Result::Ok(self.value)),
+            ),
+            ReplyShape::Result {
+                ok: Some(ok), err, ..
+            } => (
+                quote!(::core::result::Result<#ok, #err>),
+                quote! {
+                    match __item {
+                        ::core::result::Result::Ok(__ok) => (
+                            Self {
+                                ok: ::core::option::Option::Some(__ok),
+                                err: ::core::option::Option::None,
+                            },
+                            false,
+                        ),
+                        // An application error is the stream's last item.
+                        ::core::result::Result::Err(__err) => (
+                            Self {
+                                ok: ::core::option::Option::None,
+                                err: ::core::option::Option::Some(__err),
+                            },
+                            true,
+                        ),
+                    }
+                },
+                quote!(#krate::__private::result_from_parts(self.ok, self.err)),
+            ),
+            // Refused by validation.
+            _ => continue,
+        };
+        out.extend(quote! {
+            #(#cfg)*
+            impl #krate::__private::ItemMessage for #reply_struct {
+                type Item = #item_ty;
+
+                fn from_item(__item: Self::Item) -> (Self, bool) {
+                    #from_item
+                }
+
+                fn into_item(self) -> ::core::result::Result<Self::Item, #krate::Error> {
+                    #into_item
+                }
+            }
+        });
     }
     out
 }
@@ -129,8 +192,8 @@ fn args_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
 /// `err` for results.
 fn reply_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
     let span = method.reply_struct.span();
-    match &method.def.reply {
-        ReplyShape::Unit => (Vec::new(), Vec::new()),
+    match method.def.reply.message() {
+        ReplyShape::Unit | ReplyShape::Stream { .. } => (Vec::new(), Vec::new()),
         ReplyShape::Value(ty) => (vec![Ident::new("value", span)], vec![ty.clone()]),
         ReplyShape::Result { ok, err, .. } => {
             let err_ty: Type = syn::parse_quote_spanned!(err.span()=> ::core::option::Option<#err>);

@@ -60,6 +60,7 @@ pub fn expand(def: &ServiceDef) -> syn::Result<TokenStream> {
     let client_struct = client::client_struct(&service);
     let server_struct = server::server_struct(&service);
     let messages = messages::messages(&service);
+    let item_impls = messages::item_impls(&service);
     let descriptor = server::descriptor(&service);
     let client_impl = client::client_impl(&service)?;
     let server_impls = server::server_impls(&service);
@@ -75,6 +76,7 @@ pub fn expand(def: &ServiceDef) -> syn::Result<TokenStream> {
         #[allow(clippy::all, clippy::pedantic, clippy::nursery, dead_code, deprecated, non_camel_case_types, unused_qualifications)]
         const _: () = {
             #messages
+            #item_impls
             #descriptor
             #client_impl
             #server_impls

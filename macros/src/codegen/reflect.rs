@@ -84,7 +84,7 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
                 quote!(#reflect::TypeRef::Opaque(::std::string::String::from(#written)))
             }
         };
-        let reply = match &def.reply {
+        let reply = match def.reply.message() {
             ReplyShape::Unit => quote!(#reflect::ReplySchema::Unit),
             ReplyShape::Value(value) => {
                 let value = ty(value);
@@ -101,7 +101,10 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
                 let err = ty(err);
                 quote!(#reflect::ReplySchema::Result { ok: #ok, err: #err })
             }
+            // `message()` is never a stream.
+            ReplyShape::Stream { .. } => quote!(#reflect::ReplySchema::Unit),
         };
+        let server_stream = def.reply.is_stream();
         let cfg = &method.cfg_attrs;
         quote! {
             #(#cfg)*
@@ -109,7 +112,7 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
                 #name, #id, #doc, #oneway, #idempotent,
                 ::std::vec![#(#args),*],
                 #reply,
-            ).with_policy(#policy));
+            ).with_policy(#policy).with_server_stream(#server_stream));
         }
     });
     quote! {

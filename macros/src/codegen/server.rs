@@ -50,6 +50,10 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
         let name = &method.def.wire_name;
         let id = method.method_id_expr(krate);
         let oneway = method.def.oneway.is_some();
+        let shape = match method.def.reply {
+            ReplyShape::Stream { .. } => quote!(#krate::MethodShape::ServerStream),
+            _ => quote!(#krate::MethodShape::Unary),
+        };
         let cfg = &method.cfg_attrs;
         quote! {
             #(#cfg)*
@@ -57,6 +61,7 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
                 name: #name,
                 id: #id,
                 oneway: #oneway,
+                shape: #shape,
             }
         }
     });
@@ -78,7 +83,30 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
     let arms = service
         .methods
         .iter()
+        .filter(|method| !method.def.reply.is_stream())
         .map(|method| dispatch_arm(service, method));
+    let stream_arms: Vec<TokenStream> = service
+        .methods
+        .iter()
+        .filter(|method| method.def.reply.is_stream())
+        .map(|method| open_arm(service, method))
+        .collect();
+    // Only services with a streaming method replace the default `open`.
+    let open = (!stream_arms.is_empty()).then(|| {
+        quote! {
+            fn open(
+                &self,
+                __method: #krate::MethodId,
+                __codec: #krate::Codec,
+                __payload: #krate::__private::Bytes,
+            ) -> #krate::stream::OpenFuture {
+                match #krate::MethodId::get(__method) {
+                    #(#stream_arms)*
+                    _ => #krate::__private::unknown_stream(__method),
+                }
+            }
+        }
+    });
     let schema = super::reflect::service_schema(service);
     quote! {
         impl<__S: #trait_ident> #server<__S> {
@@ -112,7 +140,40 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
                 }
             }
 
+            #open
+
             #schema
+        }
+    }
+}
+
+/// The arm of `open` for a server-streaming method: the handler's `Streaming` of items, each
+/// encoded as the method's item message (its `Reply` struct).
+fn open_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
+    let krate = &service.def.krate;
+    let trait_ident = &service.def.item.ident;
+    let ident = &method.def.sig.ident;
+    let id = &method.id;
+    let args_struct = &method.args_struct;
+    let reply_struct = &method.reply_struct;
+    let args = method.arg_idents.iter().map(|arg| quote!(__args.#arg));
+    let args_binding = if method.arg_idents.is_empty() {
+        quote!(_)
+    } else {
+        quote!(__args)
+    };
+    let cfg = &method.cfg_attrs;
+    quote! {
+        #(#cfg)*
+        #id => {
+            let __inner = ::core::clone::Clone::clone(&self.inner);
+            #krate::__private::serve_stream::<#args_struct, #reply_struct, _, _>(
+                __codec,
+                __payload,
+                move |#args_binding: #args_struct| async move {
+                    <__S as #trait_ident>::#ident(&*__inner, #(#args),*).await
+                },
+            )
         }
     }
 }
@@ -150,6 +211,8 @@ fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream
                 },
             }
         },
+        // Served by `open_arm`.
+        ReplyShape::Stream { .. } => return TokenStream::new(),
         ReplyShape::Result { ok: None, .. } => quote! {
             match #call {
                 ::core::result::Result::Ok(()) => #reply_struct {

@@ -55,6 +55,11 @@ pub fn validate(contract: &EventsDef) -> syn::Result<()> {
                 "an event handler returns nothing to the publisher; remove the return type, \
                  or return `Result<(), E>` (with `E: Display`) to have a failed event retried",
             ),
+            ReplyShape::Stream { whole, .. } => errors.spanned(
+                whole,
+                "an event handler returns nothing to the publisher; remove the return type, \
+                 or return `Result<(), E>` (with `E: Display`) to have a failed event retried",
+            ),
             ReplyShape::Result { ok: Some(ok), .. } => errors.spanned(
                 ok,
                 "an event handler's result carries no value: write `Result<(), E>` \

@@ -211,6 +211,16 @@ impl ChannelBuilder {
         self
     }
 
+    /// How many items of a server stream the server may send ahead of the consumer (default
+    /// 32, at most 65,536): the stream's credit window. The client grants the window when it
+    /// opens a stream and half of it again each time its consumer has taken half, so a
+    /// stream buffers at most this many items, and a consumer that stops reading pauses the
+    /// producer. Larger windows suit small items on long round trips.
+    pub fn stream_window(mut self, items: u32) -> Self {
+        self.settings.stream_window = items.clamp(1, crate::wire::MAX_STREAM_CREDIT);
+        self
+    }
+
     /// After `interval` without any frame from the server, send a ping (default 30 s).
     pub fn keepalive(mut self, interval: Duration) -> Self {
         let timeout = self

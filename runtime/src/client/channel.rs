@@ -20,6 +20,8 @@ use super::pending;
 use super::request::{Reply, Request};
 use super::settings::FIRST_BACKOFF;
 use crate::codec::{Codec, WireMessage};
+use crate::stream::ItemMessage;
+use super::item_stream::ItemStream;
 use crate::error::Error;
 use crate::layers::circuit_breaker::circuits::Circuits;
 use crate::layers::next::Next;
@@ -188,6 +190,55 @@ impl Channel {
             .send_call(method, args, self.timeout, outgoing)
             .await?;
         Ok(codec.decode(&payload)?)
+    }
+
+    /// Opens a server stream of `method` with `args` and returns its items as they come
+    /// (protocol version 3; an older server fails it with [`Error::StreamsUnsupported`]
+    /// before anything is sent). The handle's timeout bounds the **whole** stream, not its
+    /// first item: open a stream that should outlive it through
+    /// [`without_timeout`](Self::without_timeout) or a longer
+    /// [`with_timeout`](Self::with_timeout). Dropping the stream cancels the call.
+    ///
+    /// Generated clients call this for each method that returns `Streaming<T>`, with `M` its
+    /// item message; layers added with [`ChannelBuilder::layer`](crate::ChannelBuilder::layer)
+    /// do not see streams yet.
+    pub async fn open_stream<A: WireMessage, M: ItemMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+    ) -> Result<ItemStream<M::Item>, Error> {
+        self.open_stream_within::<A, M>(method, args, self.timeout)
+            .await
+    }
+
+    /// Opens a server stream under its method's policy: the deadline of the whole stream is
+    /// the shorter of the handle's and the policy's `timeout`. (Retries and fallbacks are
+    /// refused on streams at compile time; concurrency limits and breakers do not apply to
+    /// them yet.) Generated clients call this.
+    pub async fn open_stream_with_policy<A: WireMessage, M: ItemMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> Result<ItemStream<M::Item>, Error> {
+        let timeout = match self.shared.policies.state(method, declared) {
+            Some(state) => policy_call::shorter(self.timeout, state.policy.timeout()),
+            None => self.timeout,
+        };
+        self.open_stream_within::<A, M>(method, args, timeout).await
+    }
+
+    async fn open_stream_within<A: WireMessage, M: ItemMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+        timeout: Option<Duration>,
+    ) -> Result<ItemStream<M::Item>, Error> {
+        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        let connection = self.shared.connection().await?;
+        connection
+            .open_stream::<M, _>(method, args, timeout, &outgoing)
+            .await
     }
 
     /// Calls `method` with an argument payload already encoded in this channel's codec

@@ -51,6 +51,8 @@ pub(crate) struct Connection {
     pub(super) send_limit: Arc<AtomicU32>,
     /// For a connection opened with early calls: what its server hello said, once read.
     pub(super) hello: Option<watch::Receiver<Verdict>>,
+    /// The credit window of the server streams opened on this connection.
+    pub(super) stream_window: u32,
     pub(super) peer: Option<SocketAddr>,
     pub(super) reader: JoinHandle<()>,
     /// The reader and writer tasks, so that closing can wait for both to end.
@@ -130,6 +132,7 @@ impl Connection {
             next_request_id: AtomicU64::new(1),
             send_limit,
             hello,
+            stream_window: settings.stream_window,
             peer,
             reader,
             tasks,
@@ -332,7 +335,7 @@ impl EarlyHello {
 }
 
 /// The wire deadline: milliseconds, at least 1 so that a tiny timeout is not read as "none".
-fn deadline_ms(timeout: Option<Duration>) -> u32 {
+pub(super) fn deadline_ms(timeout: Option<Duration>) -> u32 {
     timeout.map_or(0, |t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32)
 }
 

@@ -11,7 +11,9 @@
 //! (may it be sent again?); `pending.rs` the calls waiting for replies
 //! and `reader.rs` the task that delivers them; `args.rs` and `outgoing.rs` what a call
 //! carries; `request.rs` the tower seam that [`ChannelBuilder::layer`] wraps, and
-//! `connector.rs` its innermost service. This module only declares and re-exports.
+//! `connector.rs` its innermost service; `open.rs` opens a server stream, `stream_slot.rs`
+//! holds its items in the pending table and `item_stream.rs` is the caller's [`ItemStream`].
+//! This module only declares and re-exports.
 
 pub(crate) mod args;
 mod builder;
@@ -23,16 +25,20 @@ mod dial;
 mod early;
 mod exchange;
 pub(crate) mod failure;
+mod item_stream;
+mod open;
 mod outgoing;
 mod pending;
 mod reader;
 pub mod reply_metadata;
 pub(crate) mod request;
 mod settings;
+mod stream_slot;
 
 pub(crate) use args::{CallArgs, EncodeArgs, RawArgs};
 pub use builder::ChannelBuilder;
 pub use channel::Channel;
+pub use item_stream::ItemStream;
 pub(crate) use outgoing::Outgoing;
 pub use request::{Reply, Request};
 pub use settings::{

@@ -17,6 +17,7 @@ use std::task::{Context, Poll, Waker};
 use tokio::time::Instant;
 
 use super::deadlines::{Deadlines, Expiry};
+use super::stream_slot::{StreamNext, StreamSlot};
 
 use crate::error::{Error, ErrorCode};
 use crate::id_hash::IdMap;
@@ -53,6 +54,8 @@ enum Slot {
     Waiting(Option<Waker>),
     /// The outcome, until the caller takes it.
     Done(Result<Frame, Error>),
+    /// A server stream: waiting while it has no end (boxed: rare, and larger than a call).
+    Stream(Box<StreamSlot>),
 }
 
 impl State {
@@ -62,17 +65,29 @@ impl State {
         let Some(slot) = self.calls.get_mut(&id) else {
             return (None, false);
         };
-        let Slot::Waiting(waker) = slot else {
-            return (None, false);
+        let waker = match slot {
+            Slot::Waiting(waker) => {
+                let waker = waker.take();
+                *slot = Slot::Done(outcome);
+                waker
+            }
+            // A stream's end waits behind its items.
+            Slot::Stream(stream) if stream.end.is_none() => {
+                stream.end = Some(outcome);
+                stream.waker.take()
+            }
+            _ => return (None, false),
         };
-        let waker = waker.take();
-        *slot = Slot::Done(outcome);
         self.waiting -= 1;
         (waker, true)
     }
 
     fn is_waiting(&self, id: u64) -> bool {
-        matches!(self.calls.get(&id), Some(Slot::Waiting(_)))
+        match self.calls.get(&id) {
+            Some(Slot::Waiting(_)) => true,
+            Some(Slot::Stream(stream)) => stream.end.is_none(),
+            _ => false,
+        }
     }
 
     fn closed_error(&self) -> Error {
@@ -153,11 +168,32 @@ impl PendingCalls {
         id: u64,
         deadline: Option<(Instant, std::time::Duration)>,
     ) -> Result<(), Error> {
+        self.register_slot(id, Slot::Waiting(None), deadline)
+    }
+
+    /// Registers server stream `id`, which has granted the server `window` items, to time
+    /// out at `deadline` (after its timeout) if it has one.
+    pub(crate) fn register_stream(
+        &self,
+        id: u64,
+        window: u32,
+        deadline: Option<(Instant, std::time::Duration)>,
+    ) -> Result<(), Error> {
+        let slot = Slot::Stream(Box::new(StreamSlot::new(window)));
+        self.register_slot(id, slot, deadline)
+    }
+
+    fn register_slot(
+        &self,
+        id: u64,
+        slot: Slot,
+        deadline: Option<(Instant, std::time::Duration)>,
+    ) -> Result<(), Error> {
         let mut state = self.lock();
         if let Some(closed) = &state.closed {
             return Err(closed.error());
         }
-        state.calls.insert(id, Slot::Waiting(None));
+        state.calls.insert(id, slot);
         state.waiting += 1;
         self.waiting.store(state.waiting, Ordering::Relaxed);
         if let Some((at, after)) = deadline {
@@ -169,8 +205,10 @@ impl PendingCalls {
             let State {
                 calls, deadlines, ..
             } = &mut *state;
-            deadlines.push(expiry, calls.len(), |id| {
-                matches!(calls.get(&id), Some(Slot::Waiting(_)))
+            deadlines.push(expiry, calls.len(), |id| match calls.get(&id) {
+                Some(Slot::Waiting(_)) => true,
+                Some(Slot::Stream(stream)) => stream.end.is_none(),
+                _ => false,
             });
         }
         Ok(())
@@ -191,6 +229,46 @@ impl PendingCalls {
             // Only polled for a registered call that has not taken its outcome yet.
             _ => Poll::Ready(Err(state.closed_error())),
         }
+    }
+
+    /// The next item or the end of stream `id` once there is one (the end takes the stream
+    /// off the table); until then, `cx` is woken when one comes.
+    pub(crate) fn poll_stream(&self, id: u64, cx: &mut Context<'_>) -> Poll<StreamNext> {
+        let mut state = self.lock();
+        let next = match state.calls.get_mut(&id) {
+            Some(Slot::Stream(stream)) => match stream.next() {
+                Some(next) => next,
+                None => {
+                    if !stream.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        stream.waker = Some(cx.waker().clone());
+                    }
+                    return Poll::Pending;
+                }
+            },
+            // Only polled for a registered stream that has not taken its end yet.
+            _ => return Poll::Ready(StreamNext::End(Err(state.closed_error()))),
+        };
+        if matches!(next, StreamNext::End(_)) {
+            state.calls.remove(&id);
+        }
+        Poll::Ready(next)
+    }
+
+    /// Delivers an item of stream `id`; an item for a stream that is not open (it was
+    /// dropped, or has ended) is discarded. An error, a protocol violation, when the server
+    /// had no credit for it.
+    pub(crate) fn stream_item(&self, id: u64, item: Frame) -> Result<(), String> {
+        let waker = {
+            let mut state = self.lock();
+            match state.calls.get_mut(&id) {
+                Some(Slot::Stream(stream)) if stream.end.is_none() => stream.push(item)?,
+                _ => None,
+            }
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        Ok(())
     }
 
     /// Ready when a call's deadline has passed: then the sweeper (the connection's reader)
@@ -247,14 +325,16 @@ impl PendingCalls {
     /// Forgets call `id` (its caller gave up); returns whether it was still waiting.
     pub(crate) fn remove(&self, id: u64) -> bool {
         let mut state = self.lock();
-        match state.calls.remove(&id) {
-            Some(Slot::Waiting(_)) => {
-                state.waiting -= 1;
-                self.counted(&state);
-                true
-            }
+        let waited = match state.calls.remove(&id) {
+            Some(Slot::Waiting(_)) => true,
+            Some(Slot::Stream(stream)) => stream.end.is_none(),
             Some(Slot::Done(_)) | None => false,
+        };
+        if waited {
+            state.waiting -= 1;
+            self.counted(&state);
         }
+        waited
     }
 
     /// Waits until no call is waiting any more (each ends by its reply, its deadline, its
@@ -293,9 +373,16 @@ impl PendingCalls {
             let closed = state.closed.get_or_insert(why);
             self.closed.store(true, Ordering::Release);
             for slot in state.calls.values_mut() {
-                if let Slot::Waiting(waker) = slot {
-                    wakers.extend(waker.take());
-                    *slot = Slot::Done(Err(closed.error()));
+                match slot {
+                    Slot::Waiting(waker) => {
+                        wakers.extend(waker.take());
+                        *slot = Slot::Done(Err(closed.error()));
+                    }
+                    Slot::Stream(stream) if stream.end.is_none() => {
+                        wakers.extend(stream.waker.take());
+                        stream.end = Some(Err(closed.error()));
+                    }
+                    _ => {}
                 }
             }
             state.waiting = 0;

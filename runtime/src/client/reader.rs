@@ -110,6 +110,19 @@ where
                 }
             };
             match frame.kind {
+                FrameKind::Item => {
+                    if let Err(violation) = pending.stream_item(frame.request_id, frame) {
+                        reason = violation;
+                        break;
+                    }
+                }
+                // A stream's last frame ends it like a reply ends a call.
+                FrameKind::End => {
+                    pending.complete(frame.request_id, frame);
+                }
+                // Server-to-client credit is for uploads, which no call of this client sends:
+                // nothing waits for it.
+                FrameKind::Credit => {}
                 FrameKind::Response | FrameKind::Error if frame.request_id != 0 => {
                     // Request ids start at 1, so 0 never names a call. No waiter means the caller
                     // gave up (timeout or drop); the reply is dropped.
@@ -130,7 +143,7 @@ where
                     sink.send_now(Frame::control(FrameKind::Pong, frame.request_id).to_bytes());
                 }
                 FrameKind::Pong => {}
-                FrameKind::Request | FrameKind::Notify | FrameKind::Cancel => {
+                FrameKind::Request | FrameKind::Notify | FrameKind::Cancel | FrameKind::Open => {
                     reason = format!(
                         "protocol violation: the server sent a {:?} frame",
                         frame.kind

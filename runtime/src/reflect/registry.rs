@@ -132,6 +132,7 @@ impl ServiceSchema {
                     oneway: method.oneway,
                     idempotent: false,
                     policy: String::new(),
+                    server_stream: method.shape == crate::MethodShape::ServerStream,
                 })
                 .collect(),
             types: Vec::new(),
@@ -181,6 +182,7 @@ pub fn method(
         oneway,
         idempotent,
         policy: String::new(),
+        server_stream: false,
     }
 }
 
@@ -191,6 +193,13 @@ impl MethodSchema {
         if !policy.is_empty() {
             self.policy = policy.to_string();
         }
+        self
+    }
+
+    /// The schema marked as a server stream (for generated code).
+    #[doc(hidden)]
+    pub fn with_server_stream(mut self, server_stream: bool) -> Self {
+        self.server_stream = server_stream;
         self
     }
 }

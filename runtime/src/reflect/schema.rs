@@ -57,6 +57,9 @@ pub struct MethodSchema {
     /// concurrency, breaker), in the text form of policy files (`timeout=300ms retries=2`;
     /// empty: none). Clients may override it at run time; this is the declared one.
     pub policy: String,
+    /// A server stream (protocol version 3): the method is opened with an `Open` frame and
+    /// answers with items, each described by `reply`.
+    pub server_stream: bool,
 }
 
 /// A named, typed slot: an argument, a struct field or a field of an enum variant.

@@ -7,6 +7,7 @@ use crate::context::CallContext;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::server::identity::PeerIdentity;
+use crate::stream::OutgoingItems;
 use crate::transport::frame::FrameBuf;
 
 /// One call, as the server's tower layers see it: its [`CallContext`] (request id, service
@@ -19,6 +20,8 @@ pub struct Request {
     pub(crate) context: CallContext,
     pub(crate) codec: Codec,
     pub(crate) payload: Bytes,
+    /// An `Open` (a stream call) rather than a `Request` or `Notify`.
+    pub(crate) opens_stream: bool,
 }
 
 impl Request {
@@ -62,17 +65,39 @@ impl Request {
     pub fn payload(&self) -> &Bytes {
         &self.payload
     }
+
+    /// Whether the call opens a stream (protocol version 3): its reply is the stream's items.
+    pub fn opens_stream(&self) -> bool {
+        self.opens_stream
+    }
 }
 
-/// A handler's encoded reply, as it leaves the server's tower layers. Opaque: a layer passes
-/// it on (or returns an error instead).
+/// A handler's encoded reply, or an opened stream's items, as it leaves the server's tower
+/// layers. Opaque: a layer passes it on (or returns an error instead).
 #[derive(Debug)]
-pub struct Reply(pub(crate) FrameBuf);
+pub struct Reply(pub(crate) ReplyBody);
+
+/// What a [`Reply`] holds.
+#[derive(Debug)]
+pub(crate) enum ReplyBody {
+    /// The encoded reply of a unary call.
+    Message(FrameBuf),
+    /// The items of a stream call, encoded one by one as they come.
+    Stream(OutgoingItems),
+}
 
 impl Reply {
-    /// Bytes of the encoded reply (reply metadata included).
+    /// Bytes of the encoded reply (reply metadata included); 0 for a stream.
     pub fn len(&self) -> usize {
-        self.0.payload_len()
+        match &self.0 {
+            ReplyBody::Message(frame) => frame.payload_len(),
+            ReplyBody::Stream(_) => 0,
+        }
+    }
+
+    /// Whether this is an opened stream's items rather than one reply.
+    pub fn is_stream(&self) -> bool {
+        matches!(self.0, ReplyBody::Stream(_))
     }
 
     /// Whether the encoded reply is empty.

@@ -25,6 +25,8 @@ pub use wirecall_wire::{
     FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN, LENGTH_PREFIX_LEN,
 };
 
+pub use wirecall_wire::{CREDIT_LEN, MAX_STREAM_CREDIT};
+
 /// Read buffers larger than this are released once they are empty.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
@@ -133,6 +135,8 @@ impl From<std::io::Error> for FrameError {
 pub struct FrameCodec {
     max_frame_len: u32,
     allowed_flags: u8,
+    /// The connection's protocol version: a kind newer than it is an unknown kind.
+    version: u8,
 }
 
 impl FrameCodec {
@@ -142,15 +146,17 @@ impl FrameCodec {
         Self {
             max_frame_len,
             allowed_flags: 0,
+            version: 1,
         }
     }
 
     /// The codec of a connection that negotiated protocol `version`: version 2 and later
-    /// allow [`FLAG_METADATA`].
+    /// allow [`FLAG_METADATA`], version 3 and later the stream kinds.
     pub fn for_version(max_frame_len: u32, version: u8) -> Self {
         Self {
             max_frame_len,
             allowed_flags: if version >= 2 { FLAG_METADATA } else { 0 },
+            version,
         }
     }
 
@@ -194,7 +200,9 @@ impl Decoder for FrameCodec {
         }
         src.advance(LENGTH_PREFIX_LEN);
         let kind_byte = src.get_u8();
-        let kind = FrameKind::from_u8(kind_byte).ok_or(FrameError::UnknownKind(kind_byte))?;
+        let kind = FrameKind::from_u8(kind_byte)
+            .filter(|kind| kind.since_version() <= self.version)
+            .ok_or(FrameError::UnknownKind(kind_byte))?;
         let flags = src.get_u8();
         if flags & !self.allowed_flags != 0 {
             return Err(FrameError::ReservedFlags(flags));
@@ -439,6 +447,25 @@ mod tests {
         assert_eq!(&buf[..4], &[0, 0, 0, 27]);
         assert_eq!(codec.decode(&mut buf).unwrap(), Some(sample()));
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_stream_kind_is_unknown_below_version_3() {
+        let open = Frame {
+            kind: FrameKind::Open,
+            ..sample()
+        };
+        for version in 1..=2 {
+            let mut buf = BytesMut::from(&open.to_bytes()[..]);
+            let mut codec = FrameCodec::for_version(DEFAULT_MAX_FRAME_LEN, version);
+            assert!(matches!(
+                codec.decode(&mut buf),
+                Err(FrameError::UnknownKind(8))
+            ));
+        }
+        let mut buf = BytesMut::from(&open.to_bytes()[..]);
+        let mut codec = FrameCodec::for_version(DEFAULT_MAX_FRAME_LEN, 3);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(open));
     }
 
     /// Encodes a frame whose payload is `len` bytes of `byte`, through `FrameBuf`.

@@ -194,6 +194,19 @@ impl FrameSink {
         self.shared.hand_to_writer(&mut queue);
     }
 
+    /// Queues a small control frame even when the queue is full, without waiting: for frames
+    /// that must not be lost and whose number the peer's own progress bounds (a stream's
+    /// `Credit`, sent once per half window of items consumed). Dropped only when the sink is
+    /// closed or failed, when nobody reads anyway.
+    pub(crate) fn send_control(&self, frame: Bytes) {
+        let mut queue = self.shared.lock_queue();
+        if queue.closing || queue.failed {
+            return;
+        }
+        queue.batch.push(frame);
+        self.shared.hand_to_writer(&mut queue);
+    }
+
     /// Stops accepting frames; the writer task sends what is queued, then shuts the stream.
     pub(crate) fn close(&self) {
         self.shared.lock_queue().closing = true;

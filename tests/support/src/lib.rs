@@ -15,6 +15,7 @@
 
 pub mod events;
 mod eventually;
+pub mod feed;
 mod panics;
 
 use std::collections::HashMap;

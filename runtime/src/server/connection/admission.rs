@@ -1,4 +1,4 @@
-//! Admission: a Request or Notify frame becomes a running call, or is refused.
+//! Admission: a Request, Notify or Open frame becomes a running call, or is refused.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -18,6 +18,8 @@ use super::in_flight::CallSlot;
 use super::rejected::CallRejected;
 use super::reply::{queue_reply, HandlerOutcome, ReplyTo};
 use super::state::ConnectionState;
+use super::stream::{spawn_stream, OpenedStream};
+use crate::method::MethodShape;
 use crate::context::CallContext;
 use crate::error::ErrorCode;
 use crate::metadata::Metadata;
@@ -74,6 +76,7 @@ pub(super) fn start_call(
         (Metadata::new(), payload)
     };
     let one_way = kind == FrameKind::Notify;
+    let opens_stream = kind == FrameKind::Open;
     let Some(route) = shared.router.get(method) else {
         tracing::debug!(%method, "call to an unknown method");
         metrics::unknown_method();
@@ -88,6 +91,18 @@ pub(super) fn start_call(
         }
         return Ok(None);
     };
+    // An Open for a unary method or a Request for a streaming one: the caller's definition
+    // of the service differs from the server's.
+    if opens_stream != (route.method.shape == MethodShape::ServerStream) {
+        let shape = route.method.shape.describe();
+        let message = format!("{} is {shape}", route.method.name);
+        tracing::debug!(%method, %message, "frame of the wrong shape");
+        if !one_way {
+            let error = Frame::error(request_id, method, ErrorCode::BadRequest, &message);
+            return queue_reply(&context.sink, error.to_bytes());
+        }
+        return Ok(None);
+    }
     let trace = metadata
         .get(TRACEPARENT)
         .and_then(TraceContext::parse)
@@ -123,6 +138,7 @@ pub(super) fn start_call(
         context: call,
         codec: context.codec,
         payload,
+        opens_stream,
     };
     // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
     let work = tower::Service::call(&mut &shared.pipeline, request);
@@ -132,6 +148,28 @@ pub(super) fn start_call(
         _ => Either::Left(work),
     };
     let mut work = AssertUnwindSafe(work).catch_unwind();
+    if opens_stream {
+        // A stream lives on: it always gets a task of its own.
+        shared.metrics.in_flight.increment(1.0);
+        let opened = OpenedStream {
+            request_id,
+            method,
+            received,
+            deadline,
+            deadline_ms,
+            send_limit: context.send_limit,
+            sink: context.sink.clone(),
+            calls: Arc::clone(&context.calls),
+            slot,
+            route_metrics: Arc::clone(&route.metrics),
+            in_flight: shared.metrics.in_flight.clone(),
+            sent_bytes: shared.metrics.sent_bytes.clone(),
+            force: shared.force.clone(),
+            span,
+        };
+        spawn_stream(work, opened);
+        return Ok(None);
+    }
     let reply = ReplyTo {
         request_id,
         method,
@@ -222,7 +260,7 @@ impl Ended {
 }
 
 /// Takes a call off the in-flight gauge when dropped.
-pub(super) struct InFlightGauge(::metrics::Gauge);
+pub(super) struct InFlightGauge(pub(super) ::metrics::Gauge);
 
 impl Drop for InFlightGauge {
     fn drop(&mut self) {

@@ -7,6 +7,13 @@ use futures::future::AbortHandle;
 use tokio::sync::Semaphore;
 
 use crate::id_hash::IdMap;
+use crate::stream::credit::{CreditError, SendCredit};
+
+/// One running call: how to stop it, and for a stream, the credit its client grants.
+pub(super) struct Running {
+    abort: AbortHandle,
+    credit: Option<Arc<SendCredit>>,
+}
 
 /// Calls running on one connection: by request id, so that a `Cancel` frame can stop one,
 /// and counted against the connection's in-flight limit.
@@ -14,7 +21,7 @@ use crate::id_hash::IdMap;
 /// One value per connection holds both (rather than a semaphore and a task tracker of their
 /// own): a server holds many connections, and each shared allocation costs every one of them.
 pub(super) struct InFlight {
-    calls: Mutex<IdMap<u64, AbortHandle>>,
+    calls: Mutex<IdMap<u64, Running>>,
     /// One permit per call that may start; every call holds one ([`CallSlot`]) until it ends,
     /// so all permits back means no call is running.
     slots: Semaphore,
@@ -71,7 +78,7 @@ impl InFlight {
         let _all = self.slots.acquire_many(self.limit).await;
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, IdMap<u64, AbortHandle>> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, IdMap<u64, Running>> {
         // Every operation is a single map update, so a poisoned map is still consistent.
         self.calls
             .lock()
@@ -83,7 +90,39 @@ impl InFlight {
     }
 
     pub(super) fn insert(&self, request_id: u64, abort: AbortHandle) {
-        self.lock().insert(request_id, abort);
+        self.lock().insert(
+            request_id,
+            Running {
+                abort,
+                credit: None,
+            },
+        );
+    }
+
+    /// Registers a stream call, with the credit its `Credit` frames add to.
+    pub(super) fn insert_stream(
+        &self,
+        request_id: u64,
+        abort: AbortHandle,
+        credit: Arc<SendCredit>,
+    ) {
+        let credit = Some(credit);
+        self.lock().insert(request_id, Running { abort, credit });
+    }
+
+    /// Adds a `Credit` frame's grant to stream `request_id`. A grant for an id that is no
+    /// open stream is ignored (the stream may have just ended); a malformed or excessive one
+    /// is an error, a protocol violation.
+    pub(super) fn grant(&self, request_id: u64, payload: &[u8]) -> Result<(), CreditError> {
+        let granted = SendCredit::parse(payload)?;
+        let credit = self
+            .lock()
+            .get(&request_id)
+            .and_then(|running| running.credit.clone());
+        match credit {
+            Some(credit) => credit.grant(granted),
+            None => Ok(()),
+        }
     }
 
     pub(super) fn remove(&self, request_id: u64) {
@@ -93,8 +132,8 @@ impl InFlight {
     /// Stops one call; a cancel for an id that is not running is ignored (it may have just
     /// finished).
     pub(super) fn abort(&self, request_id: u64) {
-        if let Some(abort) = self.lock().remove(&request_id) {
-            abort.abort();
+        if let Some(running) = self.lock().remove(&request_id) {
+            running.abort.abort();
         }
     }
 
@@ -102,8 +141,8 @@ impl InFlight {
     pub(super) fn abort_all(&self) -> usize {
         let mut running = self.lock();
         let stopped = running.len();
-        for (_, abort) in running.drain() {
-            abort.abort();
+        for (_, call) in running.drain() {
+            call.abort.abort();
         }
         stopped
     }

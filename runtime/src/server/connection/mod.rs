@@ -21,6 +21,7 @@ mod in_flight;
 mod rejected;
 mod reply;
 mod state;
+mod stream;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -220,12 +221,27 @@ impl Connection {
             };
             match frame.kind {
                 FrameKind::Cancel => self.state.calls.abort(frame.request_id),
+                FrameKind::Credit => {
+                    if let Err(err) = self.state.calls.grant(frame.request_id, &frame.payload) {
+                        let message = format!("stream {}: {err}", frame.request_id);
+                        return End::Violation(ErrorCode::ProtocolViolation, message);
+                    }
+                }
+                FrameKind::Item | FrameKind::End => {
+                    // Uploads (client and bidirectional streaming) are not served yet: no
+                    // method of this server takes one (wire chapter, "Credit").
+                    let message = format!(
+                        "a client may not send {:?} frames on stream {}: its method takes no upload",
+                        frame.kind, frame.request_id
+                    );
+                    return End::Violation(ErrorCode::ProtocolViolation, message);
+                }
                 FrameKind::Pong => {}
                 FrameKind::Response | FrameKind::Error => {
                     let message = format!("a client may not send {:?} frames", frame.kind);
                     return End::Violation(ErrorCode::ProtocolViolation, message);
                 }
-                FrameKind::Request | FrameKind::Notify | FrameKind::Ping => {
+                FrameKind::Request | FrameKind::Notify | FrameKind::Open | FrameKind::Ping => {
                     let unfinished = match self.handle(frame) {
                         Ok(None) => continue,
                         Ok(Some(unfinished)) => unfinished,
@@ -385,15 +401,16 @@ fn admit_frame(next: Option<Result<Frame, FrameError>>) -> Result<Frame, End> {
     Ok(frame)
 }
 
-/// Checks the header fields a frame's kind fixes (wire chapter, "Frame kinds"): a Request or
-/// Notify needs a request id other than 0 (0 marks connection-level errors); Ping, Pong and
-/// Cancel carry no method, deadline or payload.
+/// Checks the header fields a frame's kind fixes (wire chapter, "Frame kinds" and "Stream
+/// frames"): a Request, Notify or Open needs a request id other than 0 (0 marks
+/// connection-level errors); Ping, Pong, Cancel and End carry no method, deadline or
+/// payload; Item and Credit no method or deadline.
 fn check_header(frame: &Frame) -> Result<(), String> {
     match frame.kind {
-        FrameKind::Request | FrameKind::Notify if frame.request_id == 0 => {
+        FrameKind::Request | FrameKind::Notify | FrameKind::Open if frame.request_id == 0 => {
             Err(format!("a {:?} frame may not use request id 0", frame.kind))
         }
-        FrameKind::Ping | FrameKind::Pong | FrameKind::Cancel
+        FrameKind::Ping | FrameKind::Pong | FrameKind::Cancel | FrameKind::End
             if frame.method.get() != 0
                 || frame.deadline_ms != 0
                 || frame.flags != 0
@@ -401,6 +418,14 @@ fn check_header(frame: &Frame) -> Result<(), String> {
         {
             Err(format!(
                 "a {:?} frame must have method id 0, deadline 0, no flags and no payload",
+                frame.kind
+            ))
+        }
+        FrameKind::Item | FrameKind::Credit
+            if frame.method.get() != 0 || frame.deadline_ms != 0 || frame.flags != 0 =>
+        {
+            Err(format!(
+                "a {:?} frame must have method id 0, deadline 0 and no flags",
                 frame.kind
             ))
         }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::rejected::CallRejected;
 use crate::error::{CallError, ErrorCode};
 use crate::method::MethodId;
-use crate::server::request::Reply;
+use crate::server::request::{Reply, ReplyBody};
 use crate::transport::frame::{Frame, FrameKind};
 use crate::transport::writer::{Delivery, FrameSink, TrySend};
 
@@ -55,7 +55,12 @@ impl ReplyTo {
                 tracing::debug!(method = %self.method, %call_error, "call failed");
                 error(call_error.code(), &call_error.to_string())
             }
-            Some(Ok(Ok(Reply(reply)))) => match reply.finish(
+            // Admission sends every stream call to its own task: a layer swapped the reply.
+            Some(Ok(Ok(Reply(ReplyBody::Stream(_))))) => error(
+                ErrorCode::LayerFailed,
+                "a server layer answered a unary call with a stream",
+            ),
+            Some(Ok(Ok(Reply(ReplyBody::Message(reply))))) => match reply.finish(
                 FrameKind::Response,
                 self.request_id,
                 self.method,

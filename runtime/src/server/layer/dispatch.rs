@@ -16,7 +16,9 @@ use crate::dispatch::unknown_method;
 use crate::error::BoxError;
 use crate::error::CallError;
 use crate::layers::next::{Next, NextFuture};
-use crate::server::request::{Reply, Request};
+use crate::server::request::{Reply, ReplyBody, Request};
+use crate::stream::outgoing::unknown_stream;
+use crate::stream::OpenFuture;
 use crate::server::router::Router;
 use crate::service::ReplyFuture;
 
@@ -34,14 +36,26 @@ impl Dispatch {
 
 /// A handler's future, with its context, its reply wrapped for the layers. Not futures'
 /// `MapOk`, which moves its whole state (the call's context included) out when it completes.
-pub(crate) struct DispatchFuture(InCall<ReplyFuture>);
+pub(crate) enum DispatchFuture {
+    /// A unary call: its reply.
+    Call(InCall<ReplyFuture>),
+    /// A stream call: its items, once the handler has returned them.
+    Open(InCall<OpenFuture>),
+}
 
 impl Future for DispatchFuture {
     type Output = Result<Reply, CallError>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.get_mut().0).poll(cx).map_ok(Reply)
+        match self.get_mut() {
+            Self::Call(call) => Pin::new(call)
+                .poll(cx)
+                .map_ok(|frame| Reply(ReplyBody::Message(frame))),
+            Self::Open(open) => Pin::new(open)
+                .poll(cx)
+                .map_ok(|items| Reply(ReplyBody::Stream(items))),
+        }
     }
 }
 
@@ -67,13 +81,22 @@ impl Dispatch {
             context,
             codec,
             payload,
+            opens_stream,
         } = request;
         let method = context.method_id();
-        let handler = match self.router.get(method) {
+        let route = self.router.get(method);
+        if opens_stream {
+            let items = match route {
+                Some(route) => route.service.open(method, codec, payload),
+                None => unknown_stream(method),
+            };
+            return DispatchFuture::Open(context.around(items));
+        }
+        let handler = match route {
             Some(route) => route.service.call(method, codec, payload),
             None => unknown_method(method),
         };
-        DispatchFuture(context.around(handler))
+        DispatchFuture::Call(context.around(handler))
     }
 }
 

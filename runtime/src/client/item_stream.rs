@@ -1,0 +1,198 @@
+//! [`ItemStream`]: the caller's side of a server stream.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::Stream;
+use tokio::time::Instant;
+
+use super::connection::Connection;
+use super::stream_slot::StreamNext;
+use crate::codec::Codec;
+use crate::error::{Error, ErrorCode};
+use crate::method::MethodId;
+use crate::stream::ItemMessage;
+use crate::transport::frame::{ErrorBody, Frame, FrameKind, FLAG_METADATA};
+
+/// How close to the caller's own deadline a server's `DeadlineExceeded` must come to be the
+/// same deadline (as for unary calls, see `exchange.rs`).
+const SAME_DEADLINE: Duration = Duration::from_millis(5);
+
+/// The items of a server stream, as the caller receives them: a [`Stream`] of
+/// `Result<T, Error>` that ends after the server's last item.
+///
+/// Each item is `Ok` with the server's item (for a method streaming `Result<U, E>`, that is
+/// the application's `Ok(u)` or its final `Err(e)`), or `Err` once with why the stream
+/// failed (the server's error, the call's deadline, the connection's end), after which the
+/// stream ends: every stream ends exactly once, with its end or with one error.
+///
+/// The server sends only as many items as this stream has room for (its window, see
+/// [`ChannelBuilder::stream_window`](crate::ChannelBuilder::stream_window)): a consumer that
+/// stops reading pauses the producer, and the rest of the connection goes on. Dropping the
+/// stream before its end cancels the call: the server stops producing at once.
+#[must_use = "a stream does nothing unless polled, and dropping it cancels the call"]
+pub struct ItemStream<T> {
+    connection: Arc<Connection>,
+    request_id: u64,
+    method: MethodId,
+    codec: Codec,
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+    decode: fn(Codec, &Bytes) -> Result<T, Error>,
+    /// The stream has yielded its end (or its error): it yields nothing more, and sends no
+    /// `Cancel` when dropped.
+    ended: bool,
+    _item: PhantomData<fn() -> T>,
+}
+
+/// What [`ItemStream::new`] needs besides the connection.
+pub(super) struct OpenedStream {
+    pub(super) request_id: u64,
+    pub(super) method: MethodId,
+    pub(super) timeout: Option<Duration>,
+    pub(super) deadline: Option<Instant>,
+}
+
+fn decode_item<M: ItemMessage>(codec: Codec, payload: &Bytes) -> Result<M::Item, Error> {
+    codec.decode::<M>(payload)?.into_item()
+}
+
+impl<T> ItemStream<T> {
+    /// The stream of a registered (and sent) stream call whose items are `M`s.
+    pub(super) fn new<M: ItemMessage<Item = T>>(
+        connection: Arc<Connection>,
+        opened: OpenedStream,
+    ) -> Self {
+        Self {
+            codec: connection.codec,
+            connection,
+            request_id: opened.request_id,
+            method: opened.method,
+            timeout: opened.timeout,
+            deadline: opened.deadline,
+            decode: decode_item::<M>,
+            ended: false,
+            _item: PhantomData,
+        }
+    }
+
+    /// The method this stream calls.
+    pub fn method(&self) -> MethodId {
+        self.method
+    }
+
+    /// The error the server's End or Error frame (or a stray Response) ends the stream with;
+    /// `None` for an End.
+    fn end_error(&self, frame: Frame) -> Option<Error> {
+        let payload = if frame.flags & FLAG_METADATA != 0 {
+            match crate::metadata::Metadata::decode(frame.payload) {
+                Ok((_, payload)) => payload,
+                Err(err) => return Some(err.into()),
+            }
+        } else {
+            frame.payload
+        };
+        match frame.kind {
+            FrameKind::End => None,
+            FrameKind::Error => {
+                let body = ErrorBody::decode(&payload);
+                Some(self.remote_error(body.code, body.message))
+            }
+            other => Some(Error::closed(format!(
+                "protocol violation: the server answered a stream with a {other:?} frame"
+            ))),
+        }
+    }
+
+    /// The server's error; its `DeadlineExceeded` at the caller's own deadline is the
+    /// caller's timeout.
+    fn remote_error(&self, code: ErrorCode, message: String) -> Error {
+        let at_own_deadline = self
+            .deadline
+            .is_some_and(|deadline| Instant::now() + SAME_DEADLINE >= deadline);
+        match (code, self.timeout) {
+            (ErrorCode::DeadlineExceeded, Some(after)) if at_own_deadline => {
+                Error::Timeout { after }
+            }
+            _ => Error::from_remote(self.method, code, message),
+        }
+    }
+
+    /// Stops the call: withdraws it from the table and tells the server, unless it ended.
+    fn cancel(&mut self) {
+        if !self.ended && self.connection.pending.remove(self.request_id) {
+            // Never dropped for a full queue: a lost Cancel would leave the producer running.
+            let cancel = Frame::control(FrameKind::Cancel, self.request_id).to_bytes();
+            self.connection.sink.send_control(cancel);
+        }
+        self.ended = true;
+    }
+}
+
+impl<T> Stream for ItemStream<T> {
+    type Item = Result<T, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let next = match self.connection.pending.poll_stream(self.request_id, cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(next) => next,
+        };
+        Poll::Ready(match next {
+            StreamNext::Item(frame, grant) => {
+                if let Some(granted) = grant {
+                    self.connection
+                        .sink
+                        .send_control(credit_frame(self.request_id, granted));
+                }
+                match (self.decode)(self.codec, &frame.payload) {
+                    Ok(item) => Some(Ok(item)),
+                    Err(err) => {
+                        // The rest of the stream cannot be trusted either.
+                        self.cancel();
+                        Some(Err(err))
+                    }
+                }
+            }
+            StreamNext::End(end) => {
+                self.ended = true;
+                match end {
+                    Ok(frame) => self.end_error(frame).map(Err),
+                    Err(err) => Some(Err(err)),
+                }
+            }
+        })
+    }
+}
+
+impl<T> Drop for ItemStream<T> {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl<T> fmt::Debug for ItemStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemStream")
+            .field("method", &self.method)
+            .field("request_id", &self.request_id)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A Credit frame granting `granted` more items on stream `request_id`.
+pub(super) fn credit_frame(request_id: u64, granted: u32) -> Bytes {
+    Frame {
+        payload: Bytes::copy_from_slice(&granted.to_be_bytes()),
+        ..Frame::control(FrameKind::Credit, request_id)
+    }
+    .to_bytes()
+}

@@ -1,0 +1,211 @@
+//! A server stream's life on its connection: the task that takes the handler's items as the
+//! client's credit allows, frames and sends them, and ends the stream with exactly one `End`
+//! or `Error` frame (wire chapter, "Streams").
+//!
+//! The task is registered in the connection's in-flight table like a running call, so a
+//! `Cancel` (the client dropped its stream) or the connection's end aborts it, and the
+//! producer is dropped at once, without having to send first. The call's deadline bounds
+//! the whole stream.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::{AbortHandle, Abortable, Aborted};
+use futures::FutureExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::admission::InFlightGauge;
+use super::in_flight::{CallSlot, InFlight};
+use super::reply::{panic_message, HandlerOutcome};
+use crate::error::{CallError, ErrorCode};
+use crate::method::MethodId;
+use crate::server::metrics::{Outcome, RouteMetrics};
+use crate::server::request::{Reply, ReplyBody};
+use crate::stream::credit::SendCredit;
+use crate::stream::outgoing::EncodedItem;
+use crate::transport::frame::{Frame, FrameKind};
+use crate::transport::writer::{Delivery, FrameSink};
+
+/// What a stream's task needs from its connection.
+pub(super) struct OpenedStream {
+    pub(super) request_id: u64,
+    pub(super) method: MethodId,
+    pub(super) received: Instant,
+    pub(super) deadline: Option<Instant>,
+    pub(super) deadline_ms: u32,
+    /// The largest frame the client accepts.
+    pub(super) send_limit: u32,
+    pub(super) sink: FrameSink,
+    pub(super) calls: Arc<InFlight>,
+    pub(super) slot: CallSlot,
+    pub(super) route_metrics: Arc<RouteMetrics>,
+    pub(super) in_flight: ::metrics::Gauge,
+    pub(super) sent_bytes: ::metrics::Counter,
+    /// Cancelled when the server stops its calls at the end of a shutdown's grace period.
+    pub(super) force: CancellationToken,
+    pub(super) span: Option<tracing::Span>,
+}
+
+/// How a stream ended, for its last frame and its metrics.
+enum Ended {
+    /// The producer ran out (or sent its application error): `End`.
+    Complete,
+    /// An `Error` frame with this code and message.
+    Failed(ErrorCode, String),
+    /// The connection's writer is gone: nothing more can be sent.
+    PeerGone,
+}
+
+/// Starts the task of the stream call `work` (the server pipeline's future for an `Open`).
+pub(super) fn spawn_stream<W>(work: W, opened: OpenedStream)
+where
+    W: Future<Output = HandlerOutcome> + Send + 'static,
+{
+    let credit = Arc::new(SendCredit::default());
+    let (abort, registration) = AbortHandle::new_pair();
+    opened
+        .calls
+        .insert_stream(opened.request_id, abort, Arc::clone(&credit));
+    let span = opened.span.clone().filter(|span| !span.is_disabled());
+    let task = async move {
+        let _gauge = InFlightGauge(opened.in_flight.clone());
+        let run = Abortable::new(produce(work, &credit, &opened), registration);
+        let ended = match opened.deadline {
+            Some(at) => tokio::time::timeout_at(at, run).await.ok(),
+            None => Some(run.await),
+        };
+        opened.calls.remove(opened.request_id);
+        let ended = match ended {
+            None => Ended::Failed(
+                ErrorCode::DeadlineExceeded,
+                format!(
+                    "the stream did not end within its deadline of {} ms",
+                    opened.deadline_ms
+                ),
+            ),
+            // Stopped by the end of a shutdown's grace period: the client is told why.
+            Some(Err(Aborted)) if opened.force.is_cancelled() => Ended::Failed(
+                ErrorCode::ShuttingDown,
+                "the server is shutting down and ended the stream after its grace period"
+                    .to_owned(),
+            ),
+            // Cancelled by the client, or the connection is gone: nothing to send.
+            Some(Err(Aborted)) => {
+                record(&opened, Outcome::Cancelled);
+                return;
+            }
+            Some(Ok(ended)) => ended,
+        };
+        let last = match &ended {
+            Ended::Complete => Frame::control(FrameKind::End, opened.request_id).to_bytes(),
+            Ended::Failed(code, message) => {
+                Frame::error(opened.request_id, opened.method, *code, message).to_bytes()
+            }
+            Ended::PeerGone => {
+                record(&opened, Outcome::Cancelled);
+                return;
+            }
+        };
+        record(
+            &opened,
+            match &ended {
+                Ended::Failed(code, _) => Outcome::Failed(*code),
+                _ => Outcome::Ok,
+            },
+        );
+        opened.sent_bytes.increment(last.len() as u64);
+        // Sent before the slot is given back, so that a closing connection (which waits for
+        // every slot) still writes it.
+        let _ = opened.sink.send(last, Delivery::Now).await;
+        drop(opened.slot);
+    };
+    match span {
+        Some(span) => tokio::spawn(task.instrument(span)),
+        None => tokio::spawn(task),
+    };
+}
+
+fn record(opened: &OpenedStream, outcome: Outcome) {
+    if let Some(span) = &opened.span {
+        span.record("outcome", outcome.label());
+    }
+    opened
+        .route_metrics
+        .record(outcome, Instant::now() - opened.received);
+}
+
+/// Runs the handler, then sends its items, one per unit of credit, until it runs out.
+async fn produce<W>(work: W, credit: &SendCredit, opened: &OpenedStream) -> Ended
+where
+    W: Future<Output = HandlerOutcome>,
+{
+    let mut items = match work.await {
+        Err(panic) => return panicked(opened, panic.as_ref()),
+        Ok(Err(call_error)) => return failed(call_error),
+        Ok(Ok(Reply(ReplyBody::Stream(items)))) => items,
+        Ok(Ok(Reply(ReplyBody::Message(_)))) => {
+            return Ended::Failed(
+                ErrorCode::LayerFailed,
+                "a server layer answered a stream call with a unary reply".to_owned(),
+            )
+        }
+    };
+    loop {
+        // Paid for before the producer is asked: without credit, it is not polled at all.
+        credit.spend().await;
+        let next = AssertUnwindSafe(items.next()).catch_unwind().await;
+        let EncodedItem { frame, last } = match next {
+            Err(panic) => return panicked(opened, panic.as_ref()),
+            Ok(None) => return Ended::Complete,
+            Ok(Some(Err(call_error))) => return failed(call_error),
+            Ok(Some(Ok(item))) => item,
+        };
+        let frame = match frame.finish(
+            FrameKind::Item,
+            opened.request_id,
+            MethodId::new(0),
+            0,
+            opened.send_limit,
+        ) {
+            Ok(frame) => frame,
+            Err(err) => {
+                return Ended::Failed(
+                    ErrorCode::FrameTooLarge,
+                    format!("a stream item {err} that the client accepts (its max_frame_len)"),
+                )
+            }
+        };
+        if send_item(&opened.sink, &opened.sent_bytes, frame)
+            .await
+            .is_err()
+        {
+            return Ended::PeerGone;
+        }
+        if last {
+            return Ended::Complete;
+        }
+    }
+}
+
+/// Queues one item: the writer task batches a busy stream's items into few writes.
+async fn send_item(sink: &FrameSink, sent: &::metrics::Counter, frame: Bytes) -> Result<(), ()> {
+    sent.increment(frame.len() as u64);
+    sink.send(frame, Delivery::Background)
+        .await
+        .map_err(|_| ())
+}
+
+fn failed(call_error: CallError) -> Ended {
+    tracing::debug!(%call_error, "stream failed");
+    Ended::Failed(call_error.code(), call_error.to_string())
+}
+
+fn panicked(opened: &OpenedStream, panic: &(dyn std::any::Any + Send)) -> Ended {
+    let message = panic_message(panic);
+    tracing::error!(method = %opened.method, %message, "stream handler panicked");
+    Ended::Failed(ErrorCode::HandlerPanicked, message)
+}
