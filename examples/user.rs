@@ -28,7 +28,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use wirecall::{Channel, ChannelBuilder, Codec, Server, ServerTlsConfig};
+use futures::StreamExt;
+use wirecall::{Channel, ChannelBuilder, Codec, Server, ServerTlsConfig, Streaming};
 
 #[path = "user/bench.rs"]
 mod bench;
@@ -70,8 +71,25 @@ pub trait UserService {
     async fn find(&self, user_id: i32) -> Result<UserModel, NotFound>;
 }
 
+/// Users as a stream: the server sends them one by one, as the client reads.
+#[wirecall::service]
+pub trait UserFeed {
+    /// The first `count` users, one item each (a server stream).
+    async fn list_users(&self, count: u32) -> Streaming<UserModel>;
+}
+
 /// The server-side implementation.
 pub struct Users;
+
+impl UserFeed for Users {
+    async fn list_users(&self, count: u32) -> Streaming<UserModel> {
+        Streaming::from_iter((1..=count as i32).map(|user_id| UserModel {
+            user_id,
+            name: format!("user{user_id}"),
+            age: 18 + user_id % 50,
+        }))
+    }
+}
 
 impl UserService for Users {
     async fn get_user_id(&self, name: String) -> i32 {
@@ -194,6 +212,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(addr) = &options.serve {
         let mut builder = Server::builder()
             .serve(UserServiceServer::new(Users))
+            .serve(UserFeedServer::new(Users))
             .shutdown_grace_period(Duration::from_secs(5));
         if let Some(token) = &options.token {
             builder = builder.token(token.as_str());
@@ -204,7 +223,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let server = builder.bind(addr.as_str()).await?;
         println!(
-            "serving UserService on {} (Ctrl-C to stop)",
+            "serving UserService and UserFeed on {} (Ctrl-C to stop)",
             server.local_addr()
         );
         if let Some(gateway_addr) = &options.gateway {
@@ -232,6 +251,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => {
             let server = Server::builder()
                 .serve(UserServiceServer::new(Users))
+                .serve(UserFeedServer::new(Users))
                 .bind("127.0.0.1:0")
                 .await?;
             let addr = server.local_addr().to_string();
@@ -257,6 +277,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Calls every method once and prints what comes back.
 async fn tour(client: &ChannelBuilder, addr: &str, codec: Codec) -> Result<(), wirecall::Error> {
     let channel = client.clone().codec(codec).connect(addr).await?;
+    let feed = UserFeedClient::new(channel.clone());
     let client = UserServiceClient::new(channel);
     println!("connected to {addr}, negotiated codec: {}", client.codec());
     println!(
@@ -277,5 +298,10 @@ async fn tour(client: &ChannelBuilder, addr: &str, codec: Codec) -> Result<(), w
     );
     println!("find(1)              = {:?}", client.find(1).await?);
     println!("find(42)             = {:?}", client.find(42).await?);
+    // A server stream: the users arrive one by one, as this loop reads them.
+    let mut users = feed.list_users(3).await?;
+    while let Some(user) = users.next().await {
+        println!("list_users(3) item   = {:?}", user?);
+    }
     Ok(())
 }

@@ -210,6 +210,8 @@ mod book {
     mod resilience {}
     #[doc = include_str!("../book/src/discovery.md")]
     mod discovery {}
+    #[doc = include_str!("../book/src/streaming.md")]
+    mod streaming {}
     #[doc = include_str!("../book/src/events.md")]
     mod events {}
     #[doc = include_str!("../book/src/wire-protocol.md")]

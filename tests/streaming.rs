@@ -51,7 +51,11 @@ async fn every_item_shape_streams_in_every_codec() {
         assert_eq!(ticks.len(), 3, "{codec}");
         for (n, tick) in ticks[..2].iter().enumerate() {
             let tick = tick.as_ref().unwrap().as_ref().unwrap();
-            assert_eq!((tick.n, &tick.body[..]), (n as u64, &[7u8, 7, 7][..]), "{codec}");
+            assert_eq!(
+                (tick.n, &tick.body[..]),
+                (n as u64, &[7u8, 7, 7][..]),
+                "{codec}"
+            );
         }
         assert_eq!(
             ticks[2].as_ref().unwrap().as_ref().unwrap_err(),
@@ -143,7 +147,10 @@ async fn the_deadline_bounds_the_whole_stream() {
             Err(error) => break error,
         }
     };
-    assert!(matches!(error, Error::Timeout { after } if after == timeout), "{error}");
+    assert!(
+        matches!(error, Error::Timeout { after } if after == timeout),
+        "{error}"
+    );
     assert!(started.elapsed() >= timeout);
     assert!(items > 0);
     // One error, then the end.
@@ -157,7 +164,7 @@ async fn the_deadline_bounds_the_whole_stream() {
 
 #[tokio::test]
 async fn a_panicking_producer_ends_the_stream_with_one_error() {
-    let _quiet = quiet_panics_starting_with("feed panicked");
+    quiet_panics_starting_with("feed panicked");
     let server = serve(FeedImpl::default()).await;
     let feed = client(&server, Codec::Protobuf, 4).await;
     let items: Vec<_> = feed.panics_after(3).await.unwrap().collect().await;
@@ -175,7 +182,9 @@ async fn a_panicking_producer_ends_the_stream_with_one_error() {
 
 /// A TCP proxy in front of `target` for one connection; aborting the returned task drops
 /// both of its sockets: the connection is lost, as when a network link goes down.
-async fn proxy(target: std::net::SocketAddr) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+async fn proxy(
+    target: std::net::SocketAddr,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
@@ -267,9 +276,11 @@ async fn a_thousand_streams_share_one_connection() {
     for _ in 0..1_000 {
         streams.push(feed.numbers(20).await.unwrap());
     }
-    let sums = futures::future::join_all(streams.into_iter().map(|stream| {
-        stream.fold(0u64, |sum, item| async move { sum + item.unwrap() })
-    }))
+    let sums = futures::future::join_all(
+        streams
+            .into_iter()
+            .map(|stream| stream.fold(0u64, |sum, item| async move { sum + item.unwrap() })),
+    )
     .await;
     assert!(sums.iter().all(|&sum| sum == (0..20).sum::<u64>()));
     assert_eq!(feed.channel().in_flight(), 0);

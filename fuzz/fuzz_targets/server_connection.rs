@@ -36,6 +36,8 @@ trait Target {
     async fn add(&self, a: i64, b: i64) -> i64;
     async fn sleep(&self, ms: u32) -> u32;
     async fn fail(&self, code: i32) -> Result<i32, String>;
+    /// A server stream of `0..count`.
+    async fn count(&self, count: u32) -> wirecall::Streaming<u32>;
     #[oneway]
     async fn record(&self, value: u64);
 }
@@ -61,6 +63,10 @@ impl Target for TargetImpl {
         }
     }
     async fn record(&self, _value: u64) {}
+
+    async fn count(&self, count: u32) -> wirecall::Streaming<u32> {
+        wirecall::Streaming::from_iter(0..count.min(1_000))
+    }
 }
 
 struct Harness {
@@ -133,7 +139,7 @@ fn requests_sent(wire: &[u8]) -> HashMap<u64, usize> {
     let mut frames = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
     let mut sent = HashMap::new();
     while let Ok(Some(frame)) = frames.decode(&mut buf) {
-        if frame.kind == FrameKind::Request {
+        if matches!(frame.kind, FrameKind::Request | FrameKind::Open) {
             *sent.entry(frame.request_id).or_default() += 1;
         }
     }
@@ -153,7 +159,13 @@ fn check_output(wire: &[u8], output: &[u8]) {
     let mut answered: HashMap<u64, usize> = HashMap::new();
     while let Some(frame) = frames.decode(&mut buf).expect("the server sends valid frames") {
         match frame.kind {
-            FrameKind::Response | FrameKind::Error if frame.request_id != 0 => {
+            // A stream's items: only on a stream the client opened.
+            FrameKind::Item => assert!(
+                sent.contains_key(&frame.request_id),
+                "an item on stream {} that was never opened",
+                frame.request_id
+            ),
+            FrameKind::Response | FrameKind::Error | FrameKind::End if frame.request_id != 0 => {
                 let replies = answered.entry(frame.request_id).or_default();
                 *replies += 1;
                 let requests = sent.get(&frame.request_id).copied().unwrap_or(0);

@@ -5,11 +5,11 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::client::{Channel, ItemStream};
-use crate::stream::ItemMessage;
 use crate::codec::WireMessage;
 use crate::error::Error;
 use crate::method::MethodId;
 use crate::policy::declared::DeclaredPolicy;
+use crate::stream::ItemMessage;
 
 /// Something a generated `{Trait}Client` sends its calls through.
 ///

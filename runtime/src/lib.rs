@@ -91,12 +91,12 @@ pub mod __private {
     pub use crate::codec::evolve::{self, SerdeFields};
     pub use crate::codec::proto;
     pub use crate::dispatch::{dispatch, result_from_parts, unknown_method};
-    pub use crate::stream::outgoing::{serve_stream, unknown_stream};
-    pub use crate::stream::ItemMessage;
     pub use crate::events::__private as events;
     pub use crate::layers::CircuitBreakerConfig;
     pub use crate::policy::{fallback_for, DeclaredPolicy, MethodPolicy};
     pub use crate::reflect;
+    pub use crate::stream::outgoing::{serve_stream, unknown_stream};
+    pub use crate::stream::ItemMessage;
     pub use crate::{proto_message_field, proto_unit_enum, serde_message};
     pub use ::bytes;
     pub use ::bytes::Bytes;

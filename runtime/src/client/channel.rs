@@ -15,13 +15,12 @@ use super::args::{CallArgs, EncodeArgs, RawArgs};
 use super::connection::Connection;
 use super::dial::Redial;
 use super::exchange::sent_or_failed;
+use super::item_stream::ItemStream;
 use super::outgoing::Outgoing;
 use super::pending;
 use super::request::{Reply, Request};
 use super::settings::FIRST_BACKOFF;
 use crate::codec::{Codec, WireMessage};
-use crate::stream::ItemMessage;
-use super::item_stream::ItemStream;
 use crate::error::Error;
 use crate::layers::circuit_breaker::circuits::Circuits;
 use crate::layers::next::Next;
@@ -30,6 +29,7 @@ use crate::method::MethodId;
 use crate::policy::call::{self as policy_call, Retries};
 use crate::policy::declared::DeclaredPolicy;
 use crate::policy::table::PolicyTable;
+use crate::stream::ItemMessage;
 
 /// A handle on a connection to a wirecall server, shared by every clone.
 ///

@@ -39,7 +39,14 @@ impl Connection {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let deadline_ms = super::connection::deadline_ms(timeout);
         // Encoded before any wait, so that the arguments need not be `Sync`.
-        let frame = self.encode(FrameKind::Open, request_id, method, deadline_ms, &args, outgoing)?;
+        let frame = self.encode(
+            FrameKind::Open,
+            request_id,
+            method,
+            deadline_ms,
+            &args,
+            outgoing,
+        )?;
         drop(args);
         self.accepted().await?;
         let deadline = timeout.map(|after| Instant::now() + after);

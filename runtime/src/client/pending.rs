@@ -239,7 +239,11 @@ impl PendingCalls {
             Some(Slot::Stream(stream)) => match stream.next() {
                 Some(next) => next,
                 None => {
-                    if !stream.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    if !stream
+                        .waker
+                        .as_ref()
+                        .is_some_and(|w| w.will_wake(cx.waker()))
+                    {
                         stream.waker = Some(cx.waker().clone());
                     }
                     return Poll::Pending;

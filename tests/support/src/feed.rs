@@ -33,7 +33,12 @@ pub trait Feed {
     async fn numbers(&self, count: u64) -> Streaming<u64>;
     /// `count` ticks with `body_len`-byte bodies; with `fail_at < count`, the item at
     /// `fail_at` is `Err(Refused)`, the last.
-    async fn ticks(&self, count: u64, body_len: u32, fail_at: u64) -> Streaming<Result<Tick, Refused>>;
+    async fn ticks(
+        &self,
+        count: u64,
+        body_len: u32,
+        fail_at: u64,
+    ) -> Streaming<Result<Tick, Refused>>;
     /// 0, 1, 2, ... until the caller stops it.
     async fn endless(&self) -> Streaming<u64>;
     /// `0..after`, then a panic.
@@ -75,7 +80,12 @@ impl Feed for FeedImpl {
         Streaming::from_iter(0..count)
     }
 
-    async fn ticks(&self, count: u64, body_len: u32, fail_at: u64) -> Streaming<Result<Tick, Refused>> {
+    async fn ticks(
+        &self,
+        count: u64,
+        body_len: u32,
+        fail_at: u64,
+    ) -> Streaming<Result<Tick, Refused>> {
         let body = Bytes::from(vec![7u8; body_len as usize]);
         Streaming::from_iter((0..count).map(move |n| {
             if n == fail_at {
@@ -99,11 +109,10 @@ impl Feed for FeedImpl {
     }
 
     async fn panics_after(&self, after: u64) -> Streaming<u64> {
-        Streaming::from_iter((0..=after).map(move |n| {
+        Streaming::from_iter((0..=after).inspect(move |&n| {
             if n == after {
                 panic!("feed panicked after {after} items");
             }
-            n
         }))
     }
 

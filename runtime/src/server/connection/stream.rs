@@ -194,9 +194,7 @@ where
 /// Queues one item: the writer task batches a busy stream's items into few writes.
 async fn send_item(sink: &FrameSink, sent: &::metrics::Counter, frame: Bytes) -> Result<(), ()> {
     sent.increment(frame.len() as u64);
-    sink.send(frame, Delivery::Background)
-        .await
-        .map_err(|_| ())
+    sink.send(frame, Delivery::Background).await.map_err(|_| ())
 }
 
 fn failed(call_error: CallError) -> Ended {

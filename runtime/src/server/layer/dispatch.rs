@@ -17,10 +17,10 @@ use crate::error::BoxError;
 use crate::error::CallError;
 use crate::layers::next::{Next, NextFuture};
 use crate::server::request::{Reply, ReplyBody, Request};
-use crate::stream::outgoing::unknown_stream;
-use crate::stream::OpenFuture;
 use crate::server::router::Router;
 use crate::service::ReplyFuture;
+use crate::stream::outgoing::unknown_stream;
+use crate::stream::OpenFuture;
 
 /// Runs handlers; always ready.
 #[derive(Clone)]
