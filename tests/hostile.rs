@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use common::*;
+use wirecall_test_support::feed::{FeedImpl, FeedServer};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -232,6 +233,31 @@ const CASES: &[Case] = &[
         "a flooder that never reads is back-pressured",
         flooder_never_reading,
     ),
+    case(
+        "a credit past the outstanding limit is a protocol violation",
+        credit_overflow,
+    ),
+    case("a zero credit is a protocol violation", zero_credit),
+    case(
+        "a credit whose payload is not four bytes is a protocol violation",
+        credit_of_wrong_length,
+    ),
+    case(
+        "an item from a client on a stream without upload is a protocol violation",
+        item_from_client,
+    ),
+    case(
+        "a credit for a stream that is not open is ignored",
+        credit_for_unknown_stream,
+    ),
+    case(
+        "a stream never granted credit waits and holds up nothing else",
+        stream_without_credit,
+    ),
+    case(
+        "a stream frame on a version 2 connection is an unknown kind",
+        stream_frame_on_version_2,
+    ),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,6 +317,7 @@ impl Arena {
 fn hostile_server() -> wirecall::ServerBuilder {
     Server::builder()
         .serve(UserServiceServer::new(Users::default()))
+        .serve(FeedServer::new(FeedImpl::default()))
         .handshake_timeout(HANDSHAKE_TIMEOUT)
         .idle_timeout(IDLE_TIMEOUT)
         .ping_timeout(PING_TIMEOUT)
@@ -472,7 +499,11 @@ impl RawPeer {
         Self {
             socket,
             received: BytesMut::new(),
-            frames: FrameCodec::default(),
+            // This build's version: the stream kinds are known.
+            frames: FrameCodec::for_version(
+                wirecall::wire::DEFAULT_MAX_FRAME_LEN,
+                wirecall::PROTOCOL_VERSION,
+            ),
             pings_seen: 0,
             answer_pings: true,
         }
@@ -616,7 +647,7 @@ impl RawPeer {
 /// The server's acceptance: version 2, status 0, the codec, its list, then the extension
 /// block announcing the server's frame limit and that it understands early calls.
 fn accepted_hello(codec: Codec) -> Vec<u8> {
-    let mut hello = b"WCAL\x02\x00".to_vec();
+    let mut hello = b"WCAL\x03\x00".to_vec();
     hello.push(codec.id());
     hello.extend_from_slice(&SUPPORTED);
     hello.extend_from_slice(&[0, 8, 1, 4]);
@@ -625,9 +656,9 @@ fn accepted_hello(codec: Codec) -> Vec<u8> {
     hello
 }
 
-/// A refusal: version 2, the status, no codec, the server's list, an empty extension block.
+/// A refusal: version 3, the status, no codec, the server's list, an empty extension block.
 fn refusal(status: u8) -> Vec<u8> {
-    let mut hello = b"WCAL\x02".to_vec();
+    let mut hello = b"WCAL\x03".to_vec();
     hello.push(status);
     hello.push(0);
     hello.extend_from_slice(&SUPPORTED);
@@ -725,8 +756,8 @@ fn too_many_codecs(arena: Arena) -> BoxFuture<'static, ()> {
 }
 
 fn unknown_codecs_only(arena: Arena) -> BoxFuture<'static, ()> {
-    // Version 2: two unknown ids, no token, an empty extension block.
-    let hello = [b'W', b'C', b'A', b'L', 2, 2, 9, 200, 0, 0, 0];
+    // This build's version: two unknown ids, no token, an empty extension block.
+    let hello = [b'W', b'C', b'A', b'L', 3, 2, 9, 200, 0, 0, 0];
     async move { expect_refusal(&arena, &hello, 1).await }.boxed()
 }
 
@@ -1391,6 +1422,123 @@ fn flooder_never_reading(arena: Arena) -> BoxFuture<'static, ()> {
             server.in_flight() <= 1
         })
         .await;
+    }
+    .boxed()
+}
+
+// ---- streams -----------------------------------------------------------------------------
+
+const ENDLESS: MethodId = wirecall::method_id("Feed", "endless");
+const NUMBERS: MethodId = wirecall::method_id("Feed", "numbers");
+
+#[wirecall::message]
+struct NoArgs {}
+
+#[wirecall::message]
+struct CountArgs {
+    count: u64,
+}
+
+fn open(request_id: u64, method: MethodId, payload: Bytes) -> Frame {
+    Frame {
+        kind: FrameKind::Open,
+        ..request(request_id, method, payload)
+    }
+}
+
+fn credit(request_id: u64, payload: &[u8]) -> Frame {
+    Frame {
+        payload: Bytes::copy_from_slice(payload),
+        ..Frame::control(FrameKind::Credit, request_id)
+    }
+}
+
+/// Opens `Feed.endless` as stream 1, grants `first` items, then sends `then`: the server
+/// closes the connection with a protocol violation.
+async fn stream_violation(arena: Arena, first: u32, then: Frame) {
+    let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
+    peer.send_frame(open(1, ENDLESS, encode(Codec::MessagePack, &NoArgs {})))
+        .await;
+    peer.send_frame(credit(1, &first.to_be_bytes())).await;
+    peer.send_frame(then).await;
+    peer.expect_connection_error(6).await;
+    arena.connections_settle().await;
+}
+
+fn credit_overflow(arena: Arena) -> BoxFuture<'static, ()> {
+    // The first grant is the whole limit; one more item is past it.
+    let limit = wirecall::stream::MAX_STREAM_CREDIT;
+    stream_violation(arena, limit, credit(1, &1u32.to_be_bytes())).boxed()
+}
+
+fn zero_credit(arena: Arena) -> BoxFuture<'static, ()> {
+    stream_violation(arena, 1, credit(1, &0u32.to_be_bytes())).boxed()
+}
+
+fn credit_of_wrong_length(arena: Arena) -> BoxFuture<'static, ()> {
+    stream_violation(arena, 1, credit(1, &[0, 1])).boxed()
+}
+
+fn item_from_client(arena: Arena) -> BoxFuture<'static, ()> {
+    let item = Frame {
+        payload: encode(Codec::MessagePack, &I64Reply { value: 1 }),
+        ..Frame::control(FrameKind::Item, 1)
+    };
+    stream_violation(arena, 1, item).boxed()
+}
+
+fn credit_for_unknown_stream(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
+        peer.send_frame(credit(77, &5u32.to_be_bytes())).await;
+        // The next frame is the reply to this call: nothing answered the credit.
+        peer.expect_usable(Codec::MessagePack, 1).await;
+    }
+    .boxed()
+}
+
+fn stream_without_credit(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
+        let args = encode(Codec::MessagePack, &CountArgs { count: 3 });
+        peer.send_frame(open(1, NUMBERS, args)).await;
+        // No credit: the stream sends nothing, and calls on the connection still complete.
+        for request_id in 2..12 {
+            peer.expect_usable(Codec::MessagePack, request_id).await;
+        }
+        // Credit for two items: exactly two come, and no End (a third item is owed first).
+        peer.send_frame(credit(1, &2u32.to_be_bytes())).await;
+        for n in 0..2 {
+            let item = peer.next_frame().await;
+            assert_eq!((item.kind, item.request_id), (FrameKind::Item, 1), "{item:?}");
+            let value: I64Reply = Codec::MessagePack.decode(&item.payload).expect("decodes");
+            assert_eq!(value.value, n);
+        }
+        peer.expect_usable(Codec::MessagePack, 12).await;
+        // One more: the last item, then the End.
+        peer.send_frame(credit(1, &1u32.to_be_bytes())).await;
+        let item = peer.next_frame().await;
+        assert_eq!(item.kind, FrameKind::Item, "{item:?}");
+        let end = peer.next_frame().await;
+        assert_eq!((end.kind, end.request_id), (FrameKind::End, 1), "{end:?}");
+        peer.expect_usable(Codec::MessagePack, 13).await;
+    }
+    .boxed()
+}
+
+fn stream_frame_on_version_2(arena: Arena) -> BoxFuture<'static, ()> {
+    async move {
+        let mut peer = RawPeer::connect(arena.addr).await;
+        peer.send(&ClientHello::encode_for_version(2, &[Codec::MessagePack], &[]))
+            .await;
+        // The version 2 acceptance: the same bytes as a version 3 one but the version.
+        let mut accepted = accepted_hello(Codec::MessagePack);
+        accepted[4] = 2;
+        assert_eq!(peer.read_exact(accepted.len()).await, accepted);
+        peer.send_frame(open(1, NUMBERS, encode(Codec::MessagePack, &CountArgs { count: 1 })))
+            .await;
+        peer.expect_connection_error(6).await;
+        arena.connections_settle().await;
     }
     .boxed()
 }

@@ -85,7 +85,7 @@ async fn metadata_travels_both_ways_in_every_codec() {
             .connect(server.local_addr())
             .await
             .unwrap();
-        assert_eq!(channel.protocol_version(), 2);
+        assert_eq!(channel.protocol_version(), wirecall::PROTOCOL_VERSION);
         let probe = ProbeClient::new(channel.clone());
         assert_eq!(
             probe.header("tenant".into()).await.unwrap().as_deref(),

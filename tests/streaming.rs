@@ -345,3 +345,46 @@ impl wirecall::stream::ItemMessage for NumbersItem {
         Ok(self.value)
     }
 }
+
+#[tokio::test]
+async fn a_balanced_channel_opens_each_stream_on_one_endpoint() {
+    use wirecall::discovery::{Balance, Registration, Registry, StaticRegistry};
+
+    let registry = Registry::new(StaticRegistry::new());
+    let mut servers = Vec::new();
+    let mut stats = Vec::new();
+    for _ in 0..2 {
+        let feed = FeedImpl::default();
+        stats.push(Arc::clone(&feed.stats));
+        let server = Server::builder()
+            .serve(FeedServer::new(feed))
+            .register(registry.clone(), Registration::bound_address())
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        servers.push(server);
+    }
+    let balanced = wirecall::discovery::BalancedChannel::builder()
+        .balance(Balance::RoundRobin)
+        .discover(&registry, "Feed")
+        .await
+        .unwrap();
+    eventually("both endpoints are known", || balanced.endpoints().len() == 2).await;
+    let feed = FeedClient::over(balanced);
+    // Round robin: two streams, one on each endpoint, each whole from its own producer.
+    let mut first = feed.endless().await.unwrap();
+    let mut second = feed.endless().await.unwrap();
+    for expected in 0..10 {
+        assert_eq!(first.next().await.unwrap().unwrap(), expected);
+        assert_eq!(second.next().await.unwrap().unwrap(), expected);
+    }
+    assert!(stats.iter().all(|s| s.running.load(Ordering::SeqCst)));
+    drop((first, second));
+    eventually("both producers are dropped", || {
+        stats.iter().all(|s| s.dropped.load(Ordering::SeqCst) == 1)
+    })
+    .await;
+    for server in servers {
+        server.shutdown().await;
+    }
+}

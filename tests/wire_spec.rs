@@ -19,6 +19,8 @@ use wirecall_runtime::negotiate::{ClientHello, ServerHello};
 use wirecall_runtime::transport::frame::{Frame, FrameKind};
 // The shared `UserService` fixture: the chapter shows its `get_user` and `find` (method ids
 // depend only on the service and method names, so these are the `user` example's ids).
+use futures::StreamExt;
+use wirecall_test_support::feed::{FeedClient, FeedImpl, FeedServer};
 use wirecall_test_support::{
     fanly, NotFound, UserModel, UserServiceClient, UserServiceServer, Users,
 };
@@ -50,6 +52,7 @@ async fn start_server() -> RunningServer {
     Server::builder()
         .serve(UserServiceServer::new(Users::default()))
         .serve(AccountsServer::new(Users::default()))
+        .serve(FeedServer::new(FeedImpl::default()))
         .bind("127.0.0.1:0")
         .await
         .expect("server binds")
@@ -281,6 +284,7 @@ fn method_names() -> HashMap<u64, &'static str> {
         ("UserService", "find", "UserService.find"),
         ("UserService", "delete_user", "UserService.delete_user"),
         ("Accounts", "rename", "Accounts.rename"),
+        ("Feed", "numbers", "Feed.numbers"),
     ]
     .into_iter()
     .map(|(service, method, full)| (method_id(service, method).get(), full))
@@ -523,6 +527,41 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     let (up, _) = tap.recorded();
     let (_, requests) = split(&up, true);
     expected.add("request with metadata", annotate_frame(requests[0]));
+
+    // A server stream (protocol version 3): the Open and the first credit, then two items
+    // and the End.
+    let tap = Tap::start(server.local_addr()).await;
+    let feed = FeedClient::new(
+        Channel::builder()
+            .codec(Codec::Json)
+            .without_timeout()
+            .stream_window(4)
+            .connect(tap.addr)
+            .await
+            .unwrap(),
+    );
+    let numbers: Vec<u64> = feed
+        .numbers(2)
+        .await
+        .unwrap()
+        .map(|item| item.unwrap())
+        .collect()
+        .await;
+    assert_eq!(numbers, [0, 1]);
+    let (up, down) = tap.recorded();
+    let (_, opening) = split(&up, true);
+    let (_, answer) = split(&down, false);
+    assert_eq!(opening.len(), 2, "the Open and its credit");
+    assert_eq!(answer.len(), 3, "two items and the End");
+    for (name, frame) in ["stream open", "stream credit"].into_iter().zip(opening) {
+        expected.add(name, annotate_frame(frame));
+    }
+    for (name, frame) in ["stream item 0", "stream item 1", "stream end"]
+        .into_iter()
+        .zip(answer)
+    {
+        expected.add(name, annotate_frame(frame));
+    }
     server.shutdown().await;
 
     expected.check();

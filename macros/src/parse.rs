@@ -329,8 +329,15 @@ fn reply_shape(output: &ReturnType) -> ReplyShape {
     type_shape(ty)
 }
 
-/// The shape of one reply message of type `ty`.
+/// The shape of one reply message of type `ty` (a stream inside a stream is kept as one, for
+/// validation to refuse).
 fn type_shape(ty: &Type) -> ReplyShape {
+    if let Some(item) = streaming_arg(ty) {
+        return ReplyShape::Stream {
+            whole: Box::new(ty.clone()),
+            item: Box::new(type_shape(item)),
+        };
+    }
     if is_unit(ty) {
         return ReplyShape::Unit;
     }

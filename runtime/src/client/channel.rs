@@ -154,8 +154,8 @@ impl Channel {
         self.metadata.as_deref().unwrap_or(&EMPTY)
     }
 
-    /// The protocol version of the current connection (2: metadata travels; 1: an older
-    /// server, no metadata).
+    /// The protocol version of the current connection (3: streams and metadata; 2: an older
+    /// server, metadata but no streams; 1: neither).
     pub fn protocol_version(&self) -> u8 {
         self.shared.current().version
     }
@@ -221,11 +221,22 @@ impl Channel {
         declared: &'static DeclaredPolicy,
         args: A,
     ) -> Result<ItemStream<M::Item>, Error> {
-        let timeout = match self.shared.policies.state(method, declared) {
-            Some(state) => policy_call::shorter(self.timeout, state.policy.timeout()),
-            None => self.timeout,
-        };
+        let timeout = self.stream_timeout(method, declared, self.timeout);
         self.open_stream_within::<A, M>(method, args, timeout).await
+    }
+
+    /// The deadline of a stream of `method` opened with `timeout`: the shorter of it and the
+    /// method's policy's.
+    pub(crate) fn stream_timeout(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        timeout: Option<Duration>,
+    ) -> Option<Duration> {
+        match self.shared.policies.state(method, declared) {
+            Some(state) => policy_call::shorter(timeout, state.policy.timeout()),
+            None => timeout,
+        }
     }
 
     async fn open_stream_within<A: WireMessage, M: ItemMessage>(
@@ -234,7 +245,20 @@ impl Channel {
         args: A,
         timeout: Option<Duration>,
     ) -> Result<ItemStream<M::Item>, Error> {
-        let outgoing = Outgoing::new(self.metadata.as_deref(), self.shared.trace);
+        self.open_stream_carrying::<A, M>(method, args, timeout, self.metadata.as_deref())
+            .await
+    }
+
+    /// Opens a server stream within `timeout` (as a whole), its Open frame carrying
+    /// `metadata` (a balanced channel's handle has its own).
+    pub(crate) async fn open_stream_carrying<A: WireMessage, M: ItemMessage>(
+        &self,
+        method: MethodId,
+        args: A,
+        timeout: Option<Duration>,
+        metadata: Option<&Metadata>,
+    ) -> Result<ItemStream<M::Item>, Error> {
+        let outgoing = Outgoing::new(metadata, self.shared.trace);
         let connection = self.shared.connection().await?;
         connection
             .open_stream::<M, _>(method, args, timeout, &outgoing)

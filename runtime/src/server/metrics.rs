@@ -16,6 +16,12 @@
 //! | `wirecall_server_received_bytes_total` | counter | |
 //! | `wirecall_server_sent_bytes_total` | counter | |
 //! | `wirecall_server_handshake_failures_total` | counter | `reason` |
+//! | `wirecall_server_streams_opened_total` | counter | |
+//! | `wirecall_server_streams_open` | gauge | |
+//! | `wirecall_server_stream_items_total` | counter | |
+//!
+//! A stream call also counts as a call (`wirecall_server_calls_total`, with how it ended, and
+//! its duration is the stream's life); its items' bytes count in `sent_bytes`.
 //!
 //! `outcome` is `ok`, `cancelled` (by the caller, or its connection closed), or the wire
 //! error code the caller got, in snake case (`deadline_exceeded`, `overloaded`,
@@ -49,6 +55,13 @@ pub const SENT_BYTES: &str = "wirecall_server_sent_bytes_total";
 /// Connections that did not get past the handshake, by reason.
 pub const HANDSHAKE_FAILURES: &str = "wirecall_server_handshake_failures_total";
 
+/// Server streams opened (protocol version 3).
+pub const STREAMS_OPENED: &str = "wirecall_server_streams_opened_total";
+/// Server streams open now.
+pub const STREAMS_OPEN: &str = "wirecall_server_streams_open";
+/// Items sent on server streams.
+pub const STREAM_ITEMS: &str = "wirecall_server_stream_items_total";
+
 /// The server-wide handles, registered when the server starts.
 pub(crate) struct ServerMetrics {
     pub(crate) in_flight: Gauge,
@@ -56,6 +69,9 @@ pub(crate) struct ServerMetrics {
     pub(crate) connections_total: Counter,
     pub(crate) received_bytes: Counter,
     pub(crate) sent_bytes: Counter,
+    pub(crate) streams_opened: Counter,
+    pub(crate) streams_open: Gauge,
+    pub(crate) stream_items: Counter,
 }
 
 impl ServerMetrics {
@@ -66,6 +82,9 @@ impl ServerMetrics {
             connections_total: counter!(CONNECTIONS_TOTAL),
             received_bytes: counter!(RECEIVED_BYTES),
             sent_bytes: counter!(SENT_BYTES),
+            streams_opened: counter!(STREAMS_OPENED),
+            streams_open: gauge!(STREAMS_OPEN),
+            stream_items: counter!(STREAM_ITEMS),
         }
     }
 }

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::pool::{EndpointStats, Inner};
 use crate::caller::Caller;
-use crate::client::{CallArgs, EncodeArgs, Outgoing, RawArgs, Reply, Request};
+use crate::client::{CallArgs, EncodeArgs, ItemStream, Outgoing, RawArgs, Reply, Request};
 use crate::codec::{Codec, WireMessage};
 use crate::discovery::balance::key_hash;
 use crate::error::Error;
@@ -21,6 +21,7 @@ use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 use crate::policy::call::{self as policy_call, Retries};
 use crate::policy::declared::DeclaredPolicy;
+use crate::stream::ItemMessage;
 
 /// A channel over every live endpoint of one service.
 ///
@@ -279,6 +280,15 @@ impl Caller for BalancedChannel {
         args: A,
     ) -> impl Future<Output = Result<(), Error>> + Send {
         BalancedChannel::notify(self, method, args)
+    }
+
+    fn open_stream<A: WireMessage, M: ItemMessage>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+    ) -> impl Future<Output = Result<ItemStream<M::Item>, Error>> + Send {
+        BalancedChannel::open_stream_with_policy::<A, M>(self, method, declared, args)
     }
 
     fn with_timeout(&self, timeout: Duration) -> Self {

@@ -6,7 +6,8 @@
 //! `Request`; `builder.rs` the options and `discover`; `route.rs` the balancing and failover
 //! stage (a tower service under the channel's own layers; what a failed attempt means is
 //! `client/failure.rs`, shared with direct channels' retries); `pool.rs` the endpoints and their connections; `eject.rs` ejection and
-//! probing; `health_check.rs` the active health checks; `follow.rs` following the registry.
+//! probing; `health_check.rs` the active health checks; `follow.rs` following the registry;
+//! `stream.rs` server streams, on one endpoint each.
 //! This module only declares and re-exports.
 
 mod builder;
@@ -16,6 +17,7 @@ mod handle;
 mod health_check;
 mod pool;
 mod route;
+mod stream;
 
 pub use builder::{
     BalancedChannelBuilder, DEFAULT_MAX_PROBE_BACKOFF, DEFAULT_MIN_RETRIES_PER_SECOND,

@@ -151,6 +151,8 @@ pub(super) fn start_call(
     if opens_stream {
         // A stream lives on: it always gets a task of its own.
         shared.metrics.in_flight.increment(1.0);
+        shared.metrics.streams_opened.increment(1);
+        shared.metrics.streams_open.increment(1.0);
         let opened = OpenedStream {
             request_id,
             method,
@@ -164,6 +166,8 @@ pub(super) fn start_call(
             route_metrics: Arc::clone(&route.metrics),
             in_flight: shared.metrics.in_flight.clone(),
             sent_bytes: shared.metrics.sent_bytes.clone(),
+            items: shared.metrics.stream_items.clone(),
+            open: shared.metrics.streams_open.clone(),
             force: shared.force.clone(),
             span,
         };

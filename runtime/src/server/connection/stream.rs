@@ -45,6 +45,10 @@ pub(super) struct OpenedStream {
     pub(super) route_metrics: Arc<RouteMetrics>,
     pub(super) in_flight: ::metrics::Gauge,
     pub(super) sent_bytes: ::metrics::Counter,
+    /// Items sent on streams, server-wide.
+    pub(super) items: ::metrics::Counter,
+    /// Streams open, server-wide: this one counts until its task ends.
+    pub(super) open: ::metrics::Gauge,
     /// Cancelled when the server stops its calls at the end of a shutdown's grace period.
     pub(super) force: CancellationToken,
     pub(super) span: Option<tracing::Span>,
@@ -73,6 +77,7 @@ where
     let span = opened.span.clone().filter(|span| !span.is_disabled());
     let task = async move {
         let _gauge = InFlightGauge(opened.in_flight.clone());
+        let _open = InFlightGauge(opened.open.clone());
         let run = Abortable::new(produce(work, &credit, &opened), registration);
         let ended = match opened.deadline {
             Some(at) => tokio::time::timeout_at(at, run).await.ok(),
@@ -155,8 +160,9 @@ where
         }
     };
     loop {
-        // Paid for before the producer is asked: without credit, it is not polled at all.
-        credit.spend().await;
+        // The producer is asked first, then the item waits for credit: so the stream's end
+        // (or failure) goes out as soon as it is known, without waiting for credit that only
+        // items need. The server holds at most this one item beyond the client's credit.
         let next = AssertUnwindSafe(items.next()).catch_unwind().await;
         let EncodedItem { frame, last } = match next {
             Err(panic) => return panicked(opened, panic.as_ref()),
@@ -164,6 +170,7 @@ where
             Ok(Some(Err(call_error))) => return failed(call_error),
             Ok(Some(Ok(item))) => item,
         };
+        credit.spend().await;
         let frame = match frame.finish(
             FrameKind::Item,
             opened.request_id,
@@ -185,6 +192,7 @@ where
         {
             return Ended::PeerGone;
         }
+        opened.items.increment(1);
         if last {
             return Ended::Complete;
         }
