@@ -388,3 +388,40 @@ async fn a_balanced_channel_opens_each_stream_on_one_endpoint() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn a_server_shutting_down_ends_its_streams_after_the_grace_period() {
+    let feed_impl = FeedImpl::default();
+    let stats = Arc::clone(&feed_impl.stats);
+    let server = Server::builder()
+        .serve(FeedServer::new(feed_impl))
+        .shutdown_grace_period(Duration::from_millis(300))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let feed = client(&server, Codec::MessagePack, 4).await;
+    let mut endless = feed.endless().await.unwrap();
+    assert_eq!(endless.next().await.unwrap().unwrap(), 0);
+    let started = tokio::time::Instant::now();
+    let shutdown = tokio::spawn(server.shutdown());
+    let error = loop {
+        match endless.next().await.expect("the stream ends with an error") {
+            Ok(_) => continue,
+            Err(error) => break error,
+        }
+    };
+    assert!(
+        matches!(
+            error,
+            Error::Remote {
+                code: ErrorCode::ShuttingDown,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300), "ran for the grace period");
+    assert!(endless.next().await.is_none());
+    shutdown.await.unwrap();
+    assert_eq!(stats.dropped.load(Ordering::SeqCst), 1);
+}
