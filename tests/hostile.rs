@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use common::*;
-use wirecall_test_support::feed::{FeedImpl, FeedServer};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,6 +24,7 @@ use tokio_util::codec::Decoder;
 use wirecall::{Channel, Codec, Error, ErrorCode, MethodId, RunningServer, Server, WireMessage};
 use wirecall_runtime::negotiate::ClientHello;
 use wirecall_runtime::transport::frame::{ErrorBody, Frame, FrameCodec, FrameKind};
+use wirecall_test_support::feed::{FeedImpl, FeedServer};
 
 // The server's limits, small so that every case ends quickly.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -1510,7 +1510,11 @@ fn stream_without_credit(arena: Arena) -> BoxFuture<'static, ()> {
         peer.send_frame(credit(1, &2u32.to_be_bytes())).await;
         for n in 0..2 {
             let item = peer.next_frame().await;
-            assert_eq!((item.kind, item.request_id), (FrameKind::Item, 1), "{item:?}");
+            assert_eq!(
+                (item.kind, item.request_id),
+                (FrameKind::Item, 1),
+                "{item:?}"
+            );
             let value: I64Reply = Codec::MessagePack.decode(&item.payload).expect("decodes");
             assert_eq!(value.value, n);
         }
@@ -1529,14 +1533,22 @@ fn stream_without_credit(arena: Arena) -> BoxFuture<'static, ()> {
 fn stream_frame_on_version_2(arena: Arena) -> BoxFuture<'static, ()> {
     async move {
         let mut peer = RawPeer::connect(arena.addr).await;
-        peer.send(&ClientHello::encode_for_version(2, &[Codec::MessagePack], &[]))
-            .await;
+        peer.send(&ClientHello::encode_for_version(
+            2,
+            &[Codec::MessagePack],
+            &[],
+        ))
+        .await;
         // The version 2 acceptance: the same bytes as a version 3 one but the version.
         let mut accepted = accepted_hello(Codec::MessagePack);
         accepted[4] = 2;
         assert_eq!(peer.read_exact(accepted.len()).await, accepted);
-        peer.send_frame(open(1, NUMBERS, encode(Codec::MessagePack, &CountArgs { count: 1 })))
-            .await;
+        peer.send_frame(open(
+            1,
+            NUMBERS,
+            encode(Codec::MessagePack, &CountArgs { count: 1 }),
+        ))
+        .await;
         peer.expect_connection_error(6).await;
         arena.connections_settle().await;
     }

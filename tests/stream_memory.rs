@@ -76,7 +76,12 @@ fn stream_memory_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_million_items_stream_in_bounded_memory() {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "stream_memory_server", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "stream_memory_server",
+            "--ignored",
+            "--nocapture",
+        ])
         .env(CHILD_ENV, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

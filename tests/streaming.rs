@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use wirecall::{Channel, Codec, Error, ErrorCode, RunningServer, Server};
-use wirecall_test_support::feed::{FeedClient, FeedImpl, FeedServer, Refused};
+use wirecall_test_support::feed::{FeedClient, FeedImpl, FeedServer, Refused, Tick};
 use wirecall_test_support::{eventually, quiet_panics_starting_with};
 
 async fn serve(feed: FeedImpl) -> RunningServer {
@@ -369,7 +369,10 @@ async fn a_balanced_channel_opens_each_stream_on_one_endpoint() {
         .discover(&registry, "Feed")
         .await
         .unwrap();
-    eventually("both endpoints are known", || balanced.endpoints().len() == 2).await;
+    eventually("both endpoints are known", || {
+        balanced.endpoints().len() == 2
+    })
+    .await;
     let feed = FeedClient::over(balanced);
     // Round robin: two streams, one on each endpoint, each whole from its own producer.
     let mut first = feed.endless().await.unwrap();
@@ -420,8 +423,127 @@ async fn a_server_shutting_down_ends_its_streams_after_the_grace_period() {
         ),
         "{error}"
     );
-    assert!(started.elapsed() >= Duration::from_millis(300), "ran for the grace period");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "ran for the grace period"
+    );
     assert!(endless.next().await.is_none());
     shutdown.await.unwrap();
     assert_eq!(stats.dropped.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_client_stream_uploads_in_every_codec() {
+    let server = serve(FeedImpl::default()).await;
+    for codec in Codec::available() {
+        let feed = client(&server, codec, 4).await;
+        let sum = feed.sum(futures::stream::iter(0..1_000u64)).await.unwrap();
+        assert_eq!(sum, (0..1_000).sum::<u64>(), "{codec}");
+        // An empty upload is an upload too.
+        assert_eq!(
+            feed.sum(futures::stream::empty()).await.unwrap(),
+            0,
+            "{codec}"
+        );
+        // A result reply.
+        let under = feed
+            .sum_until(100, futures::stream::iter([1u64, 2, 3]))
+            .await
+            .unwrap();
+        assert_eq!(under, Ok(6), "{codec}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_bidirectional_stream_echoes_while_it_uploads_in_every_codec() {
+    let server = serve(FeedImpl::default()).await;
+    for codec in Codec::available() {
+        let feed = client(&server, codec, 4).await;
+        let ticks = (0..100u64).map(|n| Tick {
+            n,
+            body: bytes::Bytes::from(vec![1u8; 16]),
+        });
+        let doubled: Vec<u64> = feed
+            .doubled(futures::stream::iter(ticks))
+            .await
+            .unwrap()
+            .map(|tick| tick.unwrap().n)
+            .collect()
+            .await;
+        assert_eq!(
+            doubled,
+            (0..100).map(|n| n * 2).collect::<Vec<_>>(),
+            "{codec}"
+        );
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_early_answer_reaches_the_caller_while_it_still_uploads() {
+    let server = serve(FeedImpl::default()).await;
+    let feed = client(&server, Codec::MessagePack, 4).await;
+    // An endless upload, counted as the client's upload task takes its items.
+    let taken = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = Arc::clone(&taken);
+    let endless = futures::stream::iter(1u64..).inspect(move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+    });
+    let answer = tokio::time::timeout(Duration::from_secs(10), feed.sum_until(10, endless))
+        .await
+        .expect("the answer comes although the upload never ends")
+        .unwrap();
+    assert_eq!(
+        answer,
+        Err(Refused {
+            reason: "the sum passed 10".to_owned()
+        })
+    );
+    // The upload stopped: the client takes no more items once the answer is in.
+    let after_answer = taken.load(Ordering::SeqCst);
+    assert_eq!(feed.add(1, 1).await.unwrap(), 2);
+    assert!(
+        taken.load(Ordering::SeqCst) <= after_answer + 1,
+        "the upload went on after the answer"
+    );
+    // At most the server's window (32) plus what was in flight was ever taken.
+    assert!(after_answer <= 5 + 32 + 1, "{after_answer} items taken");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_upload_waits_for_the_servers_credit() {
+    let server = serve(FeedImpl::default()).await;
+    let feed = client(&server, Codec::MessagePack, 4).await;
+    // `doubled` maps each tick as its output is read: a caller that never reads the output
+    // leaves the server's window of 4 output items full, so the server stops taking the
+    // upload, and the client's upload stops taking items from the caller's stream.
+    let taken = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = Arc::clone(&taken);
+    let ticks = futures::stream::iter(0u64..).map(move |n| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Tick {
+            n,
+            body: bytes::Bytes::new(),
+        }
+    });
+    let mut output = feed.doubled(ticks).await.unwrap();
+    eventually("the upload starts", || taken.load(Ordering::SeqCst) > 0).await;
+    // Other calls go on; meanwhile the upload stays bounded.
+    for n in 0..50 {
+        assert_eq!(feed.add(n, 1).await.unwrap(), n + 1);
+    }
+    let bound = 4 + 1 + 32 + 1 + 1;
+    let seen = taken.load(Ordering::SeqCst);
+    assert!(
+        seen <= bound,
+        "the upload ran ahead of the credit: {seen} items"
+    );
+    // Reading the output lets it all move again.
+    for expected in 0..100u64 {
+        assert_eq!(output.next().await.unwrap().unwrap().n, expected * 2);
+    }
+    drop(output);
+    server.shutdown().await;
 }

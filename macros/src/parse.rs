@@ -166,6 +166,9 @@ pub struct MethodDef {
     pub args: Vec<ArgDef>,
     /// What the method returns.
     pub reply: ReplyShape,
+    /// The argument of type `Streaming<T>` (the index in `args`), for a method the client
+    /// streams items to (client or bidirectional streaming).
+    pub upload: Option<usize>,
     /// The method's `#[wirecall(..)]`: its call policy.
     pub policy: PolicyDef,
 }
@@ -222,6 +225,19 @@ impl ReplyShape {
     /// Whether the method is a server stream.
     pub fn is_stream(&self) -> bool {
         matches!(self, Self::Stream { .. })
+    }
+}
+
+impl MethodDef {
+    /// The upload argument and the type of its items, for a method that takes one.
+    pub fn upload(&self) -> Option<(&ArgDef, &Type)> {
+        let arg = &self.args[self.upload?];
+        Some((arg, streaming_arg(&arg.ty)?))
+    }
+
+    /// Whether the method is called with an `Open` frame: it streams either way.
+    pub fn is_stream_call(&self) -> bool {
+        self.upload.is_some() || self.reply.is_stream()
     }
 }
 
@@ -301,6 +317,7 @@ fn parse_method(
             }),
         }
     }
+    let upload = args.iter().position(|arg| streaming_arg(&arg.ty).is_some());
     MethodDef {
         wire_name: method.sig.ident.unraw().to_string(),
         attrs: method.attrs.clone(),
@@ -311,6 +328,7 @@ fn parse_method(
         receiver,
         args,
         reply: reply_shape(&method.sig.output),
+        upload,
         policy,
     }
 }

@@ -43,6 +43,8 @@ pub struct Wording {
     pub methods: &'static str,
     /// Why `&self`: who shares the implementation across what.
     pub shared: &'static str,
+    /// Whether a method may take an upload (an argument of type `Streaming<T>`).
+    pub uploads: bool,
 }
 
 /// The wording of `#[service]`'s errors.
@@ -50,6 +52,7 @@ pub const SERVICE: Wording = Wording {
     trait_noun: "a service trait",
     methods: "service methods",
     shared: "the server shares one implementation across concurrent calls",
+    uploads: true,
 };
 
 /// Checks the whole service; `Err` holds every problem found.
@@ -167,8 +170,8 @@ fn validate_method_policy(method: &MethodDef, errors: &mut Errors) {
         }
         return;
     }
-    // A stream's own rules are in `validate_stream`.
-    if method.reply.is_stream() {
+    // A stream's own rules are in `validate_stream` and `validate_upload`.
+    if method.is_stream_call() {
         return;
     }
     if let Some((_, span)) = policy.retries {
@@ -219,6 +222,9 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
             validate_stream(def, method, whole, item, errors);
         }
     }
+    if !method.reply.is_stream() {
+        validate_upload(method, errors);
+    }
 
     if let Some(idempotent) = &method.idempotent {
         if !matches!(idempotent.meta, syn::Meta::Path(_)) {
@@ -249,6 +255,40 @@ fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
                 "`{}` clashes with the generated `{}Client::{}`; rename the method",
                 method.wire_name, def.item.ident, method.wire_name
             ),
+        );
+    }
+}
+
+/// A client-streaming method (an upload, one reply): not one-way, and no policy key that
+/// would send the upload again.
+fn validate_upload(method: &MethodDef, errors: &mut Errors) {
+    if method.upload.is_none() {
+        return;
+    }
+    if let Some(oneway) = &method.oneway {
+        errors.spanned(
+            oneway,
+            "an upload is a stream call, answered when the upload ends; remove #[oneway]",
+        );
+    }
+    refuse_replays(method, errors);
+}
+
+/// `retries` and `fallback` on a stream call: it is not sent again once items may have
+/// travelled.
+fn refuse_replays(method: &MethodDef, errors: &mut Errors) {
+    let policy = &method.policy;
+    if let Some((_, span)) = policy.retries {
+        errors.push(syn::Error::new(
+            span,
+            "a stream is not sent again once items may have reached the caller, so it takes \
+             no `retries`; remove it (reopen the stream in your code where that is safe)",
+        ));
+    }
+    if let Some(fallback) = &policy.fallback {
+        errors.spanned(
+            fallback,
+            "a fallback answers one reply; a stream has none to replace: remove `fallback`",
         );
     }
 }
@@ -292,20 +332,7 @@ fn validate_stream(
              return type or remove #[oneway]",
         );
     }
-    let policy = &method.policy;
-    if let Some((_, span)) = policy.retries {
-        errors.push(syn::Error::new(
-            span,
-            "a stream is not sent again once items may have reached the caller, so it takes \
-             no `retries`; remove it (reopen the stream in your code where that is safe)",
-        ));
-    }
-    if let Some(fallback) = &policy.fallback {
-        errors.spanned(
-            fallback,
-            "a fallback answers one reply; a stream has none to replace: remove `fallback`",
-        );
-    }
+    refuse_replays(method, errors);
 }
 
 /// The rules on a method's signature that do not depend on what it returns: `async`, no
@@ -368,14 +395,24 @@ pub fn validate_signature(
                  destructure it inside your impl",
             );
         }
-        if crate::parse::streaming_arg(&arg.ty).is_some() {
-            errors.spanned(
-                &arg.ty,
-                "uploads (an argument of type `Streaming<T>`: client or bidirectional \
-                 streaming) are not supported yet; take a `Vec<T>` in one call, or call a \
-                 unary method once per piece, and return `Streaming<T>` for a stream from \
-                 the server",
-            );
+        if let Some(item) = crate::parse::streaming_arg(&arg.ty) {
+            if !wording.uploads {
+                errors.spanned(
+                    &arg.ty,
+                    format!("{methods} carry values, not streams; take the items as a `Vec<T>`"),
+                );
+            } else if !method
+                .upload
+                .is_some_and(|index| std::ptr::eq(&method.args[index], arg))
+            {
+                errors.spanned(
+                    &arg.ty,
+                    "a method takes at most one upload (an argument of type `Streaming<T>`); \
+                     stream one type of item, an enum if the pieces differ",
+                );
+            } else {
+                validate_arg_type(item, def.protobuf(), errors);
+            }
             continue;
         }
         validate_arg_type(&arg.ty, def.protobuf(), errors);

@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::method::MethodId;
 use crate::policy::declared::DeclaredPolicy;
 use crate::stream::ItemMessage;
+use futures::Stream;
 
 /// Something a generated `{Trait}Client` sends its calls through.
 ///
@@ -69,6 +70,30 @@ pub trait Caller: Clone + Send + Sync + 'static {
         ))))
     }
 
+    /// Opens a stream of `method` that takes an upload, under its policy (see
+    /// [`Channel::open_upload_with_policy`]): generated clients call this for each method
+    /// with an argument of type `Streaming<T>`. The default refuses, as for
+    /// [`open_stream`](Self::open_stream).
+    fn open_upload<A, U, M, S>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+        items: S,
+    ) -> impl Future<Output = Result<ItemStream<M::Item>, Error>> + Send
+    where
+        A: WireMessage,
+        U: ItemMessage,
+        M: ItemMessage,
+        S: Stream<Item = U::Item> + Send + 'static,
+    {
+        let _ = (declared, args, items);
+        std::future::ready(Err(Error::Config(format!(
+            "this caller cannot open streams, so {method} cannot be called through it; call \
+             it through a Channel"
+        ))))
+    }
+
     /// Sends a one-way call (see [`Channel::notify`]).
     fn notify<A: WireMessage>(
         &self,
@@ -113,6 +138,22 @@ impl Caller for Channel {
         args: A,
     ) -> impl Future<Output = Result<ItemStream<M::Item>, Error>> + Send {
         Channel::open_stream_with_policy::<A, M>(self, method, declared, args)
+    }
+
+    fn open_upload<A, U, M, S>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+        items: S,
+    ) -> impl Future<Output = Result<ItemStream<M::Item>, Error>> + Send
+    where
+        A: WireMessage,
+        U: ItemMessage,
+        M: ItemMessage,
+        S: Stream<Item = U::Item> + Send + 'static,
+    {
+        Channel::open_upload_with_policy::<A, U, M, S>(self, method, declared, args, items)
     }
 
     fn with_timeout(&self, timeout: Duration) -> Self {

@@ -88,6 +88,7 @@ pub use transport::frame::FrameError;
 /// re-exports this module). Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::client::single_reply;
     pub use crate::codec::evolve::{self, SerdeFields};
     pub use crate::codec::proto;
     pub use crate::dispatch::{dispatch, result_from_parts, unknown_method};
@@ -95,11 +96,14 @@ pub mod __private {
     pub use crate::layers::CircuitBreakerConfig;
     pub use crate::policy::{fallback_for, DeclaredPolicy, MethodPolicy};
     pub use crate::reflect;
-    pub use crate::stream::outgoing::{serve_stream, unknown_stream};
+    pub use crate::stream::outgoing::{
+        serve_bidi_stream, serve_client_stream, serve_stream, unknown_stream,
+    };
     pub use crate::stream::ItemMessage;
     pub use crate::{proto_message_field, proto_unit_enum, serde_message};
     pub use ::bytes;
     pub use ::bytes::Bytes;
+    pub use ::futures::Stream;
     pub use ::prost;
     pub use ::serde;
     pub use ::std::sync::Arc;

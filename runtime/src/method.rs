@@ -84,6 +84,12 @@ pub enum MethodShape {
     /// An `Open` answered by `Item` frames and one `End` (protocol version 3): a method that
     /// returns [`Streaming<T>`](crate::stream::Streaming).
     ServerStream,
+    /// An `Open` followed by the client's `Item` frames and `End`, answered by one `Item`
+    /// and `End`: a method with an argument of type `Streaming<T>` that returns one value.
+    ClientStream,
+    /// An `Open` with items both ways: a method with an argument of type `Streaming<T>` that
+    /// returns `Streaming<U>`.
+    BidiStream,
 }
 
 impl MethodShape {
@@ -92,7 +98,23 @@ impl MethodShape {
         match self {
             Self::Unary => "a unary method (call it with a Request frame)",
             Self::ServerStream => "a server-streaming method (open it with an Open frame)",
+            Self::ClientStream => {
+                "a client-streaming method (open it with an Open frame, then upload its items)"
+            }
+            Self::BidiStream => {
+                "a bidirectional streaming method (open it with an Open frame, then upload its items)"
+            }
         }
+    }
+
+    /// Whether the method is called with an `Open` frame (any stream).
+    pub fn is_stream(self) -> bool {
+        self != Self::Unary
+    }
+
+    /// Whether the client streams items to the method.
+    pub fn takes_upload(self) -> bool {
+        matches!(self, Self::ClientStream | Self::BidiStream)
     }
 }
 

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use crate::codec::Codec;
 use crate::error::CallError;
 use crate::method::{MethodId, ServiceDescriptor};
-use crate::stream::OpenFuture;
+use crate::stream::{OpenFuture, Upload};
 use crate::transport::frame::FrameBuf;
 
 /// The future of one dispatched call: the encoded reply (in a [`FrameBuf`] whose header the
@@ -26,9 +26,16 @@ pub trait Service: Send + Sync + 'static {
     fn call(&self, method: MethodId, codec: Codec, payload: Bytes) -> ReplyFuture;
 
     /// Opens one stream call (an `Open` frame, protocol version 3) of a method whose
-    /// descriptor's shape is a stream. As with [`call`](Self::call), the arguments are
-    /// decoded before the future is returned. The default has no streaming method.
-    fn open(&self, method: MethodId, _codec: Codec, _payload: Bytes) -> OpenFuture {
+    /// descriptor's shape is a stream; `upload` holds the items the client streams to it (none
+    /// for a server stream). As with [`call`](Self::call), the arguments are decoded before the
+    /// future is returned. The default has no streaming method.
+    fn open(
+        &self,
+        method: MethodId,
+        _codec: Codec,
+        _payload: Bytes,
+        _upload: Upload,
+    ) -> OpenFuture {
         crate::stream::outgoing::unknown_stream(method)
     }
 

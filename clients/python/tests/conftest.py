@@ -67,7 +67,8 @@ class ExampleServer:
             except queue.Empty:
                 self.stop()
                 pytest.fail(f"the example server did not start within {STARTUP_TIMEOUT} s: {self.output}")
-            if line.startswith("serving UserService on"):
+            # "serving UserService and UserFeed on ADDR (...)": the first line once it listens.
+            if line.startswith("serving UserService"):
                 return
             if line == "" and self.process.poll() is not None:
                 pytest.fail(f"the example server exited with {self.process.returncode}: {self.output}")

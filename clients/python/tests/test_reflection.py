@@ -38,7 +38,7 @@ def test_the_bundled_reflection_types_match_the_servers_self_description(server)
 def test_a_schema_read_from_msgpack_equals_the_json_one(server):
     with wirecall.connect(server.address, codecs=["json"]) as json_client:
         by_json = {name: json_client.call("wirecall.Reflection", "describe", service=name)
-                   for name in ("UserService", "wirecall.Reflection")}
+                   for name in ("UserService", "UserFeed", "wirecall.Reflection")}
         summaries = json_client.list_services()
     with wirecall.connect(server.address, codecs=["msgpack"]) as msgpack_client:
         assert msgpack_client.list_services() == summaries
@@ -47,7 +47,7 @@ def test_a_schema_read_from_msgpack_equals_the_json_one(server):
             raw = msgpack_client.call("wirecall.Reflection", "describe", service=name)
             assert isinstance(raw, list)
             assert msgpack_client.service("wirecall.Reflection").describe(service=name) == schema
-    assert [summary["name"] for summary in summaries] == ["UserService", "wirecall.Reflection"]
+    assert [summary["name"] for summary in summaries] == ["UserService", "UserFeed", "wirecall.Reflection"]
 
 
 def test_the_schema_is_fetched_once_per_service(server, codec):
@@ -75,7 +75,7 @@ def test_the_schema_is_fetched_once_per_service(server, codec):
 
 def test_unknown_services_and_methods_raise_attribute_error_listing_the_known_ones(server, codec):
     with wirecall.connect(server.address, codecs=[codec]) as client:
-        with pytest.raises(AttributeError, match=r"no service 'UserServise'; it serves: UserService, wirecall.Reflection"):
+        with pytest.raises(AttributeError, match=r"no service 'UserServise'; it serves: UserService, UserFeed, wirecall.Reflection"):
             client.UserServise
         with pytest.raises(AttributeError, match=r"no method 'delete_user'; its methods are: get_user_id, get_user, get, get_dictionary, find"):
             client.UserService.delete_user

@@ -1,5 +1,6 @@
 """Protocol version 2: the hellos' extension block, the frame limit, metadata both ways, and the
-fallback to version 1, against the example server and against scripted peers."""
+fallbacks from the version the client offers (3) to versions 2 and 1, against the example
+server and against scripted peers."""
 
 import asyncio
 import struct
@@ -36,9 +37,9 @@ async def read_frame(reader):
 # -- against the example server ---------------------------------------------------------------
 
 
-def test_the_example_server_speaks_version_2_and_announces_its_frame_limit(server, codec):
+def test_the_example_server_speaks_version_3_and_announces_its_frame_limit(server, codec):
     with wirecall.connect(server.address, codecs=[codec]) as client:
-        assert client.protocol_version == 2
+        assert client.protocol_version == 3
         assert client.server_max_frame_length == 16 * 1024 * 1024
         assert client.call("UserService", "get_user_id", name="fanly") == 5
 
@@ -67,7 +68,7 @@ def test_the_server_checks_our_metadata_block(server):
     with socket.create_connection((host, int(port))) as sock, sock.makefile("rb") as stream:
         sock.sendall(client_hello([CodecId.JSON]))
         head = stream.read(8)
-        assert head[4:7] == bytes([2, 0, 1])
+        assert head[4:7] == bytes([3, 0, 1])
         stream.read(head[7])
         stream.read(struct.unpack(">H", stream.read(2))[0])
         bad_block = bytes.fromhex("00 01 01") + b"A" + bytes.fromhex("00 00")
@@ -76,6 +77,13 @@ def test_the_server_checks_our_metadata_block(server):
         length, kind, _, request_id, _, _ = FRAME_HEADER.unpack(stream.read(FRAME_HEADER.size))
         assert (kind, request_id) == (FrameKind.ERROR, 0)
         assert decode_error_payload(stream.read(length - 22))[0] == 6  # ProtocolViolation
+
+
+def test_a_forced_version_2_connection_works_and_sends_metadata(server):
+    with wirecall.connect(server.address, protocol_version=2, metadata={"tenant": "acme"}) as client:
+        assert client.protocol_version == 2
+        assert client.server_max_frame_length == 16 * 1024 * 1024
+        assert client.call_with_metadata("UserService", "get_user_id", {"name": "fanly"}) == (5, {})
 
 
 def test_a_forced_version_1_connection_works_and_does_not_send_metadata(server):
@@ -129,9 +137,42 @@ def test_an_older_server_naming_version_1_gets_a_version_1_hello():
             assert client.protocol_version == 1
             assert await client.call("S", "echo", x=1) == {"x": 1}
             await client.close()
-        assert [hello[0] for hello in hellos] == [2, 1]
+        assert [hello[0] for hello in hellos] == [3, 1]
         assert hellos[0][3] == bytes.fromhex("01 04 01 00 00 00")
         assert hellos[1][1:] == (b"\x01", b"t", b"")
+
+    asyncio.run(scenario())
+
+
+def test_a_server_refusing_version_3_naming_version_2_gets_a_version_2_hello():
+    hellos = []
+
+    async def version_2_only(reader, writer):
+        version, _, _, extensions = await read_client_hello(reader)
+        hellos.append((version, extensions))
+        if version != 2:
+            writer.write(b"WCAL" + bytes([2, 2, 0, 1, 1]) + b"\x00\x00")  # UnsupportedVersion, version 2
+            await writer.drain()
+            writer.close()
+            return
+        writer.write(accepted_v2())
+        header, payload = await read_frame(reader)
+        writer.write(encode_frame(FrameKind.RESPONSE, header[3], header[4], 0, b'{"value":' + payload + b"}"))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(version_2_only)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            assert client.protocol_version == 2
+            assert await client.call("S", "echo", x=1) == {"x": 1}
+            with pytest.raises(wirecall.StreamsUnsupported):
+                client.stream("S", "items")
+            await client.close()
+        # Both hellos announce the frame limit: version 2 has the extension block too.
+        assert hellos == [(3, bytes.fromhex("01 04 01 00 00 00")), (2, bytes.fromhex("01 04 01 00 00 00"))]
 
     asyncio.run(scenario())
 

@@ -11,6 +11,7 @@ from wirecall.wire import (
     client_hello,
     deadline_ms,
     decode_extensions,
+    encode_credit,
     decode_metadata,
     encode_extensions,
     encode_frame,
@@ -25,29 +26,40 @@ def test_method_id_matches_the_worked_example():
 
 
 def test_client_hello_offering_json_without_a_token():
-    # The chapter's "A client offering only JSON" dump: version 2, max_frame_len 16 MiB.
-    assert client_hello([CodecId.JSON]) == bytes.fromhex("57 43 41 4c 02 01 01 00 00 06 01 04 01 00 00 00")
+    # The chapter's "A client offering only JSON" dump: version 3, max_frame_len 16 MiB.
+    assert client_hello([CodecId.JSON]) == bytes.fromhex("57 43 41 4c 03 01 01 00 00 06 01 04 01 00 00 00")
 
 
 def test_client_hello_with_a_token():
     assert client_hello([CodecId.JSON], b"s3cret") == bytes.fromhex(
-        "57 43 41 4c 02 01 01 06 73 33 63 72 65 74 00 06 01 04 01 00 00 00"
+        "57 43 41 4c 03 01 01 06 73 33 63 72 65 74 00 06 01 04 01 00 00 00"
     )
 
 
 def test_client_hello_offering_the_rust_default_list():
     hello = client_hello([CodecId.MSGPACK, CodecId.PROTOBUF, CodecId.JSON])
-    assert hello == bytes.fromhex("57 43 41 4c 02 03 02 03 01 00 00 06 01 04 01 00 00 00")
+    assert hello == bytes.fromhex("57 43 41 4c 03 03 02 03 01 00 00 06 01 04 01 00 00 00")
 
 
 def test_version_1_hello_has_no_extension_block():
-    # The worked example's hello, which version 2 servers still accept.
+    # The worked example's hello, which servers of version 2 and later still accept.
     assert client_hello([CodecId.JSON], version=1) == bytes.fromhex("57 43 41 4c 01 01 01 00")
 
 
 def test_a_hello_announces_its_own_frame_limit():
     hello = client_hello([CodecId.JSON], max_frame_length=1024)
     assert hello[-6:] == bytes.fromhex("01 04 00 00 04 00")
+
+
+def test_stream_frame_kinds_and_a_credit_frame():
+    # Streams (version 3): Open 8, Item 9, End 10, Credit 11; a Credit's payload is a u32.
+    assert [FrameKind.OPEN, FrameKind.ITEM, FrameKind.END, FrameKind.CREDIT] == [8, 9, 10, 11]
+    assert encode_credit(5, 32) == bytes.fromhex(
+        "00 00 00 1a 0b 00 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 20"
+    )
+    for bad in (0, 65537):
+        with pytest.raises(ValueError, match="1 to 65536"):
+            encode_credit(1, bad)
 
 
 def test_a_codec_offered_twice_is_refused_before_sending():

@@ -143,15 +143,24 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         quote!(#(#docs)*)
     };
     let docs = quote!(#docs #(#attrs)*);
-    let params = method
-        .def
-        .args
-        .iter()
-        .zip(&method.arg_idents)
-        .map(|(arg, ident)| {
-            let ty = &arg.ty;
-            quote!(#ident: #ty)
-        });
+    let params = method.def.args.iter().enumerate().map(|(index, arg)| {
+        let ident = arg.ident();
+        match &method.upload {
+            // The upload: any stream of its items.
+            Some(upload) if method.def.upload == Some(index) => {
+                let item = upload.item;
+                quote! {
+                    #ident: impl #krate::__private::Stream<Item = #item>
+                        + ::core::marker::Send
+                        + 'static
+                }
+            }
+            _ => {
+                let ty = &arg.ty;
+                quote!(#ident: #ty)
+            }
+        }
+    });
     let args_struct = &method.args_struct;
     let reply_struct = &method.reply_struct;
     let arg_idents = &method.arg_idents;
@@ -170,15 +179,58 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         });
     }
 
-    if let ReplyShape::Stream { item, .. } = &method.def.reply {
-        let item_ty = match &**item {
-            ReplyShape::Value(ty) => quote!(#ty),
-            ReplyShape::Result {
-                ok: Some(ok), err, ..
-            } => quote!(::core::result::Result<#ok, #err>),
-            // Refused by validation.
-            _ => quote!(()),
+    if let Some(upload) = &method.upload {
+        let declared = declared_policy(service, method);
+        let message = &upload.message;
+        let upload_ident = upload.ident;
+        let name = upload_ident.to_string();
+        let bidi_note = format!(
+            " A bidirectional stream: uploads the items of `{name}` as the server takes them, \
+             and yields the server's items as they come. The call's deadline bounds the whole \
+             stream; dropping the returned stream cancels the call."
+        );
+        let client_note = format!(
+            " A client stream: uploads the items of `{name}` as the server takes them, and \
+             resolves with the server's reply, which may come before the upload is over (the \
+             upload then stops). The call's deadline bounds the whole call."
+        );
+        let open = quote! {
+            #krate::Caller::open_upload::<_, #message, #reply_struct, _>(
+                &self.channel, #id, &__POLICY, #args, #upload_ident,
+            )
+            .await
         };
+        if let ReplyShape::Stream { item, .. } = &method.def.reply {
+            let item_ty = item_type(item);
+            return Ok(quote! {
+                #docs
+                ///
+                #[doc = #bidi_note]
+                pub async fn #ident(
+                    &self,
+                    #(#params),*
+                ) -> ::core::result::Result<#krate::client::ItemStream<#item_ty>, #krate::Error> {
+                    #declared
+                    #open
+                }
+            });
+        }
+        let output = item_type(&method.def.reply);
+        return Ok(quote! {
+            #docs
+            ///
+            #[doc = #client_note]
+            pub async fn #ident(
+                &self,
+                #(#params),*
+            ) -> ::core::result::Result<#output, #krate::Error> {
+                #declared
+                #krate::__private::single_reply(#open?).await
+            }
+        });
+    }
+    if let ReplyShape::Stream { item, .. } = &method.def.reply {
+        let item_ty = item_type(item);
         let declared = declared_policy(service, method);
         return Ok(quote! {
             #docs
@@ -245,6 +297,20 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             #body
         }
     })
+}
+
+/// The Rust type of one message of shape `shape`, as the caller receives it.
+fn item_type(shape: &ReplyShape) -> TokenStream {
+    match shape {
+        ReplyShape::Unit => quote!(()),
+        ReplyShape::Value(ty) => quote!(#ty),
+        ReplyShape::Result {
+            ok: Some(ok), err, ..
+        } => quote!(::core::result::Result<#ok, #err>),
+        ReplyShape::Result { ok: None, err, .. } => quote!(::core::result::Result<(), #err>),
+        // Refused by validation.
+        ReplyShape::Stream { .. } => quote!(()),
+    }
 }
 
 /// `static __POLICY`: the method's declared policy (the trait's defaults under its own

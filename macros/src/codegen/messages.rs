@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Ident, Member, Type};
 
 use super::proto_impls::{struct_impls, FieldGen};
-use super::{MethodGen, ServiceGen};
+use super::{MethodGen, ServiceGen, UploadGen};
 use crate::crate_path::CratePath;
 use crate::parse::ReplyShape;
 use crate::proto_type;
@@ -53,11 +53,20 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
                 &method.reply_struct,
                 method,
             ));
+            if let Some(upload) = &method.upload {
+                out.extend(serde_only(
+                    krate,
+                    upload_fields(upload),
+                    &upload.message,
+                    method,
+                ));
+            }
         }
         return out;
     }
     for method in &service.methods {
-        let mut types: Vec<&Type> = method.def.args.iter().map(|arg| &arg.ty).collect();
+        let mut types: Vec<&Type> = method.arg_types.clone();
+        types.extend(method.upload.as_ref().map(|upload| upload.item));
         match method.def.reply.message() {
             ReplyShape::Unit | ReplyShape::Stream { .. } => {}
             ReplyShape::Value(ty) => types.push(ty),
@@ -83,22 +92,84 @@ pub fn messages(service: &ServiceGen<'_>) -> TokenStream {
             &method.reply_struct,
             method,
         ));
+        if let Some(upload) = &method.upload {
+            out.extend(proto_struct(
+                krate,
+                upload_fields(upload),
+                &upload.message,
+                method,
+            ));
+        }
     }
     out
 }
 
-/// `impl ItemMessage` for the reply struct of each server-streaming method: its `Reply`
-/// struct is the message of one item.
+/// The fields of a method's `Upload` struct, the message of one uploaded item: `value`.
+fn upload_fields(upload: &UploadGen<'_>) -> (Vec<Ident>, Vec<Type>) {
+    let span = upload.message.span();
+    (vec![Ident::new("value", span)], vec![upload.item.clone()])
+}
+
+/// `impl ItemMessage` for the messages of each stream call: its `Reply` struct is the
+/// message of one item the server sends (the one reply of a client-streaming method), its
+/// `Upload` struct that of one item the client uploads.
 pub fn item_impls(service: &ServiceGen<'_>) -> TokenStream {
     let krate = &service.def.krate;
     let mut out = TokenStream::new();
     for method in &service.methods {
-        let ReplyShape::Stream { item, .. } = &method.def.reply else {
-            continue;
+        let cfg = &method.cfg_attrs;
+        if let Some(upload) = &method.upload {
+            let message = &upload.message;
+            let item = upload.item;
+            out.extend(quote! {
+                #(#cfg)*
+                impl #krate::__private::ItemMessage for #message {
+                    type Item = #item;
+
+                    fn from_item(__item: Self::Item) -> (Self, bool) {
+                        (Self { value: __item }, false)
+                    }
+
+                    fn into_item(self) -> ::core::result::Result<Self::Item, #krate::Error> {
+                        ::core::result::Result::Ok(self.value)
+                    }
+                }
+            });
+        }
+        let item = match &method.def.reply {
+            ReplyShape::Stream { item, .. } => &**item,
+            // A client-streaming method's one reply travels as the server's one item.
+            reply if method.upload.is_some() => reply,
+            _ => continue,
         };
         let reply_struct = &method.reply_struct;
-        let cfg = &method.cfg_attrs;
-        let (item_ty, from_item, into_item) = match &**item {
+        let (item_ty, from_item, into_item) = match item {
+            ReplyShape::Unit => (
+                quote!(()),
+                quote!((Self {}, false)),
+                quote!(::core::result::Result::Ok(())),
+            ),
+            ReplyShape::Result { ok: None, err, .. } => (
+                quote!(::core::result::Result<(), #err>),
+                quote! {
+                    match __item {
+                        ::core::result::Result::Ok(()) => (
+                            Self { err: ::core::option::Option::None },
+                            false,
+                        ),
+                        ::core::result::Result::Err(__err) => (
+                            Self { err: ::core::option::Option::Some(__err) },
+                            true,
+                        ),
+                    }
+                },
+                quote! {
+                    ::core::result::Result::Ok(match self.err {
+                        ::core::option::Option::Some(__err) => ::core::result::Result::Err(__err),
+                        ::core::option::Option::None => ::core::result::Result::Ok(()),
+                    })
+                },
+            ),
             ReplyShape::Value(ty) => (
                 quote!(#ty),
                 quote!((Self { value: __item }, false)),
@@ -156,7 +227,7 @@ pub fn args_messages(service: &ServiceGen<'_>) -> TokenStream {
     let mut out = TokenStream::new();
     for method in &service.methods {
         if service.def.protobuf() {
-            let types = method.def.args.iter().map(|arg| &arg.ty);
+            let types = method.arg_types.iter().copied();
             let checks = super::proto_impls::travel_checks(krate, types);
             let cfg = &method.cfg_attrs;
             out.extend(quote!(#(#cfg)* #checks));
@@ -184,7 +255,7 @@ fn args_fields(method: &MethodGen<'_>) -> (Vec<Ident>, Vec<Type>) {
         .arg_idents
         .iter()
         .map(|ident| (*ident).clone())
-        .zip(method.def.args.iter().map(|arg| arg.ty.clone()))
+        .zip(method.arg_types.iter().map(|ty| (*ty).clone()))
         .unzip()
 }
 

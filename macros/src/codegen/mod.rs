@@ -23,8 +23,13 @@ use wirecall_wire::method_hash;
 /// Per-method names and facts shared by the generators.
 pub struct MethodGen<'a> {
     pub def: &'a MethodDef,
-    /// The argument names, in order.
+    /// The names of the arguments that travel in the call's frame (all but an upload), in
+    /// order.
     pub arg_idents: Vec<&'a Ident>,
+    /// Their types.
+    pub arg_types: Vec<&'a syn::Type>,
+    /// The upload argument, for a method that takes one.
+    pub upload: Option<UploadGen<'a>>,
     /// `__GetUserIdArgs`.
     pub args_struct: Ident,
     /// `__GetUserIdReply`.
@@ -35,7 +40,32 @@ pub struct MethodGen<'a> {
     pub cfg_attrs: Vec<syn::Attribute>,
 }
 
+/// A method's upload argument: `chunks: Streaming<T>`.
+pub struct UploadGen<'a> {
+    /// Its name.
+    pub ident: &'a Ident,
+    /// `T`.
+    pub item: &'a syn::Type,
+    /// `__StoreUpload`: the message one uploaded item travels as.
+    pub message: Ident,
+}
+
 impl MethodGen<'_> {
+    /// Every argument in declaration order, the upload among them: how the handler is called.
+    pub fn call_args(&self) -> Vec<TokenStream> {
+        self.def
+            .args
+            .iter()
+            .enumerate()
+            .map(|(index, arg)| match (self.def.upload, arg.ident()) {
+                (Some(upload), _) if upload == index => quote!(__upload),
+                (_, Some(ident)) => quote!(__args.#ident),
+                // Refused by validation (and by `service_gen`).
+                (_, None) => quote!(()),
+            })
+            .collect()
+    }
+
     /// `::wirecall::MethodId::new(0x...u64)`.
     pub fn method_id_expr(&self, krate: &CratePath) -> TokenStream {
         let id = &self.id;
@@ -97,7 +127,12 @@ pub(crate) fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
     let mut methods = Vec::with_capacity(def.methods.len());
     for (index, (method, camel)) in def.methods.iter().zip(&camel_names).enumerate() {
         let mut arg_idents = Vec::with_capacity(method.args.len());
-        for arg in &method.args {
+        let mut arg_types = Vec::with_capacity(method.args.len());
+        for (index, arg) in method.args.iter().enumerate() {
+            if method.upload == Some(index) {
+                continue;
+            }
+            arg_types.push(&arg.ty);
             match arg.ident() {
                 Some(ident) => arg_idents.push(ident),
                 None => {
@@ -115,9 +150,21 @@ pub(crate) fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
         };
         let span = method.sig.ident.span();
         let id = method_hash(&def.wire_name, &method.wire_name);
+        let upload = match method.upload() {
+            Some((arg, item)) => Some(UploadGen {
+                ident: arg.ident().ok_or_else(|| {
+                    syn::Error::new_spanned(&arg.pat, "name each argument with a plain identifier")
+                })?,
+                item,
+                message: Ident::new(&format!("__{stem}Upload"), span),
+            }),
+            None => None,
+        };
         methods.push(MethodGen {
             def: method,
             arg_idents,
+            arg_types,
+            upload,
             args_struct: Ident::new(&format!("__{stem}Args"), span),
             reply_struct: Ident::new(&format!("__{stem}Reply"), span),
             id: LitInt::new(&format!("{id:#018x}u64"), Span::call_site()),

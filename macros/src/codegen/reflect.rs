@@ -66,16 +66,20 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
             def.policy
                 .method_policy_expr(&service.def.policy, idempotent, &service.def.krate)
         };
-        let args = method.arg_idents.iter().zip(&def.args).map(|(ident, arg)| {
-            let arg_name = ident.to_string();
-            let arg_name = arg_name.strip_prefix("r#").unwrap_or(&arg_name);
-            if typed {
-                field_expr(&reflect, arg_name, &arg.ty, "")
-            } else {
-                let written = type_text(&arg.ty);
-                quote!(#reflect::opaque_field(#arg_name, #written, ""))
-            }
-        });
+        let args = method
+            .arg_idents
+            .iter()
+            .zip(&method.arg_types)
+            .map(|(ident, arg_ty)| {
+                let arg_name = ident.to_string();
+                let arg_name = arg_name.strip_prefix("r#").unwrap_or(&arg_name);
+                if typed {
+                    field_expr(&reflect, arg_name, arg_ty, "")
+                } else {
+                    let written = type_text(arg_ty);
+                    quote!(#reflect::opaque_field(#arg_name, #written, ""))
+                }
+            });
         let ty = |ty: &Type| {
             if typed {
                 type_expr(&reflect, ty)

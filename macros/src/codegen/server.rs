@@ -50,9 +50,11 @@ pub fn descriptor(service: &ServiceGen<'_>) -> TokenStream {
         let name = &method.def.wire_name;
         let id = method.method_id_expr(krate);
         let oneway = method.def.oneway.is_some();
-        let shape = match method.def.reply {
-            ReplyShape::Stream { .. } => quote!(#krate::MethodShape::ServerStream),
-            _ => quote!(#krate::MethodShape::Unary),
+        let shape = match (method.upload.is_some(), method.def.reply.is_stream()) {
+            (false, false) => quote!(#krate::MethodShape::Unary),
+            (false, true) => quote!(#krate::MethodShape::ServerStream),
+            (true, false) => quote!(#krate::MethodShape::ClientStream),
+            (true, true) => quote!(#krate::MethodShape::BidiStream),
         };
         let cfg = &method.cfg_attrs;
         quote! {
@@ -83,12 +85,12 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
     let arms = service
         .methods
         .iter()
-        .filter(|method| !method.def.reply.is_stream())
+        .filter(|method| !method.def.is_stream_call())
         .map(|method| dispatch_arm(service, method));
     let stream_arms: Vec<TokenStream> = service
         .methods
         .iter()
-        .filter(|method| method.def.reply.is_stream())
+        .filter(|method| method.def.is_stream_call())
         .map(|method| open_arm(service, method))
         .collect();
     // Only services with a streaming method replace the default `open`.
@@ -99,6 +101,7 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
                 __method: #krate::MethodId,
                 __codec: #krate::Codec,
                 __payload: #krate::__private::Bytes,
+                __upload: #krate::stream::Upload,
             ) -> #krate::stream::OpenFuture {
                 match #krate::MethodId::get(__method) {
                     #(#stream_arms)*
@@ -147,8 +150,10 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
     }
 }
 
-/// The arm of `open` for a server-streaming method: the handler's `Streaming` of items, each
-/// encoded as the method's item message (its `Reply` struct).
+/// The arm of `open` for a stream call: the handler's items (or its one reply, for a
+/// client-streaming method), each encoded as the method's item message (its `Reply`
+/// struct), and for a method that takes an upload, the client's items as its `Streaming`
+/// argument.
 fn open_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
     let krate = &service.def.krate;
     let trait_ident = &service.def.item.ident;
@@ -156,24 +161,44 @@ fn open_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
     let id = &method.id;
     let args_struct = &method.args_struct;
     let reply_struct = &method.reply_struct;
-    let args = method.arg_idents.iter().map(|arg| quote!(__args.#arg));
+    let args = method.call_args();
     let args_binding = if method.arg_idents.is_empty() {
         quote!(_)
     } else {
         quote!(__args)
+    };
+    let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
+    let serve = match (&method.upload, method.def.reply.is_stream()) {
+        (None, _) => quote! {
+            #krate::__private::serve_stream::<#args_struct, #reply_struct, _, _>(
+                __codec,
+                __payload,
+                move |#args_binding: #args_struct| async move { #call },
+            )
+        },
+        (Some(upload), bidirectional) => {
+            let message = &upload.message;
+            let helper = if bidirectional {
+                quote!(serve_bidi_stream)
+            } else {
+                quote!(serve_client_stream)
+            };
+            quote! {
+                #krate::__private::#helper::<#args_struct, #message, #reply_struct, _, _>(
+                    __codec,
+                    __payload,
+                    __upload,
+                    move |#args_binding: #args_struct, __upload| async move { #call },
+                )
+            }
+        }
     };
     let cfg = &method.cfg_attrs;
     quote! {
         #(#cfg)*
         #id => {
             let __inner = ::core::clone::Clone::clone(&self.inner);
-            #krate::__private::serve_stream::<#args_struct, #reply_struct, _, _>(
-                __codec,
-                __payload,
-                move |#args_binding: #args_struct| async move {
-                    <__S as #trait_ident>::#ident(&*__inner, #(#args),*).await
-                },
-            )
+            #serve
         }
     }
 }

@@ -155,7 +155,7 @@ fn publish_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStre
     let attrs = codegen::client_attrs(method.def);
     let args_struct = &method.args_struct;
     let arg_idents = &method.arg_idents;
-    let arg_types = method.def.args.iter().map(|arg| &arg.ty);
+    let arg_types = &method.arg_types;
     quote! {
         #(#docs)*
         #(#attrs)*

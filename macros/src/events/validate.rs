@@ -12,6 +12,7 @@ const EVENTS: Wording = Wording {
     trait_noun: "an event contract",
     methods: "event methods",
     shared: "the bus shares one subscriber across concurrent events",
+    uploads: false,
 };
 
 /// The generated publisher's own methods and those of the traits it implements; an event of

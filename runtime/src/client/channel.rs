@@ -30,6 +30,7 @@ use crate::policy::call::{self as policy_call, Retries};
 use crate::policy::declared::DeclaredPolicy;
 use crate::policy::table::PolicyTable;
 use crate::stream::ItemMessage;
+use futures::Stream;
 
 /// A handle on a connection to a wirecall server, shared by every clone.
 ///
@@ -223,6 +224,60 @@ impl Channel {
     ) -> Result<ItemStream<M::Item>, Error> {
         let timeout = self.stream_timeout(method, declared, self.timeout);
         self.open_stream_within::<A, M>(method, args, timeout).await
+    }
+
+    /// Opens a stream of `method` that takes an upload (client or bidirectional streaming):
+    /// `items` are sent to the server, as `U` messages, as its credit allows, then the
+    /// upload's end; the returned stream yields the server's items (`M`s: the one reply of a
+    /// client-streaming method, or the items of a bidirectional one). The server may answer
+    /// before the upload is over: the upload then stops, and the answer is there at once.
+    /// Deadlines and cancellation are those of [`open_stream`](Self::open_stream), under the
+    /// method's policy deadline. Generated clients call this.
+    pub async fn open_upload_with_policy<A, U, M, S>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+        items: S,
+    ) -> Result<ItemStream<M::Item>, Error>
+    where
+        A: WireMessage,
+        U: ItemMessage,
+        M: ItemMessage,
+        S: Stream<Item = U::Item> + Send + 'static,
+    {
+        let timeout = self.stream_timeout(method, declared, self.timeout);
+        self.open_upload_carrying::<A, U, M, S>(
+            method,
+            args,
+            items,
+            timeout,
+            self.metadata.as_deref(),
+        )
+        .await
+    }
+
+    /// Opens a stream that takes an upload within `timeout` (as a whole), its Open frame
+    /// carrying `metadata`.
+    pub(crate) async fn open_upload_carrying<A, U, M, S>(
+        &self,
+        method: MethodId,
+        args: A,
+        items: S,
+        timeout: Option<Duration>,
+        metadata: Option<&Metadata>,
+    ) -> Result<ItemStream<M::Item>, Error>
+    where
+        A: WireMessage,
+        U: ItemMessage,
+        M: ItemMessage,
+        S: Stream<Item = U::Item> + Send + 'static,
+    {
+        let outgoing = Outgoing::new(metadata, self.shared.trace);
+        let connection = self.shared.connection().await?;
+        connection
+            .open_upload::<U, M, _, S>(method, args, items, timeout, &outgoing)
+            .await
     }
 
     /// The deadline of a stream of `method` opened with `timeout`: the shorter of it and the

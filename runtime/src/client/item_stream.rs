@@ -16,6 +16,7 @@ use super::stream_slot::StreamNext;
 use crate::codec::Codec;
 use crate::error::{Error, ErrorCode};
 use crate::method::MethodId;
+use crate::stream::credit::credit_frame;
 use crate::stream::ItemMessage;
 use crate::transport::frame::{ErrorBody, Frame, FrameKind, FLAG_METADATA};
 
@@ -134,6 +135,30 @@ impl<T> ItemStream<T> {
     }
 }
 
+/// The one reply of a client-streaming call: the server's only item, once its End has come
+/// too. Used by generated code.
+#[doc(hidden)]
+pub async fn single_reply<T>(mut stream: ItemStream<T>) -> Result<T, Error> {
+    use futures::StreamExt;
+    let reply = match stream.next().await {
+        Some(reply) => reply?,
+        None => {
+            return Err(Error::Remote {
+                code: ErrorCode::ProtocolViolation,
+                message: format!(
+                    "the server ended the client-streaming call {} without a reply",
+                    stream.method
+                ),
+            })
+        }
+    };
+    // The End follows right behind the reply; an error instead of it fails the call.
+    match stream.next().await {
+        Some(Err(err)) => Err(err),
+        _ => Ok(reply),
+    }
+}
+
 impl<T> Stream for ItemStream<T> {
     type Item = Result<T, Error>;
 
@@ -186,13 +211,4 @@ impl<T> fmt::Debug for ItemStream<T> {
             .field("ended", &self.ended)
             .finish_non_exhaustive()
     }
-}
-
-/// A Credit frame granting `granted` more items on stream `request_id`.
-pub(super) fn credit_frame(request_id: u64, granted: u32) -> Bytes {
-    Frame {
-        payload: Bytes::copy_from_slice(&granted.to_be_bytes()),
-        ..Frame::control(FrameKind::Credit, request_id)
-    }
-    .to_bytes()
 }

@@ -34,10 +34,13 @@ pub mod reply_metadata;
 pub(crate) mod request;
 mod settings;
 mod stream_slot;
+mod upload;
 
 pub(crate) use args::{CallArgs, EncodeArgs, RawArgs};
 pub use builder::ChannelBuilder;
 pub use channel::Channel;
+#[doc(hidden)]
+pub use item_stream::single_reply;
 pub use item_stream::ItemStream;
 pub(crate) use outgoing::Outgoing;
 pub use request::{Reply, Request};

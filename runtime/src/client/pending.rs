@@ -18,6 +18,8 @@ use tokio::time::Instant;
 
 use super::deadlines::{Deadlines, Expiry};
 use super::stream_slot::{StreamNext, StreamSlot};
+use super::upload::UploadSender;
+use crate::stream::credit::SendCredit;
 
 use crate::error::{Error, ErrorCode};
 use crate::id_hash::IdMap;
@@ -72,10 +74,7 @@ impl State {
                 waker
             }
             // A stream's end waits behind its items.
-            Slot::Stream(stream) if stream.end.is_none() => {
-                stream.end = Some(outcome);
-                stream.waker.take()
-            }
+            Slot::Stream(stream) if stream.end.is_none() => stream.end_with(outcome),
             _ => return (None, false),
         };
         self.waiting -= 1;
@@ -177,10 +176,41 @@ impl PendingCalls {
         &self,
         id: u64,
         window: u32,
+        upload: Option<UploadSender>,
         deadline: Option<(Instant, std::time::Duration)>,
     ) -> Result<(), Error> {
-        let slot = Slot::Stream(Box::new(StreamSlot::new(window)));
-        self.register_slot(id, slot, deadline)
+        let mut stream = StreamSlot::new(window);
+        stream.upload = upload;
+        self.register_slot(id, Slot::Stream(Box::new(stream)), deadline)
+    }
+
+    /// Adds a `Credit` frame's grant to the upload of stream `id`. A grant for a stream that
+    /// is not open is ignored (it may have just ended); a malformed or excessive one is a
+    /// protocol violation, whose message this returns.
+    pub(crate) fn upload_credit(&self, id: u64, payload: &[u8]) -> Result<(), String> {
+        let granted = SendCredit::parse(payload)
+            .map_err(|err| format!("protocol violation: stream {id}: {err}"))?;
+        match self.lock().calls.get(&id) {
+            Some(Slot::Stream(stream)) => stream
+                .grant(granted)
+                .map_err(|err| format!("protocol violation: stream {id}: {err}")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends call or stream `id` with `error` on this side, if it still waits.
+    pub(crate) fn fail(&self, id: u64, error: Error) {
+        let waker = {
+            let mut state = self.lock();
+            let (waker, waited) = state.finish(id, Err(error));
+            if waited {
+                self.counted(&state);
+            }
+            waker
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 
     fn register_slot(
@@ -383,8 +413,7 @@ impl PendingCalls {
                         *slot = Slot::Done(Err(closed.error()));
                     }
                     Slot::Stream(stream) if stream.end.is_none() => {
-                        wakers.extend(stream.waker.take());
-                        stream.end = Some(Err(closed.error()));
+                        wakers.extend(stream.end_with(Err(closed.error())));
                     }
                     _ => {}
                 }

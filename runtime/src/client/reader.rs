@@ -120,9 +120,14 @@ where
                 FrameKind::End => {
                     pending.complete(frame.request_id, frame);
                 }
-                // Server-to-client credit is for uploads, which no call of this client sends:
-                // nothing waits for it.
-                FrameKind::Credit => {}
+                // Credit for an upload.
+                FrameKind::Credit => {
+                    if let Err(violation) = pending.upload_credit(frame.request_id, &frame.payload)
+                    {
+                        reason = violation;
+                        break;
+                    }
+                }
                 FrameKind::Response | FrameKind::Error if frame.request_id != 0 => {
                     // Request ids start at 1, so 0 never names a call. No waiter means the caller
                     // gave up (timeout or drop); the reply is dropped.

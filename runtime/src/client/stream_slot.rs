@@ -8,7 +8,10 @@
 use std::collections::VecDeque;
 use std::task::Waker;
 
+use super::upload::UploadSender;
 use crate::error::Error;
+use crate::stream::credit::CreditError;
+use crate::stream::window::ReceiveWindow;
 use crate::transport::frame::Frame;
 
 /// A server stream, as its connection's pending table holds it.
@@ -20,12 +23,10 @@ pub(super) struct StreamSlot {
     pub(super) end: Option<Result<Frame, Error>>,
     /// The consumer's task, once it has polled.
     pub(super) waker: Option<Waker>,
-    /// Credit granted and not yet used by an item.
-    outstanding: u32,
-    /// Items taken since credit was last granted.
-    taken: u32,
-    /// How many items the server may send ahead of the consumer.
-    window: u32,
+    /// The credit granted to the server.
+    window: ReceiveWindow,
+    /// The client's upload, for a method that takes one.
+    pub(super) upload: Option<UploadSender>,
 }
 
 /// What the consumer of a stream gets next.
@@ -43,37 +44,50 @@ impl StreamSlot {
             items: VecDeque::new(),
             end: None,
             waker: None,
-            outstanding: window,
-            taken: 0,
-            window,
+            window: ReceiveWindow::granted(window),
+            upload: None,
+        }
+    }
+
+    /// Ends the stream on this side with `outcome` (the server's last frame, or the client's
+    /// error), unless it has ended already; the consumer's waker. The upload, if any, stops.
+    pub(super) fn end_with(&mut self, outcome: Result<Frame, Error>) -> Option<Waker> {
+        if self.end.is_none() {
+            self.end = Some(outcome);
+        }
+        if let Some(upload) = &self.upload {
+            upload.stop.cancel();
+        }
+        self.waker.take()
+    }
+
+    /// Adds the server's grant to the upload's credit. A grant to a stream without upload is
+    /// ignored: it may be meant for an upload this side never started.
+    pub(super) fn grant(&self, granted: u32) -> Result<(), CreditError> {
+        match &self.upload {
+            Some(upload) => upload.credit.grant(granted),
+            None => Ok(()),
         }
     }
 
     /// Takes an item the server sent; an error (a protocol violation) when it had no credit
     /// for it. Returns the consumer's waker.
     pub(super) fn push(&mut self, item: Frame) -> Result<Option<Waker>, String> {
-        if self.outstanding == 0 {
+        if !self.window.receive() {
             return Err(format!(
                 "protocol violation: the server sent an item on stream {} without credit",
                 item.request_id
             ));
         }
-        self.outstanding -= 1;
         self.items.push_back(item);
         Ok(self.waker.take())
     }
 
     /// The next item, or the end once every item has been taken; `None` while there is
-    /// neither. Taking an item may grant credit: half a window at a time, so that a steady
-    /// consumer tops the server up before it runs out, with one Credit frame per half window.
+    /// neither. Taking an item may grant credit (none once the server has ended the stream).
     pub(super) fn next(&mut self) -> Option<StreamNext> {
         if let Some(item) = self.items.pop_front() {
-            self.taken += 1;
-            let grant = (self.end.is_none() && self.taken >= (self.window / 2).max(1)).then(|| {
-                let grant = std::mem::take(&mut self.taken);
-                self.outstanding += grant;
-                grant
-            });
+            let grant = self.window.take().filter(|_| self.end.is_none());
             return Some(StreamNext::Item(item, grant));
         }
         self.end.take().map(StreamNext::End)

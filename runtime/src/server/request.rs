@@ -7,7 +7,7 @@ use crate::context::CallContext;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::server::identity::PeerIdentity;
-use crate::stream::OutgoingItems;
+use crate::stream::{OutgoingItems, Upload};
 use crate::transport::frame::FrameBuf;
 
 /// One call, as the server's tower layers see it: its [`CallContext`] (request id, service
@@ -20,8 +20,9 @@ pub struct Request {
     pub(crate) context: CallContext,
     pub(crate) codec: Codec,
     pub(crate) payload: Bytes,
-    /// An `Open` (a stream call) rather than a `Request` or `Notify`.
-    pub(crate) opens_stream: bool,
+    /// For an `Open` (a stream call) rather than a `Request` or `Notify`: the items the
+    /// client uploads (none for a server stream).
+    pub(crate) open: Option<Upload>,
 }
 
 impl Request {
@@ -68,7 +69,7 @@ impl Request {
 
     /// Whether the call opens a stream (protocol version 3): its reply is the stream's items.
     pub fn opens_stream(&self) -> bool {
-        self.opens_stream
+        self.open.is_some()
     }
 }
 

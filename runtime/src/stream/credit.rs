@@ -7,9 +7,20 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use bytes::Bytes;
 use tokio::sync::Semaphore;
 
+use crate::transport::frame::{Frame, FrameKind};
 use crate::wire::MAX_STREAM_CREDIT;
+
+/// A `Credit` frame granting `granted` more items on stream `request_id`.
+pub(crate) fn credit_frame(request_id: u64, granted: u32) -> Bytes {
+    Frame {
+        payload: Bytes::copy_from_slice(&granted.to_be_bytes()),
+        ..Frame::control(FrameKind::Credit, request_id)
+    }
+    .to_bytes()
+}
 
 /// The credit a stream's receiver has granted its sender.
 #[derive(Debug)]

@@ -3,18 +3,22 @@
 //! `Item` frame, paid for in advance by the receiver's `Credit` ([`credit`]).
 //!
 //! Layout: `streaming.rs` the producer type handlers return; `item.rs` the item messages
-//! generated code declares; `credit.rs` the sender's credit window; `outgoing.rs` a
-//! producer's items encoded for the wire. The client's side of a stream is
+//! generated code declares; `credit.rs` the sender's credit; `window.rs` the receiver's; `outgoing.rs` a
+//! producer's items encoded for the wire; `upload.rs` a client's items
+//! on their way to a handler. The client's side of a stream is
 //! `client/item_stream.rs`, the server's `server/connection/stream.rs`.
 
 pub(crate) mod credit;
 mod item;
 pub(crate) mod outgoing;
 mod streaming;
+pub(crate) mod upload;
+pub(crate) mod window;
 
 pub use item::ItemMessage;
 pub use outgoing::{OpenFuture, OutgoingItems};
 pub use streaming::Streaming;
+pub use upload::Upload;
 
 /// Items a client grants a server stream when it opens it, and the most it lets the server
 /// have sent ahead of its consumer (see `ChannelBuilder::stream_window`).

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
 
-use super::{ItemMessage, Streaming};
+use super::{ItemMessage, Streaming, Upload};
 use crate::codec::{Codec, WireMessage};
 use crate::error::CallError;
 use crate::transport::frame::FrameBuf;
@@ -75,6 +75,47 @@ where
             Ok(OutgoingItems::encoding::<M>(codec, items))
         }),
     }
+}
+
+/// Like [`serve_stream`], for a bidirectional method: `handler` also gets the client's
+/// uploaded items, decoded as `U`s.
+pub fn serve_bidi_stream<A, U, M, F, Fut>(
+    codec: Codec,
+    payload: Bytes,
+    upload: Upload,
+    handler: F,
+) -> OpenFuture
+where
+    A: WireMessage,
+    U: ItemMessage,
+    M: ItemMessage,
+    F: FnOnce(A, Streaming<U::Item>) -> Fut + Send + 'static,
+    Fut: Future<Output = Streaming<M::Item>> + Send + 'static,
+{
+    let uploaded = upload.into_items::<U>(codec);
+    serve_stream::<A, M, _, _>(codec, payload, move |args| handler(args, uploaded))
+}
+
+/// For a client-streaming method: `handler` gets the arguments and the uploaded items
+/// (decoded as `U`s) and returns one reply, which travels as the server's only item (an `M`).
+pub fn serve_client_stream<A, U, M, F, Fut>(
+    codec: Codec,
+    payload: Bytes,
+    upload: Upload,
+    handler: F,
+) -> OpenFuture
+where
+    A: WireMessage,
+    U: ItemMessage,
+    M: ItemMessage,
+    F: FnOnce(A, Streaming<U::Item>) -> Fut + Send + 'static,
+    Fut: Future<Output = M::Item> + Send + 'static,
+{
+    let uploaded = upload.into_items::<U>(codec);
+    serve_stream::<A, M, _, _>(codec, payload, move |args| async move {
+        let reply = handler(args, uploaded).await;
+        Streaming::new(futures::stream::once(std::future::ready(reply)))
+    })
 }
 
 /// The open future for a method id the service does not have.

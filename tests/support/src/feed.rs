@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use wirecall::Streaming;
 
 /// One item of a feed with a body.
@@ -45,6 +46,13 @@ pub trait Feed {
     async fn panics_after(&self, after: u64) -> Streaming<u64>;
     /// A unary call on the same connection.
     async fn add(&self, a: u64, b: u64) -> u64;
+    /// The sum of the uploaded numbers (client streaming).
+    async fn sum(&self, numbers: Streaming<u64>) -> u64;
+    /// The running sum of the uploaded numbers, answered as soon as it passes `limit` (with
+    /// `Refused`, the rest of the upload unread), or at the upload's end.
+    async fn sum_until(&self, limit: u64, numbers: Streaming<u64>) -> Result<u64, Refused>;
+    /// Each uploaded tick back, its number doubled (bidirectional).
+    async fn doubled(&self, ticks: Streaming<Tick>) -> Streaming<Tick>;
 }
 
 /// What the feed's producers did, as the tests watch it.
@@ -118,6 +126,30 @@ impl Feed for FeedImpl {
 
     async fn add(&self, a: u64, b: u64) -> u64 {
         a + b
+    }
+
+    async fn sum(&self, numbers: Streaming<u64>) -> u64 {
+        numbers.fold(0, |sum, n| async move { sum + n }).await
+    }
+
+    async fn sum_until(&self, limit: u64, mut numbers: Streaming<u64>) -> Result<u64, Refused> {
+        let mut sum = 0;
+        while let Some(n) = numbers.next().await {
+            sum += n;
+            if sum > limit {
+                return Err(Refused {
+                    reason: format!("the sum passed {limit}"),
+                });
+            }
+        }
+        Ok(sum)
+    }
+
+    async fn doubled(&self, ticks: Streaming<Tick>) -> Streaming<Tick> {
+        Streaming::new(ticks.map(|tick| Tick {
+            n: tick.n * 2,
+            body: tick.body,
+        }))
     }
 }
 

@@ -1,16 +1,21 @@
-"""wirecall: a Python client for wirecall RPC servers (wire protocol version 2, and 1 with older servers).
+"""wirecall: a Python client for wirecall RPC servers (wire protocol version 3, and 2 or 1 with
+older servers).
 
 Blocking::
 
     import wirecall
     with wirecall.connect("127.0.0.1:7000") as client:
         client.UserService.get_user(user={"user_id": 1, "name": "fanly", "age": 18})
+        for user in client.UserFeed.list_users(count=3):    # a server stream
+            print(user)
 
 asyncio::
 
     from wirecall import aio
     client = await aio.connect("127.0.0.1:7000")
     await client.call("UserService", "find", user_id=1)
+    async for user in client.UserFeed.list_users(count=3):
+        print(user)
 """
 
 from . import aio
@@ -40,6 +45,7 @@ from .errors import (
     ProtocolError,
     ProtocolViolation,
     ShuttingDown,
+    StreamsUnsupported,
     Timeout,
     TlsError,
     UnknownMethod,
@@ -47,7 +53,8 @@ from .errors import (
     WirecallError,
 )
 from .replies import Reply
-from .sync import Client, connect
+from .stream import DEFAULT_STREAM_WINDOW, ServerStream
+from .sync import Client, Stream, connect
 from .wire import PROTOCOL_VERSION, method_id
 
 __version__ = "0.1.0"
@@ -57,9 +64,12 @@ __all__ = [
     "AsyncClient",
     "Client",
     "connect",
+    "ServerStream",
+    "Stream",
     "method_id",
     "Reply",
     "DEFAULT_CODECS",
+    "DEFAULT_STREAM_WINDOW",
     "PROTOCOL_VERSION",
     "WirecallError",
     "CallError",
@@ -79,6 +89,7 @@ __all__ = [
     "ApplicationError",
     "DecodeError",
     "ConnectionClosed",
+    "StreamsUnsupported",
     "ProtocolError",
     "TlsError",
     "NegotiationError",

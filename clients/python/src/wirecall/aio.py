@@ -1,7 +1,9 @@
-"""The asyncio client: many calls in flight on one connection, replies routed by request id.
+"""The asyncio client: many calls and streams in flight on one connection, replies routed by
+request id.
 
 One reader task reads every frame the server sends: it completes the waiting call whose
-request id a Response or Error carries, answers Pings, and fails every call in flight when the
+request id a Response or Error carries, hands a stream's Items and its End or Error to the
+stream (see `stream.py`), answers Pings, and fails every call and stream in flight when the
 connection ends. Callers write their own frames; a frame is written whole by one synchronous
 ``write``, so frames of concurrent calls never interleave.
 """
@@ -13,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from . import errors
 from .codecs import DEFAULT_CODECS, Codec, codec_named
 from .handshake import Negotiated, RetryWithVersion, negotiate
-from .proxy import ServiceProxy, is_service_name
+from .proxy import ProxyCall, ServiceProxy, is_service_name
 from .replies import Reply, interpret_reply
 from .schema import (
     REFLECTION_SERVICE,
@@ -22,6 +24,7 @@ from .schema import (
     schema_from_reply,
     summaries_from_reply,
 )
+from .stream import DEFAULT_STREAM_WINDOW, ServerStream, StreamRequest, StreamSlot, ready
 from .transport import TlsOption, open_stream
 from .wire import (
     DEFAULT_MAX_FRAME_LENGTH,
@@ -29,14 +32,19 @@ from .wire import (
     FRAME_HEADER,
     HEADER_AFTER_LENGTH,
     MAX_REQUEST_ID,
+    MAX_STREAM_CREDIT,
+    METADATA_VERSION,
     MIN_ANNOUNCED_FRAME_LENGTH,
     PROTOCOL_VERSION,
+    STREAM_KINDS,
+    STREAMS_VERSION,
     FrameHeader,
     FrameKind,
     deadline_ms,
     decode_error_payload,
     decode_frame_header,
     decode_metadata,
+    encode_credit,
     encode_frame,
     encode_metadata,
     method_id,
@@ -74,6 +82,7 @@ async def connect(
     max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
     metadata: Optional[Mapping[str, str]] = None,
     protocol_version: int = PROTOCOL_VERSION,
+    stream_window: int = DEFAULT_STREAM_WINDOW,
 ) -> "AsyncClient":
     """Connects to a wirecall server and negotiates a codec and a protocol version.
 
@@ -85,8 +94,12 @@ async def connect(
     `max_frame_length` is the largest frame accepted from the server, announced to it in the
     hello. `metadata` is sent with every call (per-call metadata adds to it and wins on a
     shared key); it needs a version 2 connection and is not sent on a version 1 one.
-    `protocol_version` is the version the hello offers (2; 1 forces a version 1 connection).
-    A server that refuses version 2 naming version 1 is reconnected to with a version 1 hello.
+    `protocol_version` is the version the hello offers (3; 2 forces a version 2 connection,
+    without streams, and 1 a version 1 connection, without metadata either). A server older
+    than the offer answers with its own version (a version 2 server settles version 2), and
+    one that refuses the offer naming version 1 is reconnected to with a version 1 hello.
+    `stream_window` is how many items a server stream may send ahead of its consumer
+    (1 to 65,536).
     """
     if port is None:
         host, port = split_address(host)
@@ -101,6 +114,7 @@ async def connect(
             f"max_frame_length is {MIN_ANNOUNCED_FRAME_LENGTH} to {2**32 - 1} bytes (a u32 in the hello), "
             f"not {max_frame_length}"
         )
+    check_stream_window(stream_window)
 
     async def open_and_negotiate(version: int) -> AsyncClient:
         reader, writer = await open_stream(
@@ -121,6 +135,7 @@ async def connect(
             max_frame_length=max_frame_length,
             negotiated=negotiated,
             metadata=client_metadata,
+            stream_window=stream_window,
         )
 
     async def with_fallback() -> AsyncClient:
@@ -138,6 +153,12 @@ async def connect(
         ) from None
 
 
+def check_stream_window(window: int) -> None:
+    """Raises `ValueError` unless `window` is credit a client may grant (Credit (flow control))."""
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_STREAM_CREDIT:
+        raise ValueError(f"a stream window is 1 to {MAX_STREAM_CREDIT} items, not {window!r}")
+
+
 def split_address(address: str) -> Tuple[str, int]:
     """``"host:port"`` or ``"[v6 address]:port"`` as host and port."""
     host, separator, port_text = address.rpartition(":")
@@ -149,9 +170,10 @@ def split_address(address: str) -> Tuple[str, int]:
 class AsyncClient:
     """A connection to a wirecall server. Create it with `connect`.
 
-    Arguments are keyword arguments named like the Rust method's arguments. `call` and
-    `call_with` send them **in the order given** (MessagePack sends an array), so give them in
-    declaration order; a proxy (``client.Service.method``) orders them by the service's schema.
+    Arguments are keyword arguments named like the Rust method's arguments. `call`,
+    `call_with`, `stream` and `stream_with` send them **in the order given** (MessagePack
+    sends an array), so give them in declaration order; a proxy (``client.Service.method``)
+    orders them by the service's schema.
     """
 
     def __init__(
@@ -164,6 +186,7 @@ class AsyncClient:
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         negotiated: Optional[Negotiated] = None,
         metadata: Optional[Mapping[str, str]] = None,
+        stream_window: int = DEFAULT_STREAM_WINDOW,
     ):
         self._reader = reader
         self._writer = writer
@@ -176,12 +199,14 @@ class AsyncClient:
         self._send_limit = max_frame_length if server_limit is None else min(max_frame_length, server_limit)
         self._server_max_frame_length = server_limit
         self._metadata: Dict[str, str] = dict(metadata or {})
+        self._stream_window = stream_window
         # Reflection, fetched once: the service list, and each service's schema (None: the
         # server does not serve reflection, so calls go out as written).
         self._reflection_served: Optional[bool] = None
         self._services: Optional[List[Dict[str, Any]]] = None
         self._schemas: Dict[str, "asyncio.Future[Optional[ServiceSchema]]"] = {}
         self._pending: Dict[int, "asyncio.Future[_Reply]"] = {}
+        self._streams: Dict[int, StreamSlot] = {}
         self._request_ids = itertools.count(1)
         self._drain_lock = asyncio.Lock()
         # Set once the connection is over: what a new call raises, and why.
@@ -197,7 +222,8 @@ class AsyncClient:
 
     @property
     def protocol_version(self) -> int:
-        """The connection's protocol version: 2, or 1 with an older server (no metadata)."""
+        """The connection's protocol version: 3, or 2 (no streams) or 1 (no metadata either)
+        with an older server or a `protocol_version` option that asked for it."""
         return self._version
 
     @property
@@ -326,6 +352,37 @@ class AsyncClient:
         self._write(frame)
         await self._flush()
 
+    def stream(self, service: str, method: str, /, **arguments: Any) -> ServerStream:
+        """Opens the server stream ``service.method`` with the default timeout:
+        ``async for item in client.stream("UserFeed", "list_users", count=3)``.
+
+        Raises `StreamsUnsupported` at once, before anything is sent, on a connection of
+        protocol version 1 or 2. See `ServerStream` for the items, the end and cancelling."""
+        return self.stream_with(service, method, arguments)
+
+    def stream_with(
+        self,
+        service: str,
+        method: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = USE_DEFAULT,
+        window: Optional[int] = None,
+        reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+        signature: Optional[MethodSignature] = None,
+    ) -> ServerStream:
+        """`stream` with its options: `arguments` in declaration order; `timeout` in seconds
+        bounds the **whole** stream, not its first item (`None` for no deadline, for a stream
+        meant to outlive any call timeout); `window` is how many items the server may send
+        ahead of the consumer (the client's `stream_window` by default); `reply` is the shape
+        of each item (see `Reply`); `metadata` is added to the client's and sent with the
+        Open. Arguments are checked and encoded now; the Open goes out when iteration starts."""
+        request = self._stream_request(
+            service, method, arguments, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signature
+        )
+        return ServerStream(self, ready(request))
+
     def service(self, name: str, **options: Any) -> ServiceProxy:
         """A proxy for the service `name`; `options` (``timeout``, ``metadata``) apply to its
         calls. Its methods are learnt from reflection on first use (see `describe`)."""
@@ -393,17 +450,49 @@ class AsyncClient:
             if name not in known:
                 raise AttributeError(f"the server serves no service {name!r}; it serves: {', '.join(known)}")
 
-    async def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+    def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> ProxyCall:
+        return ProxyCall(self, service, method, arguments, options)
+
+    async def _proxy_reply(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+        """A proxy call awaited: the reply, or for a server stream the stream, opened."""
         schema = await self.describe(service)
         if schema is None:
             return await self.call_with(service, method, arguments, **options)
         signature = schema.method(method)
+        if signature.server_stream:
+            stream = ServerStream(self, ready(self._signed_stream_request(signature, arguments, options)))
+            return await stream.__aenter__()  # opened, as `async with` opens it
         ordered = signature.order_arguments(arguments)
         if signature.oneway:
             await self.notify_with(service, method, ordered, metadata=options.get("metadata"))
             return None
         options = {"reply": signature.reply_shape, **options}
         return await self.call_with(service, method, ordered, signature=signature, **options)
+
+    def _proxy_stream(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> ServerStream:
+        """A proxy call iterated: the server stream, described (and checked to be one) before
+        it opens."""
+
+        async def prepare() -> StreamRequest:
+            schema = await self.describe(service)
+            if schema is None:
+                return self._stream_request(service, method, arguments, **options)
+            signature = schema.method(method)
+            if not signature.server_stream:
+                raise TypeError(
+                    f"{service}.{method} is not a server stream, so it cannot be iterated: await "
+                    f"it for its reply; it takes {signature.describe()}"
+                )
+            return self._signed_stream_request(signature, arguments, options)
+
+        return ServerStream(self, prepare)
+
+    def _signed_stream_request(
+        self, signature: MethodSignature, arguments: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> StreamRequest:
+        ordered = signature.order_arguments(arguments)
+        options = {"reply": signature.reply_shape, **options}
+        return self._stream_request(signature.service, signature.name, ordered, signature=signature, **options)
 
     async def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
         schema = await self.describe(service)
@@ -435,13 +524,14 @@ class AsyncClient:
 
     def _next_request_id(self) -> int:
         # Ids are per connection, 1, 2, 3, ...; 0 is reserved, and an id still in flight must
-        # not be reused (Request ids). 2^64 requests will not wrap in practice, but be correct.
+        # not be reused (Request ids). Streams take theirs from the same sequence. 2^64
+        # requests will not wrap in practice, but be correct.
         while True:
             request_id = next(self._request_ids)
             if request_id > MAX_REQUEST_ID:
                 self._request_ids = itertools.count(1)
                 continue
-            if request_id not in self._pending:
+            if request_id not in self._pending and request_id not in self._streams:
                 return request_id
 
     def _encode_request(
@@ -455,7 +545,7 @@ class AsyncClient:
             encoded = encode_metadata(merged)
         except ValueError as bad:
             raise ValueError(f"metadata not sent: {bad}") from None
-        if merged and self._version >= 2:
+        if merged and self._version >= METADATA_VERSION:
             # On a version 1 connection metadata is simply not sent (Metadata (version 2)).
             flags, block = FLAG_METADATA, encoded
         payload = block + self._codec.encode_arguments(arguments or {})
@@ -490,6 +580,99 @@ class AsyncClient:
         # A reply that crosses the Cancel on the wire finds no waiter and is dropped.
         if self._closed is None:
             self._writer.write(encode_frame(FrameKind.CANCEL, request_id))
+
+    # -- streams --------------------------------------------------------------------------------
+
+    def _stream_request(
+        self,
+        service: str,
+        method: str,
+        arguments: Optional[Mapping[str, Any]],
+        *,
+        timeout: Optional[float] = USE_DEFAULT,
+        window: Optional[int] = None,
+        reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+        signature: Optional[MethodSignature] = None,
+    ) -> StreamRequest:
+        """Checks and encodes a stream call; raises before anything is sent."""
+        if self._version < STREAMS_VERSION:
+            raise errors.StreamsUnsupported(
+                f"{service}.{method} is a stream call, which needs protocol version {STREAMS_VERSION}; "
+                f"this connection speaks version {self._version} (the server's newest, or the "
+                f"protocol_version asked for), so nothing was sent",
+                version=self._version,
+            )
+        if window is None:
+            window = self._stream_window
+        check_stream_window(window)
+        if timeout is USE_DEFAULT:
+            timeout = self._timeout
+        flags, payload = self._encode_request(arguments, metadata)
+        return StreamRequest(
+            service=service,
+            method=method,
+            method_id=method_id(service, method),
+            flags=flags,
+            payload=payload,
+            timeout=timeout,
+            window=window,
+            reply=reply,
+            signature=signature,
+        )
+
+    def _open_stream(self, request: StreamRequest) -> StreamSlot:
+        """Sends the Open and the first Credit together (as the Rust client does) and
+        registers the stream; the caller flushes."""
+        request_id = self._next_request_id()
+        open_frame = encode_frame(
+            FrameKind.OPEN,
+            request_id,
+            request.method_id,
+            0 if request.timeout is None else deadline_ms(request.timeout),
+            request.payload,
+            request.flags,
+        )
+        self._write(open_frame + encode_credit(request_id, request.window))
+        slot = StreamSlot(request_id, request.window)
+        self._streams[request_id] = slot
+        if request.timeout is not None:
+            # The deadline bounds the whole stream; the client gives up when it passes, as
+            # the server does (Deadlines and ends). The timer holds the slot, not the
+            # `ServerStream`, so that dropping the stream still cancels it at once.
+            timeout = errors.Timeout(
+                f"the stream {request.service}.{request.method} did not end within {request.timeout} s; "
+                "it was cancelled",
+                request_id=request_id,
+            )
+            slot.expiry = asyncio.get_running_loop().call_later(
+                request.timeout, self._expire_stream, request_id, timeout
+            )
+        return slot
+
+    def _grant(self, request_id: int, granted: int) -> None:
+        if self._closed is None and request_id in self._streams:
+            self._writer.write(encode_credit(request_id, granted))
+
+    def _cancel_stream(self, request_id: int) -> None:
+        """Withdraws a stream and tells the server, unless it has already ended: frames that
+        cross the Cancel find no stream and are discarded."""
+        slot = self._streams.pop(request_id, None)
+        if slot is not None:
+            slot.finish(None)
+            self._cancel(request_id)
+
+    def _expire_stream(self, request_id: int, timeout: errors.Timeout) -> None:
+        slot = self._streams.pop(request_id, None)
+        if slot is not None:
+            self._cancel(request_id)
+            slot.finish(timeout)
+
+    def _forget_stream(self, request_id: int) -> None:
+        """Withdraws a stream whose server half is ending by itself (its `err` item)."""
+        slot = self._streams.pop(request_id, None)
+        if slot is not None:
+            slot.finish(None)
 
     # -- receiving ----------------------------------------------------------------------------
 
@@ -527,24 +710,44 @@ class AsyncClient:
             raise errors.ProtocolError(f"a frame length of {header.length}")
         if header.kind not in FrameKind.__members__.values():
             raise errors.ProtocolError(f"a frame of unknown kind {header.kind}")
-        # Version 2 defines flag 0x01 (metadata), on the frames that answer a Request.
-        allowed = (
-            FLAG_METADATA
-            if self._version >= 2 and header.kind in (FrameKind.RESPONSE, FrameKind.ERROR)
-            else 0
-        )
+        if header.kind in STREAM_KINDS and self._version < STREAMS_VERSION:
+            # Stream kinds are unknown kinds below version 3 (Frames).
+            raise errors.ProtocolError(
+                f"a {FrameKind(header.kind).name} frame on a version {self._version} connection"
+            )
+        # Version 2 defines flag 0x01 (metadata), on the frames that answer a Request, and
+        # from version 3 on the End that answers an Open.
+        answers = (FrameKind.RESPONSE, FrameKind.ERROR) + ((FrameKind.END,) if self._version >= STREAMS_VERSION else ())
+        allowed = FLAG_METADATA if self._version >= METADATA_VERSION and header.kind in answers else 0
         if header.flags & ~allowed:
             raise errors.ProtocolError(
                 f"a {FrameKind(header.kind).name} frame with flags {header.flags:#04x}"
             )
-        if header.kind in (FrameKind.REQUEST, FrameKind.NOTIFY, FrameKind.CANCEL):
+        if header.kind in (FrameKind.REQUEST, FrameKind.NOTIFY, FrameKind.CANCEL, FrameKind.OPEN):
             raise errors.ProtocolError(f"a {FrameKind(header.kind).name} frame from the server")
 
     def _dispatch(self, header: FrameHeader, metadata: Dict[str, str], payload: bytes) -> None:
         kind = header.kind
         if kind == FrameKind.PING:
             self._writer.write(encode_frame(FrameKind.PONG, header.request_id))
+        elif kind == FrameKind.ITEM:
+            # An item for no open stream crossed its Cancel: discarded (Stream frames).
+            stream = self._streams.get(header.request_id)
+            if stream is not None:
+                stream.push(payload)
+        elif kind == FrameKind.END:
+            stream = self._streams.pop(header.request_id, None)
+            if stream is not None:
+                stream.finish(None)
+        elif kind == FrameKind.CREDIT:
+            # Credit from the server is for uploads, which no call of this client sends.
+            pass
         elif kind == FrameKind.RESPONSE:
+            stream = self._streams.pop(header.request_id, None)
+            if stream is not None:
+                stream.finish(
+                    errors.ProtocolError(f"the server answered stream {header.request_id} with a Response frame")
+                )
             waiting = self._pending.pop(header.request_id, None)
             if waiting is not None and not waiting.done():
                 waiting.set_result((header, metadata, payload))
@@ -557,6 +760,10 @@ class AsyncClient:
             error.metadata = metadata
             if header.request_id == 0:
                 raise error
+            # An Error ends a stream as it fails a call.
+            stream = self._streams.pop(header.request_id, None)
+            if stream is not None:
+                stream.finish(error)
             waiting = self._pending.pop(header.request_id, None)
             if waiting is not None and not waiting.done():
                 waiting.set_exception(error)
@@ -567,7 +774,8 @@ class AsyncClient:
         reason: errors.ConnectionClosed,
         calls_fail_with: Optional[errors.WirecallError] = None,
     ) -> None:
-        """Ends the connection once: every call in flight fails, new calls raise `reason`."""
+        """Ends the connection once: every call and stream in flight fails, new calls raise
+        `reason`."""
         if self._closed is not None:
             return
         self._closed = reason
@@ -577,4 +785,7 @@ class AsyncClient:
                 waiting.set_exception(
                     calls_fail_with or errors.ConnectionClosed(str(reason), cause=reason.cause)
                 )
+        streams, self._streams = self._streams, {}
+        for stream in streams.values():
+            stream.finish(calls_fail_with or errors.ConnectionClosed(str(reason), cause=reason.cause))
         self._writer.close()

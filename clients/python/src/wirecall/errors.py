@@ -173,6 +173,18 @@ class ConnectionClosed(WirecallError):
         self.cause = cause
 
 
+class StreamsUnsupported(WirecallError):
+    """A stream call on a connection whose protocol version has no streams (below 3): the
+    server, or the ``protocol_version`` option, settled an older version. Nothing was sent.
+
+    `version` is the connection's protocol version.
+    """
+
+    def __init__(self, message: str, *, version: int):
+        super().__init__(message)
+        self.version = version
+
+
 class ProtocolError(WirecallError):
     """The server broke the protocol (a bad frame or hello); the client closed the connection."""
 

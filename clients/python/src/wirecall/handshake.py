@@ -10,6 +10,7 @@ from .wire import (
     EXTENSIONS_LENGTH,
     MAGIC,
     MAX_EXTENSIONS_LENGTH,
+    METADATA_VERSION,
     MIN_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
     SERVER_HELLO_HEAD,
@@ -67,7 +68,7 @@ async def read_server_hello(reader: asyncio.StreamReader) -> ServerHello:
     except asyncio.IncompleteReadError:
         raise errors.ProtocolError("the server hello ends before its codec list") from None
     extensions = {}
-    if version >= 2:
+    if version >= METADATA_VERSION:
         try:
             (length,) = EXTENSIONS_LENGTH.unpack(await reader.readexactly(EXTENSIONS_LENGTH.size))
             if length > MAX_EXTENSIONS_LENGTH:

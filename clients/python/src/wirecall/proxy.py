@@ -2,18 +2,23 @@
 
 The first use of a service asks the server's reflection service (`wirecall.Reflection`) for
 its schema, once per client; after that the proxy knows each method's arguments (their names
-and their declaration order, which MessagePack needs), its reply type and whether it is
-one-way. An unknown service or method raises `AttributeError` listing the known ones, missing
-or unknown keyword arguments raise `TypeError`, and a one-way method is sent as a Notify.
+and their declaration order, which MessagePack needs), its reply type, whether it is one-way
+and whether it is a server stream. An unknown service or method raises `AttributeError`
+listing the known ones, missing or unknown keyword arguments raise `TypeError`, a one-way
+method is sent as a Notify, and a server stream is opened with an Open frame and its items
+iterated.
 
 A server that does not serve reflection gets the calls as they are written: every attribute is
 taken as a method name and the keyword arguments are sent in the order given.
 
 The proxy serves the asyncio and the blocking client alike: it forwards to their
-``_proxy_call`` and ``_proxy_notify``, which return a coroutine or a result respectively.
+``_proxy_call`` and ``_proxy_notify``. With the asyncio client, ``_proxy_call`` returns a
+`ProxyCall` (awaitable, and iterable for a stream) and ``_proxy_notify`` a coroutine; with the
+blocking client both return the result (an iterator for a stream).
 """
 
-from typing import Any, Optional
+import collections.abc
+from typing import Any, Generator, Mapping, Optional
 
 from .schema import ServiceSchema
 
@@ -60,6 +65,64 @@ class MethodProxy:
 
     def __repr__(self) -> str:
         return f"<wirecall method {self._service}.{self._method}>"
+
+
+class ProxyCall(collections.abc.Coroutine):
+    """What calling a method of an asyncio proxy returns: ``await`` it for the method's
+    reply, or iterate it when the method is a server stream::
+
+        user = await client.UserService.get_user(user=fanly)
+        async for user in client.UserFeed.list_users(count=3):
+            ...
+
+    Awaiting a server stream's call opens the stream and returns it (a
+    `wirecall.aio.ServerStream`), as ``async with`` does; iterating a method that is not a
+    stream raises `TypeError`. Nothing is sent before it is awaited or iterated. It is a
+    coroutine for asyncio (``asyncio.create_task`` takes it), driving the call it stands for.
+    """
+
+    def __init__(self, client: Any, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]):
+        self._client = client
+        self._service = service
+        self._method = method
+        self._arguments = arguments
+        self._options = options
+        self._reply: Any = None
+        self._stream: Any = None
+
+    def _call(self) -> Any:
+        # Made on first use, so that a call only iterated leaves no coroutine unawaited.
+        if self._reply is None:
+            self._reply = self._client._proxy_reply(self._service, self._method, self._arguments, self._options)
+        return self._reply
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._call().__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._call().send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        if val is None and tb is None:
+            return self._call().throw(typ)
+        return self._call().throw(typ, val, tb)
+
+    def close(self) -> None:
+        if self._reply is not None:
+            self._reply.close()
+
+    def __aiter__(self) -> Any:
+        return self._client._proxy_stream(self._service, self._method, self._arguments, self._options)
+
+    async def __aenter__(self) -> Any:
+        self._stream = self._client._proxy_stream(self._service, self._method, self._arguments, self._options)
+        return await self._stream.__aenter__()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._stream.aclose()
+
+    def __repr__(self) -> str:
+        return f"<wirecall call {self._service}.{self._method}>"
 
 
 def is_service_name(name: str) -> bool:

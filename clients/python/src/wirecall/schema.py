@@ -36,7 +36,8 @@ REFLECTION_TYPES: List[Dict[str, Any]] = [{'name': 'ServiceSummary',
                                  {'name': 'reply', 'ty': {'Named': 'ReplySchema'}},
                                  {'name': 'oneway', 'ty': 'Bool'},
                                  {'name': 'idempotent', 'ty': 'Bool'},
-                                 {'name': 'policy', 'ty': 'String'}]}}},
+                                 {'name': 'policy', 'ty': 'String'},
+                                 {'name': 'server_stream', 'ty': 'Bool'}]}}},
  {'name': 'FieldSchema',
   'kind': {'Struct': {'fields': [{'name': 'name', 'ty': 'String'},
                                  {'name': 'ty', 'ty': {'Named': 'TypeRef'}},
@@ -326,7 +327,8 @@ class Argument:
 @dataclass(frozen=True)
 class MethodSignature:
     """What the proxy needs to call one method: its arguments in declaration order, its reply
-    type, and whether it is one-way; `table` reads its MessagePack values."""
+    type, whether it is one-way, and whether it is a server stream (then `reply` describes one
+    item); `table` reads its MessagePack values."""
 
     service: str
     name: str
@@ -336,10 +338,12 @@ class MethodSignature:
     oneway: bool
     table: TypeTable
     described: bool = True
+    server_stream: bool = False
 
     @property
     def reply_shape(self) -> Reply:
-        """How to read the reply message (`Reply`), from the reply type."""
+        """How to read the reply message, or each item of a stream (`Reply`), from the reply
+        type."""
         if not self.described:
             return Reply.AUTO
         name, body = _variant(self.reply)
@@ -370,19 +374,21 @@ class MethodSignature:
         return {name: given.get(name) for name in names}
 
     def describe(self) -> str:
-        """``(user: UserModel) -> UserModel``."""
+        """``(user: UserModel) -> UserModel``; ``(count: u32) -> Streaming<UserModel>``."""
         arguments = ", ".join(f"{argument.name}: {type_name(argument.type)}" for argument in self.arguments)
         if not self.described:
             return "arguments the server does not describe"
         name, body = _variant(self.reply)
         if name == "Unit":
-            reply = ""
+            returned = "()" if self.server_stream else ""
         elif name == "Value":
-            reply = f" -> {type_name(body)}"
+            returned = type_name(body)
         else:
             ok, err = _fields(body, ("ok", "err"))
-            reply = f" -> Result<{'()' if ok is None else type_name(ok)}, {type_name(err)}>"
-        return f"({arguments}){reply}"
+            returned = f"Result<{'()' if ok is None else type_name(ok)}, {type_name(err)}>"
+        if self.server_stream:
+            returned = f"Streaming<{returned}>"
+        return f"({arguments})" + (f" -> {returned}" if returned else "")
 
     def reply_fields_from_msgpack(self, fields: Dict[str, Any]) -> Dict[str, Any]:
         """The reply message's fields, as MessagePack decoded them, in their JSON form."""
@@ -422,6 +428,8 @@ class ServiceSchema:
                 oneway=bool(method.get("oneway")),
                 table=table,
                 described=described,
+                # Absent from servers older than protocol version 3: no method streams there.
+                server_stream=bool(method.get("server_stream")),
             )
 
     def method(self, name: str) -> MethodSignature:

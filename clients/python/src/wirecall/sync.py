@@ -1,11 +1,11 @@
 """The blocking client: the asyncio client on an event loop of its own, in a background thread.
 
 Every method blocks until the asyncio client's coroutine finishes on that loop, so calls made
-from several threads at once share the one connection and are in flight together.
+from several threads at once share the one connection and are in flight together. A server
+stream is an iterator whose every step waits for the asyncio stream's next item.
 """
 
 import asyncio
-import concurrent.futures
 import threading
 from typing import Any, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
@@ -13,6 +13,7 @@ from . import aio, errors
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply
 from .schema import ServiceSchema
+from .stream import ServerStream, ready
 
 T = TypeVar("T")
 
@@ -47,6 +48,63 @@ class _LoopThread:
         self.loop.close()
 
 
+class _End:
+    """What `_next_item` returns at a stream's end: the end crosses to the caller's thread as
+    a value, and `Stream.__next__` raises `StopIteration` there."""
+
+
+_END = _End()
+
+
+async def _next_item(stream: ServerStream) -> Any:
+    try:
+        return await stream.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
+class Stream:
+    """The blocking twin of `wirecall.aio.ServerStream`: ``for item in stream``.
+
+    Each step blocks until the next item arrives (or raises as the asyncio stream does).
+    ``close()``, leaving a ``with`` block, or dropping the stream before its end (a ``break``
+    out of ``for``) cancels the call.
+    """
+
+    def __init__(self, stream: ServerStream, loop_thread: _LoopThread):
+        self._stream = stream
+        self._loop_thread = loop_thread
+
+    @property
+    def request_id(self) -> Optional[int]:
+        """The stream's request id once it is open, else `None`."""
+        return self._stream.request_id
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> Any:
+        item = self._loop_thread.run(_next_item(self._stream))
+        if item is _END:
+            raise StopIteration
+        return item
+
+    def close(self) -> None:
+        """Stops the stream: sends a Cancel unless it has ended. Safe to call twice."""
+        if not self._loop_thread.loop.is_closed():
+            self._loop_thread.run(self._stream.aclose())
+
+    def __enter__(self) -> "Stream":
+        self._loop_thread.run(self._stream.__aenter__())
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return repr(self._stream).replace("server stream", "blocking server stream", 1)
+
+
 def connect(host: str, port: Optional[int] = None, **options: Any) -> "Client":
     """Connects like `wirecall.aio.connect` (same options) and returns a blocking `Client`."""
     loop_thread = _LoopThread()
@@ -72,7 +130,7 @@ class Client:
 
     @property
     def protocol_version(self) -> int:
-        """The connection's protocol version: 2, or 1 with an older server (no metadata)."""
+        """The connection's protocol version: 3, or 2 (no streams) or 1 (no metadata either)."""
         return self._client.protocol_version
 
     @property
@@ -145,6 +203,29 @@ class Client:
             self._client.notify_with(service, method, arguments, deadline=deadline, metadata=metadata)
         )
 
+    def stream(self, service: str, method: str, /, **arguments: Any) -> Stream:
+        """Opens the server stream ``service.method``:
+        ``for user in client.stream("UserFeed", "list_users", count=3)``. See
+        `wirecall.aio.AsyncClient.stream`."""
+        return self.stream_with(service, method, arguments)
+
+    def stream_with(
+        self,
+        service: str,
+        method: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = aio.USE_DEFAULT,
+        window: Optional[int] = None,
+        reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+    ) -> Stream:
+        """See `wirecall.aio.AsyncClient.stream_with`."""
+        stream = self._client.stream_with(
+            service, method, arguments, timeout=timeout, window=window, reply=reply, metadata=metadata
+        )
+        return Stream(stream, self._loop_thread)
+
     def service(self, name: str, **options: Any) -> ServiceProxy:
         """A proxy for the service `name`, described by reflection now (an unknown service
         raises `AttributeError`); `options` (``timeout``, ``metadata``) apply to its calls."""
@@ -168,7 +249,12 @@ class Client:
         return self._client._cached_schema(service)
 
     def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
-        return self._loop_thread.run(self._client._proxy_call(service, method, arguments, options))
+        schema = self._client._cached_schema(service)
+        if schema is not None and schema.method(method).server_stream:
+            # Checked and encoded now, so that a wrong argument raises here, not on the first item.
+            request = self._client._signed_stream_request(schema.method(method), arguments, options)
+            return Stream(ServerStream(self._client, ready(request)), self._loop_thread)
+        return self._loop_thread.run(self._client._proxy_reply(service, method, arguments, options))
 
     def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
         self._loop_thread.run(self._client._proxy_notify(service, method, arguments))

@@ -1,5 +1,5 @@
-"""The bytes on the wire: hellos and their extensions, frame headers, metadata blocks, method ids
-(wire protocol versions 1 and 2).
+"""The bytes on the wire: hellos and their extensions, frame headers, metadata blocks, stream
+credit, method ids (wire protocol versions 1 to 3).
 
 Everything here follows the Wire protocol chapter of the wirecall book; section names in the
 comments refer to it. Nothing in this module does I/O.
@@ -12,9 +12,13 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 MAGIC = b"WCAL"
 #: The newest protocol version this package speaks, and the one its hello offers (Versions).
-PROTOCOL_VERSION = 2
-#: The oldest: a server that refuses version 2 naming version 1 gets a version 1 hello.
+PROTOCOL_VERSION = 3
+#: The oldest: a server that refuses our version naming version 1 gets a version 1 hello.
 MIN_PROTOCOL_VERSION = 1
+#: The first version with metadata and the hellos' extension block.
+METADATA_VERSION = 2
+#: The first version with stream calls (Streams (version 3)).
+STREAMS_VERSION = 3
 
 #: The receiver's default maximum frame length, as in the Rust implementation (16 MiB).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
@@ -41,7 +45,7 @@ EXTENSION_MAX_FRAME_LENGTH = 1
 #: The smallest `max_frame_len` a hello may announce: a frame without payload.
 MIN_ANNOUNCED_FRAME_LENGTH = 22
 
-#: Flag bit 0x01: the payload starts with a metadata block (version 2 connections only).
+#: Flag bit 0x01: the payload starts with a metadata block (version 2 and later only).
 FLAG_METADATA = 0x01
 #: Limits of a metadata block (Metadata (version 2)).
 MAX_METADATA_ENTRIES = 64
@@ -49,6 +53,11 @@ MAX_METADATA_BLOCK = 8192
 MAX_METADATA_KEY = 255
 MAX_METADATA_VALUE = 65535
 _METADATA_KEY_CHARACTERS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+#: A Credit frame's payload: the number of items granted, u32 (Credit (flow control)).
+CREDIT = struct.Struct(">I")
+#: The credit a receiver may have granted and not yet received items for.
+MAX_STREAM_CREDIT = 65536
 
 #: Request ids are 8 bytes; 0 is reserved for connection-level errors.
 MAX_REQUEST_ID = 2**64 - 1
@@ -74,6 +83,15 @@ class FrameKind(enum.IntEnum):
     PING = 5
     PONG = 6
     NOTIFY = 7
+    #: Version 3 and later (Stream frames).
+    OPEN = 8
+    ITEM = 9
+    END = 10
+    CREDIT = 11
+
+
+#: The kinds that are unknown kinds below version 3.
+STREAM_KINDS = frozenset({FrameKind.OPEN, FrameKind.ITEM, FrameKind.END, FrameKind.CREDIT})
 
 
 class HelloStatus(enum.IntEnum):
@@ -105,8 +123,8 @@ def client_hello(
 ) -> bytes:
     """The client hello offering `codecs`, most preferred first, and presenting `token`.
 
-    A version 2 hello ends with the extension block, announcing `max_frame_length` (omitted
-    when `None`); a version 1 hello has no block.
+    A hello of version 2 or later ends with the extension block, announcing
+    `max_frame_length` (omitted when `None`); a version 1 hello has no block.
     """
     if not 1 <= len(codecs) <= MAX_CODECS_IN_HELLO:
         raise ValueError(f"offer 1 to {MAX_CODECS_IN_HELLO} codecs, not {len(codecs)}")
@@ -119,7 +137,7 @@ def client_hello(
             f"this package speaks protocol versions {MIN_PROTOCOL_VERSION} to {PROTOCOL_VERSION}, not {version}"
         )
     hello = MAGIC + bytes([version, len(codecs), *codecs, len(token)]) + token
-    if version >= 2:
+    if version >= METADATA_VERSION:
         extensions: Dict[int, bytes] = {}
         if max_frame_length is not None:
             extensions[EXTENSION_MAX_FRAME_LENGTH] = struct.pack(">I", max_frame_length)
@@ -291,6 +309,13 @@ def encode_frame(
         HEADER_AFTER_LENGTH + len(payload), kind, flags, request_id, method, deadline_ms
     )
     return header + payload
+
+
+def encode_credit(request_id: int, granted: int) -> bytes:
+    """A Credit frame allowing the server `granted` more items on stream `request_id`."""
+    if not 1 <= granted <= MAX_STREAM_CREDIT:
+        raise ValueError(f"a Credit grants 1 to {MAX_STREAM_CREDIT} items, not {granted}")
+    return encode_frame(FrameKind.CREDIT, request_id, payload=CREDIT.pack(granted))
 
 
 def decode_frame_header(data: bytes) -> FrameHeader:

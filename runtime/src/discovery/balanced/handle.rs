@@ -291,6 +291,22 @@ impl Caller for BalancedChannel {
         BalancedChannel::open_stream_with_policy::<A, M>(self, method, declared, args)
     }
 
+    fn open_upload<A, U, M, S>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+        items: S,
+    ) -> impl Future<Output = Result<ItemStream<M::Item>, Error>> + Send
+    where
+        A: WireMessage,
+        U: ItemMessage,
+        M: ItemMessage,
+        S: futures::Stream<Item = U::Item> + Send + 'static,
+    {
+        BalancedChannel::open_upload_with_policy::<A, U, M, S>(self, method, declared, args, items)
+    }
+
     fn with_timeout(&self, timeout: Duration) -> Self {
         BalancedChannel::with_timeout(self, timeout)
     }

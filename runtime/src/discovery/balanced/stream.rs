@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::method::MethodId;
 use crate::policy::declared::DeclaredPolicy;
 use crate::stream::ItemMessage;
+use futures::Stream;
 
 impl BalancedChannel {
     /// Opens a server stream of `method` on one endpoint, chosen by the channel's balancing
@@ -48,6 +49,48 @@ impl BalancedChannel {
             let timeout = channel.stream_timeout(method, declared, self.timeout);
             return channel
                 .open_stream_carrying::<A, M>(method, args, timeout, self.metadata.as_deref())
+                .await;
+        }
+    }
+
+    /// Like [`open_stream_with_policy`](Self::open_stream_with_policy), for a method that
+    /// takes an upload (see
+    /// [`Channel::open_upload_with_policy`](crate::Channel::open_upload_with_policy)): the
+    /// whole call, upload included, goes to one endpoint.
+    pub async fn open_upload_with_policy<A, U, M, S>(
+        &self,
+        method: MethodId,
+        declared: &'static DeclaredPolicy,
+        args: A,
+        items: S,
+    ) -> Result<ItemStream<M::Item>, Error>
+    where
+        A: WireMessage,
+        U: ItemMessage,
+        M: ItemMessage,
+        S: Stream<Item = U::Item> + Send + 'static,
+    {
+        let mut tried = Vec::new();
+        let mut last = None;
+        loop {
+            let Some(slot) = self.inner.pick(self.hash_key, &tried) else {
+                return Err(last.unwrap_or_else(|| self.inner.no_endpoints()));
+            };
+            let channel = match self.inner.channel(&slot).await {
+                Ok(channel) => channel,
+                Err(err) => {
+                    slot.failures.fetch_add(1, Ordering::Relaxed);
+                    self.inner.eject(&slot, &err);
+                    tried.push(Arc::clone(&slot));
+                    last = Some(err);
+                    continue;
+                }
+            };
+            slot.calls.fetch_add(1, Ordering::Relaxed);
+            let timeout = channel.stream_timeout(method, declared, self.timeout);
+            let metadata = self.metadata.as_deref();
+            return channel
+                .open_upload_carrying::<A, U, M, S>(method, args, items, timeout, metadata)
                 .await;
         }
     }

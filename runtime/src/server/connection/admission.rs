@@ -22,10 +22,11 @@ use super::stream::{spawn_stream, OpenedStream};
 use crate::context::CallContext;
 use crate::error::ErrorCode;
 use crate::metadata::Metadata;
-use crate::method::MethodShape;
 use crate::server::metrics::{self, Outcome as Ended};
 use crate::server::request::Request;
 use crate::server::shared::Shared;
+use crate::stream::upload::{Upload, UploadQueue};
+use crate::stream::DEFAULT_STREAM_WINDOW;
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
 use crate::transport::writer::Delivery;
@@ -93,7 +94,7 @@ pub(super) fn start_call(
     };
     // An Open for a unary method or a Request for a streaming one: the caller's definition
     // of the service differs from the server's.
-    if opens_stream != (route.method.shape == MethodShape::ServerStream) {
+    if opens_stream != route.method.shape.is_stream() {
         let shape = route.method.shape.describe();
         let message = format!("{} is {shape}", route.method.name);
         tracing::debug!(%method, %message, "frame of the wrong shape");
@@ -134,11 +135,18 @@ pub(super) fn start_call(
         reply_metadata: RefCell::new(None),
         copied: false,
     };
+    // An upload's items are queued from here on, and its first credit goes out now.
+    let upload = (opens_stream && route.method.shape.takes_upload())
+        .then(|| UploadQueue::open(context.sink.clone(), request_id, DEFAULT_STREAM_WINDOW));
+    let open = opens_stream.then(|| match &upload {
+        Some(queue) => Upload::new(Arc::clone(queue)),
+        None => Upload::none(),
+    });
     let request = Request {
         context: call,
         codec: context.codec,
         payload,
-        opens_stream,
+        open,
     };
     // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
     let work = tower::Service::call(&mut &shared.pipeline, request);
@@ -170,6 +178,7 @@ pub(super) fn start_call(
             open: shared.metrics.streams_open.clone(),
             force: shared.force.clone(),
             span,
+            upload,
         };
         spawn_stream(work, opened);
         return Ok(None);

@@ -8,11 +8,24 @@ use tokio::sync::Semaphore;
 
 use crate::id_hash::IdMap;
 use crate::stream::credit::{CreditError, SendCredit};
+use crate::stream::upload::UploadQueue;
 
-/// One running call: how to stop it, and for a stream, the credit its client grants.
+/// One running call: how to stop it, and for a stream, the credit its client grants and the
+/// items it uploads.
 pub(super) struct Running {
     abort: AbortHandle,
     credit: Option<Arc<SendCredit>>,
+    upload: Option<Arc<UploadQueue>>,
+}
+
+/// Where an upload frame from the client goes.
+pub(super) enum UploadTarget {
+    /// An open stream that takes an upload.
+    Queue(Arc<UploadQueue>),
+    /// An open call that takes none: the frame is a protocol violation.
+    NoUpload,
+    /// No open call: it ended (an early answer) or was cancelled; the frame is discarded.
+    Gone,
 }
 
 /// Calls running on one connection: by request id, so that a `Cancel` frame can stop one,
@@ -95,6 +108,7 @@ impl InFlight {
             Running {
                 abort,
                 credit: None,
+                upload: None,
             },
         );
     }
@@ -105,9 +119,29 @@ impl InFlight {
         request_id: u64,
         abort: AbortHandle,
         credit: Arc<SendCredit>,
+        upload: Option<Arc<UploadQueue>>,
     ) {
         let credit = Some(credit);
-        self.lock().insert(request_id, Running { abort, credit });
+        self.lock().insert(
+            request_id,
+            Running {
+                abort,
+                credit,
+                upload,
+            },
+        );
+    }
+
+    /// Where an `Item` or `End` from the client for `request_id` goes.
+    pub(super) fn upload(&self, request_id: u64) -> UploadTarget {
+        match self.lock().get(&request_id) {
+            Some(Running {
+                upload: Some(queue),
+                ..
+            }) => UploadTarget::Queue(Arc::clone(queue)),
+            Some(_) => UploadTarget::NoUpload,
+            None => UploadTarget::Gone,
+        }
     }
 
     /// Adds a `Credit` frame's grant to stream `request_id`. A grant for an id that is no

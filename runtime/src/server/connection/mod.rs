@@ -45,7 +45,7 @@ use crate::transport::Transport;
 
 use admission::start_call;
 use handshake::handshake;
-use in_flight::{CallSlot, InFlight};
+use in_flight::{CallSlot, InFlight, UploadTarget};
 use rejected::CallRejected;
 use reply::{queue_reply, send_connection_error};
 use state::ConnectionState;
@@ -228,13 +228,9 @@ impl Connection {
                     }
                 }
                 FrameKind::Item | FrameKind::End => {
-                    // Uploads (client and bidirectional streaming) are not served yet: no
-                    // method of this server takes one (wire chapter, "Credit").
-                    let message = format!(
-                        "a client may not send {:?} frames on stream {}: its method takes no upload",
-                        frame.kind, frame.request_id
-                    );
-                    return End::Violation(ErrorCode::ProtocolViolation, message);
+                    if let Err(message) = self.upload(frame) {
+                        return End::Violation(ErrorCode::ProtocolViolation, message);
+                    }
                 }
                 FrameKind::Pong => {}
                 FrameKind::Response | FrameKind::Error => {
@@ -272,6 +268,21 @@ impl Connection {
         start_call(frame, slot, &self.state, &self.shared, &mut self.clock)
             .map(|full| full.map(Unfinished::Reply))
             .map_err(End::from)
+    }
+
+    /// Queues an upload's `Item` or takes its `End`; the message of a protocol violation
+    /// (wire chapter, "Credit"). A frame for a call that has ended is discarded: the server
+    /// may answer before the client's upload is over.
+    fn upload(&self, frame: Frame) -> Result<(), String> {
+        match self.state.calls.upload(frame.request_id) {
+            UploadTarget::Gone => Ok(()),
+            UploadTarget::NoUpload => Err(format!(
+                "a client may not send {:?} frames on stream {}: its method takes no upload",
+                frame.kind, frame.request_id
+            )),
+            UploadTarget::Queue(queue) if frame.kind == FrameKind::End => queue.end(),
+            UploadTarget::Queue(queue) => queue.push(frame.payload),
+        }
     }
 
     /// Does what [`handle`](Self::handle) could not do without waiting.

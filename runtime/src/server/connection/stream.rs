@@ -27,6 +27,7 @@ use crate::server::metrics::{Outcome, RouteMetrics};
 use crate::server::request::{Reply, ReplyBody};
 use crate::stream::credit::SendCredit;
 use crate::stream::outgoing::EncodedItem;
+use crate::stream::upload::UploadQueue;
 use crate::transport::frame::{Frame, FrameKind};
 use crate::transport::writer::{Delivery, FrameSink};
 
@@ -52,6 +53,8 @@ pub(super) struct OpenedStream {
     /// Cancelled when the server stops its calls at the end of a shutdown's grace period.
     pub(super) force: CancellationToken,
     pub(super) span: Option<tracing::Span>,
+    /// The items the client uploads, for a method that takes them.
+    pub(super) upload: Option<Arc<UploadQueue>>,
 }
 
 /// How a stream ended, for its last frame and its metrics.
@@ -71,9 +74,12 @@ where
 {
     let credit = Arc::new(SendCredit::default());
     let (abort, registration) = AbortHandle::new_pair();
-    opened
-        .calls
-        .insert_stream(opened.request_id, abort, Arc::clone(&credit));
+    opened.calls.insert_stream(
+        opened.request_id,
+        abort,
+        Arc::clone(&credit),
+        opened.upload.clone(),
+    );
     let span = opened.span.clone().filter(|span| !span.is_disabled());
     let task = async move {
         let _gauge = InFlightGauge(opened.in_flight.clone());
@@ -103,6 +109,11 @@ where
                 record(&opened, Outcome::Cancelled);
                 return;
             }
+            // An upload item that did not decode ended the handler's input: the call failed.
+            Some(Ok(Ended::Complete)) => match opened.upload.as_ref().and_then(|u| u.failure()) {
+                Some(failure) => Ended::Failed(ErrorCode::BadRequest, failure),
+                None => Ended::Complete,
+            },
             Some(Ok(ended)) => ended,
         };
         let last = match &ended {

@@ -81,13 +81,13 @@ impl Dispatch {
             context,
             codec,
             payload,
-            opens_stream,
+            open,
         } = request;
         let method = context.method_id();
         let route = self.router.get(method);
-        if opens_stream {
+        if let Some(upload) = open {
             let items = match route {
-                Some(route) => route.service.open(method, codec, payload),
+                Some(route) => route.service.open(method, codec, payload, upload),
                 None => unknown_stream(method),
             };
             return DispatchFuture::Open(context.around(items));

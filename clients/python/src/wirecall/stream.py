@@ -1,0 +1,249 @@
+"""Server streams (protocol version 3), the caller's side: `ServerStream` yields the items of a
+stream call as an async iterator, and grants the server credit as they are taken.
+
+The connection's reader hands each Item, and the stream's End or Error, to the stream's
+`StreamSlot` in the client's table; the consumer takes them from there. A slot holds at most
+its window of items: the server may send no more than the credit granted (Credit (flow
+control)), and an Item beyond it is a protocol violation that closes the connection. Credit
+is topped up by half a window whenever the consumer has taken half, as the Rust client does,
+so a steady consumer never makes the server wait and a stopped one stops it.
+"""
+
+import asyncio
+import collections
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Deque, Optional, Tuple
+
+from . import errors
+from .replies import Reply, interpret_reply
+from .schema import MethodSignature
+
+#: Items the server may send ahead of the consumer, as in the Rust client
+#: (``ChannelBuilder::stream_window``).
+DEFAULT_STREAM_WINDOW = 32
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """A stream call checked and encoded, ready to open: the Open frame's method id, flags
+    and payload, its deadline, the window to grant, and how to read each item."""
+
+    service: str
+    method: str
+    method_id: int
+    flags: int
+    payload: bytes
+    timeout: Optional[float]
+    window: int
+    reply: Reply
+    signature: Optional[MethodSignature]
+
+
+def ready(request: StreamRequest) -> Callable[[], Awaitable[StreamRequest]]:
+    """What a `ServerStream` prepares when its request was checked and encoded already."""
+
+    async def prepare() -> StreamRequest:
+        return request
+
+    return prepare
+
+
+class StreamSlot:
+    """One open stream in its connection's table: the items read and not yet taken, how the
+    stream ended, and the credit granted and not yet used."""
+
+    def __init__(self, request_id: int, window: int):
+        self.request_id = request_id
+        self.items: Deque[bytes] = collections.deque()
+        #: The server ended the stream (End or Error), or the connection did.
+        self.ended = False
+        #: Why, when it failed: raised after the last item.
+        self.error: Optional[BaseException] = None
+        #: Wakes the consumer waiting for an item or the end.
+        self.waiter: "Optional[asyncio.Future[None]]" = None
+        #: Ends the stream when its timeout passes, whether or not the consumer is waiting.
+        self.expiry: Optional[asyncio.TimerHandle] = None
+        self._outstanding = window
+        self._taken = 0
+        self._window = window
+
+    def push(self, payload: bytes) -> None:
+        """An Item from the server; `ProtocolError` when it had no credit for it."""
+        if self._outstanding == 0:
+            raise errors.ProtocolError(
+                f"the server sent an item on stream {self.request_id} without credit"
+            )
+        self._outstanding -= 1
+        self.items.append(payload)
+        self._wake()
+
+    def finish(self, error: Optional[BaseException]) -> None:
+        """The stream's end: `None` for an End frame (or a consumer that stopped), else the
+        error it failed with."""
+        if self.expiry is not None:
+            self.expiry.cancel()
+            self.expiry = None
+        if not self.ended:
+            self.ended = True
+            self.error = error
+            self._wake()
+
+    def take(self) -> Tuple[bytes, int]:
+        """The next item, and the credit to grant the server now (0 for none): half a window
+        at a time, once the consumer has taken that many, unless the stream has ended."""
+        payload = self.items.popleft()
+        self._taken += 1
+        grant = 0
+        if not self.ended and self._taken >= max(1, self._window // 2):
+            grant, self._taken = self._taken, 0
+            self._outstanding += grant
+        return payload, grant
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+class ServerStream:
+    """The items of a server stream: ``async for item in stream``.
+
+    The Open (and the first Credit) goes out when iteration starts, or on ``async with``.
+    Each item is read like a reply: a stream of ``T`` yields each ``T``; a stream of
+    ``Result<T, E>`` yields each ``T`` and raises `ApplicationError` for the ``Err(e)`` that
+    ends it. A failure ends the stream with the exception the server's Error frame names
+    (`CallError` and its subclasses), `Timeout` when the call's timeout, which bounds the
+    whole stream, passes (the client then sends a Cancel), or `ConnectionClosed`; items that
+    arrived before it are yielded first. After its end or its error the iteration stops.
+
+    Closing it before its end (``await stream.aclose()``, leaving ``async with``, or dropping
+    it, as breaking out of ``async for`` does) sends a Cancel: the server stops producing, and
+    whatever it had already sent for the stream is discarded.
+    """
+
+    def __init__(self, client: Any, prepare: Callable[[], Awaitable[StreamRequest]]):
+        self._client = client
+        self._prepare = prepare
+        self._request: Optional[StreamRequest] = None
+        self._slot: Optional[StreamSlot] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        # Iteration is over: ended, failed, closed, or it could not open.
+        self._done = False
+        self._busy = False
+
+    @property
+    def request_id(self) -> Optional[int]:
+        """The stream's request id once it is open, else `None`."""
+        return None if self._slot is None else self._slot.request_id
+
+    def __aiter__(self) -> "ServerStream":
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._done:
+            raise StopAsyncIteration
+        if self._busy:
+            raise RuntimeError("another task is already waiting for this stream's next item")
+        self._busy = True
+        try:
+            await self._open()
+            return await self._next_item()
+        finally:
+            self._busy = False
+
+    async def aclose(self) -> None:
+        """Stops the stream: sends a Cancel unless it has ended. Safe to call twice."""
+        self._cancel()
+
+    async def __aenter__(self) -> "ServerStream":
+        await self._open()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self._cancel()
+
+    def __del__(self) -> None:
+        # Dropped before its end (a `break` out of `async for`): the server is told to stop,
+        # from the loop's thread, which is the only one that writes to the connection.
+        if self._done or self._slot is None or self._loop is None:
+            return
+        try:
+            running: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        try:
+            if running is self._loop:
+                self._client._cancel_stream(self._slot.request_id)
+            else:
+                self._loop.call_soon_threadsafe(self._client._cancel_stream, self._slot.request_id)
+        except RuntimeError:
+            pass  # The loop is closed, and the connection with it.
+
+    def __repr__(self) -> str:
+        request = self._request
+        name = f"{request.service}.{request.method}" if request else "unopened"
+        return f"<wirecall server stream {name} id={self.request_id}>"
+
+    # -- inside ---------------------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        if self._slot is not None or self._done:
+            return
+        try:
+            request = await self._prepare()
+            self._request = request
+            self._loop = asyncio.get_running_loop()
+            self._slot = self._client._open_stream(request)
+            await self._client._flush()
+        except BaseException:
+            if self._slot is not None:
+                # Sent, then interrupted (a cancelled task): the server must not go on.
+                self._client._cancel_stream(self._slot.request_id)
+            self._done = True
+            raise
+
+    async def _next_item(self) -> Any:
+        slot = self._slot
+        assert slot is not None and self._loop is not None
+        while not slot.items and not slot.ended:
+            slot.waiter = self._loop.create_future()
+            try:
+                await slot.waiter
+            finally:
+                slot.waiter = None
+        if slot.items:
+            payload, grant = slot.take()
+            if grant:
+                self._client._grant(slot.request_id, grant)
+            return self._read_item(payload)
+        self._done = True
+        if slot.error is not None:
+            raise slot.error
+        raise StopAsyncIteration
+
+    def _read_item(self, payload: bytes) -> Any:
+        request = self._request
+        assert request is not None
+        codec = self._client._codec
+        try:
+            fields = codec.decode_reply_fields(payload, request.reply)
+            if request.signature is not None and codec.name == "msgpack":
+                fields = request.signature.reply_fields_from_msgpack(fields)
+            return interpret_reply(fields, request.reply)
+        except errors.ApplicationError:
+            # An `err` item is the stream's last (Stream frames): the End behind it finds no
+            # stream and is discarded, so there is nothing to cancel.
+            self._done = True
+            if self._slot is not None:
+                self._client._forget_stream(self._slot.request_id)
+            raise
+        except ValueError as bad:
+            # The rest of the stream cannot be trusted either.
+            self._cancel()
+            raise errors.DecodeError(
+                f"an item of {request.service}.{request.method} did not decode: {bad}"
+            ) from bad
+
+    def _cancel(self) -> None:
+        if not self._done and self._slot is not None:
+            self._client._cancel_stream(self._slot.request_id)
+        self._done = True
