@@ -228,7 +228,7 @@ impl Connection {
                     }
                 }
                 FrameKind::Item | FrameKind::End => {
-                    if let Err(message) = self.upload(frame) {
+                    if let Err(message) = route_upload(&self.state.calls, frame) {
                         return End::Violation(ErrorCode::ProtocolViolation, message);
                     }
                 }
@@ -268,21 +268,6 @@ impl Connection {
         start_call(frame, slot, &self.state, &self.shared, &mut self.clock)
             .map(|full| full.map(Unfinished::Reply))
             .map_err(End::from)
-    }
-
-    /// Queues an upload's `Item` or takes its `End`; the message of a protocol violation
-    /// (wire chapter, "Credit"). A frame for a call that has ended is discarded: the server
-    /// may answer before the client's upload is over.
-    fn upload(&self, frame: Frame) -> Result<(), String> {
-        match self.state.calls.upload(frame.request_id) {
-            UploadTarget::Gone => Ok(()),
-            UploadTarget::NoUpload => Err(format!(
-                "a client may not send {:?} frames on stream {}: its method takes no upload",
-                frame.kind, frame.request_id
-            )),
-            UploadTarget::Queue(queue) if frame.kind == FrameKind::End => queue.end(),
-            UploadTarget::Queue(queue) => queue.push(frame.payload),
-        }
     }
 
     /// Does what [`handle`](Self::handle) could not do without waiting.
@@ -326,9 +311,12 @@ impl Connection {
         match end {
             End::Shutdown => {
                 sink.flush().await;
+                // The calls still running are finished, but their streams still need the
+                // client's Credit, Cancel and upload frames: those are read meanwhile.
                 let stopped = tokio::select! {
                     _ = calls.finished() => 0,
                     _ = self.shared.force.cancelled() => calls.abort_all(),
+                    () = serve_running_streams(&mut self.frames, &self.state) => calls.abort_all(),
                 };
                 calls.finished().await;
                 // The goodbye tells the client that every call it still waits for never ran,
@@ -363,6 +351,59 @@ impl Connection {
                 .is_err()
         {
             self.writer.abort();
+        }
+    }
+}
+
+/// Queues an upload's `Item` or takes its `End`; the message of a protocol violation
+/// (wire chapter, "Credit"). A frame for a call that has ended is discarded: the server may
+/// answer before the client's upload is over.
+fn route_upload(calls: &InFlight, frame: Frame) -> Result<(), String> {
+    match calls.upload(frame.request_id) {
+        UploadTarget::Gone => Ok(()),
+        UploadTarget::NoUpload => Err(format!(
+            "a client may not send {:?} frames on stream {}: its method takes no upload",
+            frame.kind, frame.request_id
+        )),
+        UploadTarget::Queue(queue) if frame.kind == FrameKind::End => queue.end(),
+        UploadTarget::Queue(queue) => queue.push(frame.payload),
+    }
+}
+
+/// While a shutting-down connection waits for its calls: reads what running streams need
+/// (Credit, Cancel, upload Items and End) and answers Pings; a new call is refused with
+/// `ShuttingDown`, as it never ran. Returns when the peer is gone or breaks the protocol:
+/// then the calls cannot be answered any more.
+async fn serve_running_streams(frames: &mut FrameReader<BoxedRead>, state: &ConnectionState) {
+    while let Some(Ok(frame)) = frames.next().await {
+        let ended = match frame.kind {
+            FrameKind::Cancel => {
+                state.calls.abort(frame.request_id);
+                false
+            }
+            FrameKind::Credit => state.calls.grant(frame.request_id, &frame.payload).is_err(),
+            FrameKind::Item | FrameKind::End => route_upload(&state.calls, frame).is_err(),
+            FrameKind::Ping => {
+                state
+                    .sink
+                    .send_now(Frame::control(FrameKind::Pong, frame.request_id).to_bytes());
+                false
+            }
+            FrameKind::Request | FrameKind::Open => {
+                let refused = Frame::error(
+                    frame.request_id,
+                    frame.method,
+                    ErrorCode::ShuttingDown,
+                    "the server is shutting down and starts no new call",
+                );
+                state.sink.send_now(refused.to_bytes());
+                false
+            }
+            FrameKind::Notify | FrameKind::Pong => false,
+            FrameKind::Response | FrameKind::Error => true,
+        };
+        if ended {
+            return;
         }
     }
 }
