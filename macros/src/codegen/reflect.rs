@@ -109,6 +109,10 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
             ReplyShape::Stream { .. } => quote!(#reflect::ReplySchema::Unit),
         };
         let server_stream = def.reply.is_stream();
+        let upload = method.upload.as_ref().map(|upload| {
+            let item = ty(upload.item);
+            quote!(.with_upload(#item))
+        });
         let cfg = &method.cfg_attrs;
         quote! {
             #(#cfg)*
@@ -116,7 +120,7 @@ pub fn service_schema(service: &ServiceGen<'_>) -> TokenStream {
                 #name, #id, #doc, #oneway, #idempotent,
                 ::std::vec![#(#args),*],
                 #reply,
-            ).with_policy(#policy).with_server_stream(#server_stream));
+            ).with_policy(#policy).with_server_stream(#server_stream)#upload);
         }
     });
     quote! {

@@ -165,9 +165,17 @@ impl Writer {
             if !marks.is_empty() {
                 let _ = writeln!(out, "  // ({})", marks.join(", "));
             }
+            if method.upload.is_some() {
+                let _ = writeln!(
+                    out,
+                    "  // (uploads a stream of {service}_{name}_Upload after the arguments)",
+                    name = method.name
+                );
+            }
+            let stream = if method.server_stream { "stream " } else { "" };
             let _ = writeln!(
                 out,
-                "  rpc {name}({service}_{name}_Args) returns ({service}_{name}_Reply);",
+                "  rpc {name}({service}_{name}_Args) returns ({stream}{service}_{name}_Reply);",
                 name = method.name
             );
         }
@@ -196,6 +204,12 @@ impl Writer {
                 let _ = writeln!(out, "  {line}");
             }
             out.push_str("}\n\n");
+            if let Some(item) = &method.upload {
+                let _ = writeln!(out, "message {service}_{}_Upload {{", method.name);
+                let line = self.field(item, "value", 1);
+                let _ = writeln!(out, "  {line}");
+                out.push_str("}\n\n");
+            }
         }
     }
 

@@ -132,7 +132,11 @@ impl ServiceSchema {
                     oneway: method.oneway,
                     idempotent: false,
                     policy: String::new(),
-                    server_stream: method.shape == crate::MethodShape::ServerStream,
+                    server_stream: matches!(
+                        method.shape,
+                        crate::MethodShape::ServerStream | crate::MethodShape::BidiStream
+                    ),
+                    upload: None,
                 })
                 .collect(),
             types: Vec::new(),
@@ -183,6 +187,7 @@ pub fn method(
         idempotent,
         policy: String::new(),
         server_stream: false,
+        upload: None,
     }
 }
 
@@ -193,6 +198,13 @@ impl MethodSchema {
         if !policy.is_empty() {
             self.policy = policy.to_string();
         }
+        self
+    }
+
+    /// The schema of a method that takes an upload of `item`s (for generated code).
+    #[doc(hidden)]
+    pub fn with_upload(mut self, item: TypeRef) -> Self {
+        self.upload = Some(item);
         self
     }
 

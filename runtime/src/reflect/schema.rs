@@ -60,6 +60,10 @@ pub struct MethodSchema {
     /// A server stream (protocol version 3): the method is opened with an `Open` frame and
     /// answers with items, each described by `reply`.
     pub server_stream: bool,
+    /// For a method that takes an upload (client or bidirectional streaming): the type of
+    /// one uploaded item (each travels in a message whose field `value` holds it). `args`
+    /// leaves the upload out.
+    pub upload: Option<TypeRef>,
 }
 
 /// A named, typed slot: an argument, a struct field or a field of an enum variant.
