@@ -24,6 +24,12 @@ pub async fn bench(
         ));
     }
     let prepared = Arc::new(PreparedCall::new(options, addr, target, args).await?);
+    if prepared.method.server_stream {
+        return Err(CliError::Input(format!(
+            "{target} is a server stream and `bench` measures unary calls; read the stream \
+             with `wirecall call`"
+        )));
+    }
     // One call first, so a call that cannot succeed fails once, not `calls` times.
     prepared.send().await?;
 

@@ -1,16 +1,19 @@
-//! `call`: one call with JSON arguments keyed by argument name, the reply printed as JSON.
+//! `call`: one call with JSON arguments keyed by argument name, the reply printed as JSON
+//! (a server stream's items are printed by `stream.rs`).
 
 use crate::output::out;
 use std::io::Read as _;
 
 use bytes::Bytes;
 use serde_json::Value;
+use wirecall::client::ItemStream;
 use wirecall::reflect::{MethodSchema, ReplySchema};
 use wirecall::{Channel, Codec, MethodId};
 
 use crate::connect::ConnectOptions;
 use crate::describe::{fetch_method, type_name};
 use crate::error::CliError;
+use wirecall::reflect::{JsonArgs, JsonItem};
 
 /// A method ready to be called: where, what, and the encoded arguments.
 pub struct PreparedCall {
@@ -21,6 +24,8 @@ pub struct PreparedCall {
     /// The method's schema.
     pub method: MethodSchema,
     /// The arguments as a JSON object.
+    pub args: Value,
+    /// The same, encoded.
     pub payload: Bytes,
 }
 
@@ -37,11 +42,12 @@ impl PreparedCall {
         let args = read_args(args)?;
         let channel = options.connect(addr, Some(Codec::Json)).await?;
         let (_, method) = fetch_method(&channel, target).await?;
-        let payload = check_args(&method, args)?;
+        let payload = check_args(&method, &args)?;
         Ok(Self {
             channel,
             target: target.to_owned(),
             method,
+            args,
             payload,
         })
     }
@@ -58,6 +64,51 @@ impl PreparedCall {
             .await
             .map(Some)
     }
+
+    /// Opens the method as a server stream; each item is its whole item message.
+    pub async fn open_stream(&self) -> Result<ItemStream<Value>, wirecall::Error> {
+        self.channel
+            .open_stream::<JsonArgs, JsonItem>(
+                MethodId::new(self.method.id),
+                JsonArgs(self.args.clone()),
+            )
+            .await
+    }
+}
+
+/// What a reply message (or one item message of a stream) says, read with the method's
+/// reply schema.
+pub enum Answer<'a> {
+    /// Nothing to print: the method returns `()` (or `Result<(), E>` with `Ok`).
+    Nothing,
+    /// The value the method returned (or its `Ok` value).
+    Value(&'a Value),
+    /// The method's application error (`Err(e)`).
+    ApplicationError(&'a Value),
+}
+
+impl<'a> Answer<'a> {
+    /// Reads `message`, `{"value": ...}` or `{"ok": ...}` / `{"err": ...}`, as `reply` says.
+    pub fn read(reply: &ReplySchema, message: &'a Value) -> Self {
+        match reply {
+            ReplySchema::Unit => Self::Nothing,
+            ReplySchema::Value(_) => Self::Value(&message["value"]),
+            ReplySchema::Result { ok, .. } => {
+                if !message["err"].is_null() {
+                    Self::ApplicationError(&message["err"])
+                } else if ok.is_some() {
+                    Self::Value(&message["ok"])
+                } else {
+                    Self::Nothing
+                }
+            }
+        }
+    }
+}
+
+/// A value as the CLI prints a reply: indented JSON.
+pub fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
 pub async fn call(
@@ -67,6 +118,9 @@ pub async fn call(
     args: Option<&str>,
 ) -> Result<(), CliError> {
     let prepared = PreparedCall::new(options, addr, target, args).await?;
+    if prepared.method.server_stream {
+        return crate::stream::print_items(&prepared).await;
+    }
     let reply = prepared.send().await?;
     let Some(reply) = reply else {
         eprintln!("sent (one-way: the server sends no reply)");
@@ -76,20 +130,14 @@ pub async fn call(
     };
     let reply: Value = serde_json::from_slice(&reply)
         .map_err(|error| CliError::Input(format!("the reply is not JSON: {error}")))?;
-    let pretty = |value: &Value| serde_json::to_string_pretty(value).unwrap_or_default();
-    match &prepared.method.reply {
-        ReplySchema::Unit => {}
-        ReplySchema::Value(_) => out!("{}", pretty(&reply["value"]))?,
-        ReplySchema::Result { ok, .. } => {
-            if !reply["err"].is_null() {
-                eprintln!("{}", pretty(&reply["err"]));
-                return Err(CliError::Application {
-                    method: prepared.target,
-                });
-            }
-            if ok.is_some() {
-                out!("{}", pretty(&reply["ok"]))?;
-            }
+    match Answer::read(&prepared.method.reply, &reply) {
+        Answer::Nothing => {}
+        Answer::Value(value) => out!("{}", pretty(value))?,
+        Answer::ApplicationError(error) => {
+            eprintln!("{}", pretty(error));
+            return Err(CliError::Application {
+                method: prepared.target,
+            });
         }
     }
     Ok(())
@@ -121,7 +169,7 @@ fn read_args(args: Option<&str>) -> Result<Value, CliError> {
 }
 
 /// Checks that `args` is an object whose keys are argument names; returns it encoded.
-fn check_args(method: &MethodSchema, args: Value) -> Result<Bytes, CliError> {
+fn check_args(method: &MethodSchema, args: &Value) -> Result<Bytes, CliError> {
     let expected = || {
         let names: Vec<String> = method
             .args
@@ -134,7 +182,7 @@ fn check_args(method: &MethodSchema, args: Value) -> Result<Bytes, CliError> {
             format!("{} takes {{{}}}", method.name, names.join(", "))
         }
     };
-    let Value::Object(object) = &args else {
+    let Value::Object(object) = args else {
         return Err(CliError::Input(format!(
             "the arguments must be a JSON object keyed by argument name; {}",
             expected()
@@ -149,7 +197,7 @@ fn check_args(method: &MethodSchema, args: Value) -> Result<Bytes, CliError> {
             expected()
         )));
     }
-    serde_json::to_vec(&args)
+    serde_json::to_vec(args)
         .map(Bytes::from)
         .map_err(|error| CliError::Input(error.to_string()))
 }

@@ -143,14 +143,11 @@ pub fn render_schema(schema: &ServiceSchema) -> String {
             .iter()
             .map(|arg| format!("{}: {}", arg.name, type_name(&arg.ty)))
             .collect();
-        let reply = match &method.reply {
-            ReplySchema::Unit => String::new(),
-            ReplySchema::Value(ty) => format!(" -> {}", type_name(ty)),
-            ReplySchema::Result { ok, err } => format!(
-                " -> Result<{}, {}>",
-                ok.as_ref().map_or_else(|| "()".to_owned(), type_name),
-                type_name(err)
-            ),
+        let reply = match (reply_type(&method.reply), method.server_stream) {
+            // A stream always has items, even of `()`.
+            (item, true) => format!(" -> stream {}", item.as_deref().unwrap_or("()")),
+            (Some(reply), false) => format!(" -> {reply}"),
+            (None, false) => String::new(),
         };
         let mut marks = String::new();
         if method.oneway {
@@ -169,6 +166,19 @@ pub fn render_schema(schema: &ServiceSchema) -> String {
         render_type(&mut out, def);
     }
     out
+}
+
+/// What a method returns (for a stream, one item), as Rust spells it; `None` for `()`.
+fn reply_type(reply: &ReplySchema) -> Option<String> {
+    match reply {
+        ReplySchema::Unit => None,
+        ReplySchema::Value(ty) => Some(type_name(ty)),
+        ReplySchema::Result { ok, err } => Some(format!(
+            "Result<{}, {}>",
+            ok.as_ref().map_or_else(|| "()".to_owned(), type_name),
+            type_name(err)
+        )),
+    }
 }
 
 fn render_type(out: &mut String, def: &TypeDef) {
@@ -283,6 +293,7 @@ mod tests {
             idempotent: true,
             policy: policy.to_owned(),
             server_stream: false,
+            upload: None,
         };
         let schema = ServiceSchema {
             name: "Users".to_owned(),
@@ -301,5 +312,47 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  total() -> u64  [idempotent]\n"), "{text}");
+    }
+
+    #[test]
+    fn a_server_stream_is_marked_with_its_item_type() {
+        let method = |name: &str, reply: ReplySchema| MethodSchema {
+            name: name.to_owned(),
+            id: 1,
+            doc: String::new(),
+            args: Vec::new(),
+            reply,
+            oneway: false,
+            idempotent: false,
+            policy: String::new(),
+            server_stream: true,
+            upload: None,
+        };
+        let schema = ServiceSchema {
+            name: "Feed".to_owned(),
+            doc: String::new(),
+            codecs: vec!["json".to_owned()],
+            methods: vec![
+                method("numbers", ReplySchema::Value(TypeRef::U64)),
+                method(
+                    "ticks",
+                    ReplySchema::Result {
+                        ok: Some(TypeRef::Named("Tick".to_owned())),
+                        err: TypeRef::Named("Refused".to_owned()),
+                    },
+                ),
+                method("beats", ReplySchema::Unit),
+            ],
+            types: Vec::new(),
+            described: true,
+        };
+        let text = render_schema(&schema);
+        for line in [
+            "  numbers() -> stream u64\n",
+            "  ticks() -> stream Result<Tick, Refused>\n",
+            "  beats() -> stream ()\n",
+        ] {
+            assert!(text.contains(line), "`{line}` missing from:\n{text}");
+        }
     }
 }

@@ -19,6 +19,17 @@ pub enum CliError {
     /// A call failed with a wirecall error.
     #[error("{}", describe_call_error(.0))]
     Call(Error),
+    /// A server stream failed after it was opened (the server's error, the deadline of the
+    /// whole stream, the connection's end).
+    #[error("{}", describe_stream_failure(.target, *.items, .source))]
+    StreamFailed {
+        /// `Service.method`.
+        target: String,
+        /// How many items were printed before it failed.
+        items: u64,
+        /// Why.
+        source: Error,
+    },
     /// The method returned its application error (already printed).
     #[error("{method} returned an error")]
     Application {
@@ -39,7 +50,7 @@ impl CliError {
         match self {
             Self::Input(_) => 1,
             Self::Connect { .. } => 3,
-            Self::Call(_) => 4,
+            Self::Call(_) | Self::StreamFailed { .. } => 4,
             Self::Application { .. } => 5,
             Self::StdoutClosed => 0,
             Self::Output(_) => 1,
@@ -54,6 +65,20 @@ fn describe_call_error(error: &Error) -> String {
         Some(code) => format!("error {code:?} (code {}): {error}", code.to_u16()),
         None => format!("call failed: {error}"),
     }
+}
+
+/// `UserFeed.list_users failed after 3 items: error DeadlineExceeded (code 4): ...`: how far
+/// the stream got, then the error as a call's.
+fn describe_stream_failure(target: &str, items: u64, error: &Error) -> String {
+    let progress = match items {
+        0 => "before its first item".to_owned(),
+        1 => "after 1 item".to_owned(),
+        n => format!("after {n} items"),
+    };
+    format!(
+        "the stream of {target} failed {progress}: {}",
+        describe_call_error(error)
+    )
 }
 
 impl From<Error> for CliError {

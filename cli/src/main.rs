@@ -10,6 +10,7 @@ mod connect;
 mod describe;
 mod error;
 mod output;
+mod stream;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,7 @@ Examples:
   wirecall call 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}'
   echo '{\"user_id\":7}' | wirecall call 127.0.0.1:7000 UserService.find
   wirecall call 127.0.0.1:7000 UserService.get_user @user.json
+  wirecall call 127.0.0.1:7000 UserFeed.list_users '{\"count\":3}' | jq .name
   wirecall proto 127.0.0.1:7000 > users.proto
   wirecall bench 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}' --calls 10000 --concurrency 32
 
@@ -35,7 +37,8 @@ Exit codes:
   2  bad command line (unknown option, missing operand)
   3  could not connect: refused, TLS failure, wrong or missing token, codec refused
   4  the call failed: the server answered with a wirecall error (its code and message are
-     printed), or the deadline passed, or the connection broke
+     printed), or the deadline passed, or the connection broke; for a server stream, also
+     when it fails after some items were printed
   5  the method returned its application error (`Err(e)`, printed as JSON on stderr)";
 
 /// A command-line client for wirecall services, through their built-in reflection.
@@ -65,7 +68,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Call a method with arguments as a JSON object keyed by argument name
+    /// Call a method with arguments as a JSON object keyed by argument name; a server stream
+    /// prints one JSON line per item, as the items arrive
     Call {
         /// The server's address (`host:port`)
         addr: String,

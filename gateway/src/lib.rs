@@ -5,6 +5,11 @@
 //!   "value": ...}` (422), and a wirecall error with the status of the table in
 //!   [`status_for`] and a body `{"error": name, "code": wire code, "message": ...}`. A
 //!   one-way method answers 202 once the call is sent.
+//! - A server-streaming method (`-> Streaming<T>`) answers newline-delimited JSON
+//!   (`Content-Type: application/x-ndjson`): one item per line, each written as it arrives.
+//!   An error before the first item is answered as a unary call's; a stream that fails after
+//!   it ends with a line `{"error": {...}}`, the body a unary call would have answered. The
+//!   time limit bounds the whole stream; a client that disconnects cancels it.
 //! - Request headers `wirecall-meta-{key}` become call metadata `{key}`; reply metadata comes
 //!   back as `wirecall-meta-{key}` response headers.
 //! - Bodies are limited in size ([`GatewayBuilder::max_body_bytes`], 413 past it) and calls in
@@ -34,6 +39,7 @@
 
 mod openapi;
 mod status;
+mod stream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +57,7 @@ use wirecall::reflect::{MethodSchema, ReflectionClient, ReplySchema, ServiceSche
 use wirecall::{Caller, Channel, Codec, Error, MethodId};
 
 pub use status::{status_for, GatewayError};
+pub use stream::NDJSON;
 
 /// The prefix of headers that carry call metadata, both ways.
 pub const METADATA_HEADER_PREFIX: &str = "wirecall-meta-";
@@ -79,7 +86,8 @@ impl GatewayBuilder {
     }
 
     /// How long one call may take (default 30 s); it is also the call's deadline on the
-    /// server. A call past it gets 504.
+    /// server. A call past it gets 504. For a server stream it bounds the whole stream: one
+    /// cut off after its first item ends with an error line.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = limit;
         self
@@ -254,7 +262,7 @@ async fn call(
     body: Bytes,
 ) -> Result<Response, GatewayError> {
     let schema = gateway.method(&service, &method)?.clone();
-    let args = check_body(&schema, &body)?;
+    let (args, arguments) = check_body(&schema, &body)?;
     let mut upstream = gateway.inner.upstream.clone();
     for (name, value) in &headers {
         let Some(key) = name.as_str().strip_prefix(METADATA_HEADER_PREFIX) else {
@@ -268,6 +276,9 @@ async fn call(
             .map_err(|error| GatewayError::BadBody(format!("header {name}: {error}")))?;
     }
     let limit = gateway.inner.config.time_limit;
+    if schema.server_stream {
+        return stream::stream_response(upstream, schema, arguments, limit).await;
+    }
     if schema.oneway {
         tokio::time::timeout(limit, upstream.notify_raw(&schema, args))
             .await
@@ -302,9 +313,11 @@ async fn call(
 }
 
 /// The body as the method's argument object: JSON, an object, only known argument names.
-fn check_body(method: &MethodSchema, body: &[u8]) -> Result<Bytes, GatewayError> {
+/// Returns it as sent (a unary call passes it through untouched) and parsed (a stream is
+/// opened with the parsed object).
+fn check_body(method: &MethodSchema, body: &[u8]) -> Result<(Bytes, Value), GatewayError> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Bytes::from_static(b"{}"));
+        return Ok((Bytes::from_static(b"{}"), Value::Object(Default::default())));
     }
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| GatewayError::BadBody(format!("the body is not JSON: {error}")))?;
@@ -324,5 +337,5 @@ fn check_body(method: &MethodSchema, body: &[u8]) -> Result<Bytes, GatewayError>
             names.join(", ")
         )));
     }
-    Ok(Bytes::copy_from_slice(body))
+    Ok((Bytes::copy_from_slice(body), value))
 }

@@ -1,13 +1,19 @@
 //! The OpenAPI 3.1 document, from the reflected schemas: one `POST` operation per method,
-//! its arguments as the request body and its reply as the 200 response; the
-//! `#[wirecall::message]` types as components (OpenAPI 3.1 schemas are JSON Schema 2020-12).
+//! its arguments as the request body and its reply as the 200 response (a server stream's:
+//! `application/x-ndjson`, each line an item); the `#[wirecall::message]` types as components
+//! (OpenAPI 3.1 schemas are JSON Schema 2020-12).
 
+use crate::stream::NDJSON;
 use serde_json::{json, Map, Value};
 use wirecall::reflect::{
     method_json_schemas, type_json_schema, type_json_schemas, ReplySchema, ServiceSchema,
 };
 
 const COMPONENTS: &str = "#/components/schemas/";
+
+/// Marks the operation of a server-streaming method, for tools that read the document
+/// (OpenAPI 3.1 has no field for a response that is a sequence).
+const SERVER_STREAM_EXTENSION: &str = "x-wirecall-server-stream";
 
 pub fn document(schemas: &[ServiceSchema]) -> Value {
     let mut paths = Map::new();
@@ -43,21 +49,28 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
                     json!({ "description": "sent; one-way methods have no reply" }),
                 );
             } else {
-                let reply = match &method.reply {
+                let item_or_reply = match &method.reply {
                     ReplySchema::Unit => json!({ "type": "null" }),
                     ReplySchema::Value(ty) => type_json_schema(ty, COMPONENTS),
                     ReplySchema::Result { ok: Some(ty), .. } => type_json_schema(ty, COMPONENTS),
                     ReplySchema::Result { ok: None, .. } => json!({ "type": "null" }),
                 };
-                responses.insert(
-                    "200".into(),
-                    json!({ "description": "the reply", "content": { "application/json": { "schema": reply } } }),
-                );
+                let ok = if method.server_stream {
+                    stream_response(item_or_reply)
+                } else {
+                    json!({ "description": "the reply", "content": { "application/json": { "schema": item_or_reply } } })
+                };
+                responses.insert("200".into(), ok);
                 if let ReplySchema::Result { err, .. } = &method.reply {
+                    let description = if method.server_stream {
+                        "the method's application error as the stream's first item, in `value`"
+                    } else {
+                        "the method's application error, in `value`"
+                    };
                     responses.insert(
                         "422".into(),
                         json!({
-                            "description": "the method's application error, in `value`",
+                            "description": description,
                             "content": { "application/json": { "schema": {
                                 "type": "object",
                                 "properties": {
@@ -71,7 +84,7 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
             }
             responses.insert("default".into(), error);
             let summary = method.doc.lines().next().unwrap_or(&method.name).to_owned();
-            let operation = json!({
+            let mut operation = json!({
                 "operationId": format!("{}.{}", schema.name, method.name),
                 "tags": [schema.name],
                 "summary": summary,
@@ -82,6 +95,9 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
                 },
                 "responses": responses,
             });
+            if method.server_stream {
+                operation[SERVER_STREAM_EXTENSION] = Value::Bool(true);
+            }
             paths.insert(
                 format!("/{}/{}", schema.name, method.name),
                 json!({ "post": operation }),
@@ -98,5 +114,23 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
         "tags": schemas.iter().map(|schema| json!({ "name": schema.name, "description": schema.doc })).collect::<Vec<_>>(),
         "paths": paths,
         "components": { "schemas": components },
+    })
+}
+
+/// The 200 response of a server stream: newline-delimited JSON, each line an item (`item`),
+/// or the error line that ends a stream failing after its first item. (The media type's
+/// `schema` describes one line: OpenAPI 3.1 has no schema for a sequence.)
+fn stream_response(item: Value) -> Value {
+    let error_line = json!({
+        "type": "object",
+        "description": "the last line of a stream that failed after its first item",
+        "properties": { "error": { "$ref": format!("{COMPONENTS}WirecallError") } },
+        "required": ["error"],
+    });
+    json!({
+        "description": "the items, one JSON value per line, each written as it arrives \
+            (newline-delimited JSON); a stream that fails after its first item ends with a \
+            line {\"error\": {...}}",
+        "content": { NDJSON: { "schema": { "anyOf": [item, error_line] } } },
     })
 }

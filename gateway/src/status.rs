@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde_json::{json, Value};
 use wirecall::{Error, ErrorCode};
 
 /// The HTTP status for a wirecall error code.
@@ -42,9 +42,11 @@ pub enum GatewayError {
     Application(serde_json::Value),
 }
 
-impl IntoResponse for GatewayError {
-    fn into_response(self) -> Response {
-        let (status, body) = match &self {
+impl GatewayError {
+    /// The response's status and its JSON body, `{"error": name, ...}`; a server stream that
+    /// fails after its first item has sent its status, and ends with `{"error": body}`.
+    pub(crate) fn status_and_body(&self) -> (StatusCode, Value) {
+        match self {
             Self::NotFound(message) => (
                 StatusCode::NOT_FOUND,
                 json!({ "error": "NotFound", "message": message }),
@@ -88,7 +90,13 @@ impl IntoResponse for GatewayError {
                     )
                 }
             },
-        };
+        }
+    }
+}
+
+impl IntoResponse for GatewayError {
+    fn into_response(self) -> Response {
+        let (status, body) = self.status_and_body();
         (status, Json(body)).into_response()
     }
 }

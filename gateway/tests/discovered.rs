@@ -11,7 +11,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use wirecall::discovery::{BalancedChannel, Registration, Registry, StaticRegistry};
 use wirecall::{Channel, Codec, RunningServer, Server};
-use wirecall_gateway::Gateway;
+use wirecall_gateway::{Gateway, NDJSON};
+use wirecall_test_support::feed::{FeedImpl, FeedServer};
 
 /// Says which server answered.
 #[wirecall::service]
@@ -161,5 +162,44 @@ async fn a_balanced_channel_in_another_codec_is_refused_per_call() {
         matches!(&err, wirecall::Error::Config(message) if message.contains("msgpack")),
         "{err}"
     );
+    server.shutdown().await;
+}
+
+/// A server stream through a balanced upstream: opened on one live endpoint, its items
+/// answered as newline-delimited JSON.
+#[tokio::test]
+async fn a_server_stream_goes_to_one_discovered_endpoint() {
+    let registry = Registry::new(StaticRegistry::new());
+    let server = Server::builder()
+        .serve(FeedServer::new(FeedImpl::default()))
+        .register(registry.clone(), Registration::bound_address())
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let balanced = BalancedChannel::builder()
+        .channel(Channel::builder().codec(Codec::Json))
+        .discover(&registry, "Feed")
+        .await
+        .unwrap();
+    wirecall_test_support::eventually("the endpoint is discovered", || {
+        !balanced.endpoints().is_empty()
+    })
+    .await;
+    let gateway = Gateway::builder().build_balanced(balanced).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = listener.local_addr().unwrap();
+    tokio::spawn(gateway.serve(listener));
+
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = hyper::Request::builder()
+        .method("POST")
+        .uri(format!("http://{http}/Feed/numbers"))
+        .body(Full::new(Bytes::from_static(br#"{"count":3}"#)))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()[hyper::header::CONTENT_TYPE], NDJSON);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "0\n1\n2\n");
     server.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! Service reflection: a schema of every service, derived at compile time, a built-in
 //! reflection service that lists and describes the services a server serves, and exports of
-//! a schema as a `.proto` file and as JSON Schema.
+//! a schema as a `.proto` file and as JSON Schema, and the JSON messages ([`JsonArgs`],
+//! [`JsonItem`]) a tool calls such a method with.
 //!
 //! `#[wirecall::service]` gives each generated server a [`ServiceSchema`]
 //! ([`Service::schema`](crate::Service::schema)); `#[wirecall::message]` implements
@@ -13,6 +14,8 @@
 //! called like any other service, so the server's token, TLS and authorisation hook apply.
 
 #[cfg(feature = "json")]
+mod json_messages;
+#[cfg(feature = "json")]
 mod json_schema;
 mod proto_file;
 mod registry;
@@ -20,6 +23,9 @@ pub(crate) mod schema;
 mod service;
 mod std_impls;
 
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub use json_messages::{JsonArgs, JsonItem};
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub use json_schema::{

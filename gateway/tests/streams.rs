@@ -1,0 +1,361 @@
+//! Server-streaming methods through the gateway over real HTTP: newline-delimited JSON
+//! written as the items arrive, the statuses of errors before the first item, the error line
+//! of a stream that fails later, the time limit over the whole stream, a client that goes
+//! away, and the OpenAPI document.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+use wirecall::{Channel, Codec, RunningServer, Server, Streaming};
+use wirecall_gateway::{Gateway, GatewayBuilder, NDJSON};
+use wirecall_test_support::feed::{FeedImpl, FeedServer, FeedStats};
+use wirecall_test_support::{eventually, quiet_panics_starting_with, PATIENCE};
+
+/// A stream whose last item waits for the test's word.
+#[wirecall::service]
+pub trait Gated {
+    /// `0..count`; the item `count - 1` is produced only once the test releases it.
+    async fn countdown(&self, count: u64) -> Streaming<u64>;
+}
+
+struct Gate {
+    release_last: Arc<Semaphore>,
+}
+
+impl Gated for Gate {
+    async fn countdown(&self, count: u64) -> Streaming<u64> {
+        let release_last = Arc::clone(&self.release_last);
+        Streaming::new(futures::stream::unfold(0, move |n| {
+            let release_last = Arc::clone(&release_last);
+            async move {
+                if n >= count {
+                    return None;
+                }
+                if n + 1 == count {
+                    release_last.acquire().await.ok()?.forget();
+                }
+                Some((n, n + 1))
+            }
+        }))
+    }
+}
+
+struct Fixture {
+    server: RunningServer,
+    http: SocketAddr,
+    stats: Arc<FeedStats>,
+    release_last: Arc<Semaphore>,
+}
+
+async fn fixture(builder: GatewayBuilder) -> Fixture {
+    let feed = FeedImpl::default();
+    let stats = Arc::clone(&feed.stats);
+    let release_last = Arc::new(Semaphore::new(0));
+    let server = Server::builder()
+        .serve(FeedServer::new(feed))
+        .serve(GatedServer::new(Gate {
+            release_last: Arc::clone(&release_last),
+        }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let channel = Channel::builder()
+        .codec(Codec::Json)
+        .connect(server.local_addr())
+        .await
+        .unwrap();
+    let gateway = builder.build(channel).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = listener.local_addr().unwrap();
+    tokio::spawn(gateway.serve(listener));
+    Fixture {
+        server,
+        http,
+        stats,
+        release_last,
+    }
+}
+
+/// POSTs `body` to `path` and returns the response, its body not read yet.
+async fn open(fixture: &Fixture, path: &str, body: &'static str) -> hyper::Response<Incoming> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = hyper::Request::builder()
+        .method("POST")
+        .uri(format!("http://{}{path}", fixture.http))
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap();
+    tokio::time::timeout(PATIENCE, client.request(request))
+        .await
+        .expect("the response starts within the patience")
+        .unwrap()
+}
+
+/// POSTs and reads the whole answer: the status, the content type and the body.
+async fn post(fixture: &Fixture, path: &str, body: &'static str) -> (u16, String, String) {
+    let response = open(fixture, path, body).await;
+    let status = response.status().as_u16();
+    let content_type = response.headers()[hyper::header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = tokio::time::timeout(PATIENCE, response.into_body().collect())
+        .await
+        .expect("the body ends")
+        .unwrap()
+        .to_bytes();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
+/// Each line of an NDJSON body as JSON.
+fn lines(body: &str) -> Vec<Value> {
+    assert!(body.is_empty() || body.ends_with('\n'), "{body:?}");
+    body.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// Reads a response body line by line, as its chunks arrive.
+struct LineReader {
+    body: Incoming,
+    buffered: Vec<u8>,
+}
+
+impl LineReader {
+    fn new(response: hyper::Response<Incoming>) -> Self {
+        Self {
+            body: response.into_body(),
+            buffered: Vec::new(),
+        }
+    }
+
+    /// The next whole line; fails the test if none comes within [`PATIENCE`].
+    async fn next_line(&mut self) -> String {
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                if let Some(end) = self.buffered.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = self.buffered.drain(..=end).collect();
+                    return String::from_utf8(line[..end].to_vec()).unwrap();
+                }
+                let frame = self
+                    .body
+                    .frame()
+                    .await
+                    .expect("the body ended before a whole line")
+                    .unwrap();
+                if let Ok(data) = frame.into_data() {
+                    self.buffered.extend_from_slice(&data);
+                }
+            }
+        })
+        .await
+        .expect("a line within the patience")
+    }
+
+    /// Whether the body ends here.
+    async fn ends(self) -> bool {
+        let rest = tokio::time::timeout(PATIENCE, self.body.collect())
+            .await
+            .expect("the body ends")
+            .unwrap()
+            .to_bytes();
+        self.buffered.is_empty() && rest.is_empty()
+    }
+}
+
+#[tokio::test]
+async fn a_server_stream_answers_one_json_line_per_item() {
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, content_type, body) = post(&fixture, "/Feed/numbers", r#"{"count":3}"#).await;
+    assert_eq!((status, content_type.as_str()), (200, NDJSON));
+    assert_eq!(body, "0\n1\n2\n");
+
+    let (status, _, body) = post(&fixture, "/Feed/numbers", r#"{"count":0}"#).await;
+    assert_eq!((status, body.as_str()), (200, ""));
+
+    // Items of `Result<Tick, Refused>`: the `ok` value, as a unary reply's.
+    let (status, _, body) = post(
+        &fixture,
+        "/Feed/ticks",
+        r#"{"count":2,"body_len":0,"fail_at":99}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let ticks = lines(&body);
+    assert_eq!(ticks.len(), 2, "{body}");
+    for (n, tick) in ticks.iter().enumerate() {
+        assert_eq!(tick["n"], n as u64, "{tick}");
+    }
+    fixture.server.shutdown().await;
+}
+
+/// The first line reaches the client while the stream is open: the server has not even
+/// produced the last item yet, since it waits for the test.
+#[tokio::test]
+async fn items_reach_the_client_before_the_last_is_produced() {
+    let fixture = fixture(Gateway::builder()).await;
+    let response = open(&fixture, "/Gated/countdown", r#"{"count":3}"#).await;
+    assert_eq!(response.status(), 200);
+    let mut reader = LineReader::new(response);
+    assert_eq!(reader.next_line().await, "0");
+    assert_eq!(reader.next_line().await, "1");
+    fixture.release_last.add_permits(1);
+    assert_eq!(reader.next_line().await, "2");
+    assert!(reader.ends().await, "nothing after the last item");
+    fixture.server.shutdown().await;
+}
+
+/// An endless stream through HTTP: its items come as long as the client reads, and a client
+/// that goes away cancels the stream, so the server stops producing.
+#[tokio::test]
+async fn a_client_that_goes_away_stops_the_stream() {
+    let fixture = fixture(Gateway::builder()).await;
+    let response = open(&fixture, "/Feed/endless", "{}").await;
+    assert_eq!(response.status(), 200);
+    let mut reader = LineReader::new(response);
+    for n in 0..100 {
+        assert_eq!(reader.next_line().await, n.to_string());
+    }
+    assert_eq!(fixture.stats.dropped.load(Ordering::SeqCst), 0);
+    drop(reader);
+    eventually("the server drops the producer", || {
+        fixture.stats.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn errors_before_the_first_item_have_the_unary_statuses() {
+    quiet_panics_starting_with("feed panicked");
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, content_type, body) =
+        post(&fixture, "/Feed/numbers", r#"{"count":"three"}"#).await;
+    assert_eq!((status, content_type.as_str()), (400, "application/json"));
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (&body["error"], &body["code"]),
+        (&json!("BadRequest"), &json!(2))
+    );
+
+    let (status, _, body) = post(
+        &fixture,
+        "/Feed/ticks",
+        r#"{"count":3,"body_len":0,"fail_at":0}"#,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"error": "Application", "value": {"reason": "item 0 refused"}})
+    );
+
+    let (status, _, body) = post(&fixture, "/Feed/panics_after", r#"{"after":0}"#).await;
+    assert_eq!(status, 500, "{body}");
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stream_that_fails_after_its_first_item_ends_with_an_error_line() {
+    quiet_panics_starting_with("feed panicked");
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, content_type, body) = post(&fixture, "/Feed/panics_after", r#"{"after":2}"#).await;
+    assert_eq!((status, content_type.as_str()), (200, NDJSON));
+    let items = lines(&body);
+    assert_eq!(items[..2], [json!(0), json!(1)], "{body}");
+    assert_eq!(items.len(), 3, "{body}");
+    assert_eq!(items[2]["error"]["error"], "HandlerPanicked", "{body}");
+    assert_eq!(items[2]["error"]["code"], 3, "{body}");
+
+    let (status, _, body) = post(
+        &fixture,
+        "/Feed/ticks",
+        r#"{"count":5,"body_len":0,"fail_at":2}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let items = lines(&body);
+    assert_eq!(items.len(), 3, "{body}");
+    assert_eq!((&items[0]["n"], &items[1]["n"]), (&json!(0), &json!(1)));
+    assert_eq!(
+        items[2],
+        json!({"error": {"error": "Application", "value": {"reason": "item 2 refused"}}})
+    );
+    fixture.server.shutdown().await;
+}
+
+/// The gateway's time limit is the deadline of the whole stream, not of its first item.
+#[tokio::test]
+async fn the_time_limit_bounds_the_whole_stream() {
+    let fixture = fixture(Gateway::builder().time_limit(Duration::from_millis(300))).await;
+    let (status, _, body) = post(&fixture, "/Feed/endless", "{}").await;
+    assert_eq!(status, 200);
+    let items = lines(&body);
+    let (last, numbers) = items.split_last().unwrap();
+    assert!(numbers.len() >= 2, "items came before the deadline");
+    for (n, item) in numbers.iter().enumerate() {
+        assert_eq!(item, &json!(n), "in order, none lost");
+    }
+    assert_eq!(last["error"]["error"], "DeadlineExceeded", "{last}");
+    eventually("the server drops the producer", || {
+        fixture.stats.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn openapi_describes_a_stream_as_ndjson() {
+    let fixture = fixture(Gateway::builder()).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let response = client
+        .get(
+            format!("http://{}/openapi.json", fixture.http)
+                .parse()
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let document: Value = serde_json::from_slice(&bytes).unwrap();
+
+    let numbers = &document["paths"]["/Feed/numbers"]["post"];
+    assert_eq!(numbers["x-wirecall-server-stream"], true);
+    let content = numbers["responses"]["200"]["content"].as_object().unwrap();
+    assert_eq!(content.keys().collect::<Vec<_>>(), [NDJSON]);
+    let (item, error_line) = (
+        &content[NDJSON]["schema"]["anyOf"][0],
+        &content[NDJSON]["schema"]["anyOf"][1],
+    );
+    assert_eq!(
+        (&item["type"], &item["minimum"]),
+        (&json!("integer"), &json!(0))
+    );
+    assert_eq!(
+        error_line["properties"]["error"]["$ref"],
+        "#/components/schemas/WirecallError"
+    );
+    let ticks = &document["paths"]["/Feed/ticks"]["post"];
+    assert_eq!(
+        ticks["responses"]["200"]["content"][NDJSON]["schema"]["anyOf"][0]["$ref"],
+        "#/components/schemas/Tick"
+    );
+    assert!(ticks["responses"]["422"].is_object());
+
+    let add = &document["paths"]["/Feed/add"]["post"];
+    assert!(add.get("x-wirecall-server-stream").is_none());
+    assert!(add["responses"]["200"]["content"]["application/json"].is_object());
+    fixture.server.shutdown().await;
+}
