@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use wirecall::{Channel, Codec, Error, ErrorCode, RunningServer, Server};
 use wirecall_test_support::feed::{FeedClient, FeedImpl, FeedServer, Refused, Tick};
-use wirecall_test_support::{eventually, quiet_panics_starting_with};
+use wirecall_test_support::{eventually, eventually_async, quiet_panics_starting_with};
 
 async fn serve(feed: FeedImpl) -> RunningServer {
     Server::builder()
@@ -545,5 +545,87 @@ async fn an_upload_waits_for_the_servers_credit() {
         assert_eq!(output.next().await.unwrap().unwrap().n, expected * 2);
     }
     drop(output);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_layers_and_metadata_apply_to_opening_a_stream() {
+    let server = Server::builder()
+        .serve(FeedServer::new(FeedImpl::default()))
+        .layer(tower::filter::AsyncFilterLayer::new(
+            |call: wirecall::server::Request| async move {
+                match call.metadata().get("tenant") {
+                    Some(_) => Ok(call),
+                    None => Err(wirecall::CallError::PermissionDenied(
+                        "no tenant".to_owned(),
+                    )),
+                }
+            },
+        ))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let channel = Channel::connect(server.local_addr()).await.unwrap();
+    // Refused by the layer: one error item, and the handler never ran.
+    let refused: Vec<_> = FeedClient::new(channel.clone())
+        .numbers(3)
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(refused.len(), 1);
+    assert!(
+        matches!(refused[0], Err(Error::PermissionDenied { .. })),
+        "{:?}",
+        refused[0]
+    );
+    // With the metadata the layer wants, the stream opens.
+    let tenant = FeedClient::new(channel.with_metadata("tenant", "acme").unwrap());
+    let numbers: Vec<u64> = tenant
+        .numbers(3)
+        .await
+        .unwrap()
+        .map(|n| n.unwrap())
+        .collect()
+        .await;
+    assert_eq!(numbers, [0, 1, 2]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stream_over_the_connections_limit_is_refused_and_the_rest_go_on() {
+    let server = Server::builder()
+        .serve(FeedServer::new(FeedImpl::default()))
+        .max_streams_per_connection(2)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let feed = client(&server, Codec::MessagePack, 4).await;
+    let mut first = feed.endless().await.unwrap();
+    let mut second = feed.endless().await.unwrap();
+    first.next().await.unwrap().unwrap();
+    second.next().await.unwrap().unwrap();
+    let refused: Vec<_> = feed.numbers(3).await.unwrap().collect().await;
+    assert!(
+        matches!(
+            &refused[..],
+            [Err(Error::Remote {
+                code: ErrorCode::Overloaded,
+                ..
+            })]
+        ),
+        "{refused:?}"
+    );
+    // Calls are counted apart, and the open streams go on.
+    assert_eq!(feed.add(1, 2).await.unwrap(), 3);
+    first.next().await.unwrap().unwrap();
+    // A stream that ends gives its place back.
+    drop(second);
+    eventually_async("a new stream opens once one ended", || async {
+        let numbers: Vec<_> = feed.numbers(2).await.unwrap().collect().await;
+        numbers.iter().all(|n| n.is_ok()) && numbers.len() == 2
+    })
+    .await;
+    drop(first);
     server.shutdown().await;
 }

@@ -30,8 +30,8 @@ use super::config::{
     DEFAULT_AUTH_FAILURE_WINDOW, DEFAULT_AUTH_MAX_FAILURES, DEFAULT_DRAIN_DELAY,
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LISTEN_BACKLOG,
     DEFAULT_MAX_CONNECTIONS_CEILING, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
-    DEFAULT_PING_TIMEOUT, DEFAULT_RESERVED_DESCRIPTORS, DEFAULT_SHUTDOWN_GRACE_PERIOD,
-    DEFAULT_WRITE_TIMEOUT,
+    DEFAULT_MAX_STREAMS_PER_CONNECTION, DEFAULT_PING_TIMEOUT, DEFAULT_RESERVED_DESCRIPTORS,
+    DEFAULT_SHUTDOWN_GRACE_PERIOD, DEFAULT_WRITE_TIMEOUT,
 };
 
 /// Entry point: `Server::builder()`.
@@ -203,6 +203,15 @@ impl ServerBuilder {
     /// connection until a call finishes: backpressure, not an unbounded queue.
     pub fn max_in_flight_per_connection(mut self, max: usize) -> Self {
         self.config.max_in_flight_per_connection = max.max(1);
+        self
+    }
+
+    /// Streams open at once on one connection (default
+    /// [`DEFAULT_MAX_STREAMS_PER_CONNECTION`]), counted apart from calls. An `Open` beyond it
+    /// is refused at once with an [`Overloaded`](crate::ErrorCode::Overloaded) error for that
+    /// stream: a stream needs the client's frames to go on, so the server keeps reading.
+    pub fn max_streams_per_connection(mut self, max: usize) -> Self {
+        self.config.max_streams_per_connection = max.max(1);
         self
     }
 

@@ -16,6 +16,8 @@ pub const DEFAULT_SHUTDOWN_GRACE_PERIOD: Duration = Duration::from_secs(30);
 pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(1);
 /// The default number of calls running at once on one connection.
 pub const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
+/// The default number of streams open at once on one connection.
+pub const DEFAULT_MAX_STREAMS_PER_CONNECTION: usize = 1024;
 /// The default number of calls running at once on the whole server.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 65_536;
 /// The default silence after which the server pings a connection: the idle period of the
@@ -52,6 +54,8 @@ pub(crate) struct ServerConfig {
     /// `None`: derived from the process's descriptor limit when the server starts.
     pub(crate) max_connections: Option<usize>,
     pub(crate) max_in_flight_per_connection: usize,
+    /// Streams open at once on one connection.
+    pub(crate) max_streams_per_connection: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) idle_timeout: Duration,
     pub(crate) ping_timeout: Duration,
@@ -73,6 +77,7 @@ impl Default for ServerConfig {
             drain_delay: DEFAULT_DRAIN_DELAY,
             max_connections: None,
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
+            max_streams_per_connection: DEFAULT_MAX_STREAMS_PER_CONNECTION,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             ping_timeout: DEFAULT_PING_TIMEOUT,

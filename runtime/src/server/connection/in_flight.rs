@@ -39,28 +39,53 @@ pub(super) struct InFlight {
     /// so all permits back means no call is running.
     slots: Semaphore,
     limit: u32,
+    /// Likewise for streams, which have a limit of their own: a stream lives on the client's
+    /// Credit, Cancel and upload frames, so an `Open` over the limit is refused rather than
+    /// made to wait (waiting stops reading the connection, and the streams holding the slots
+    /// would then wait for frames nobody reads).
+    streams: Semaphore,
+    stream_limit: u32,
 }
 
-/// A running call's place in its connection's in-flight limit, given back when dropped (when
-/// the call ends, however it ends).
-pub(super) struct CallSlot(Arc<InFlight>);
+/// A running call's or stream's place in its connection's limit, given back when dropped
+/// (when it ends, however it ends).
+pub(super) struct CallSlot {
+    in_flight: Arc<InFlight>,
+    stream: bool,
+}
 
 impl Drop for CallSlot {
     fn drop(&mut self) {
-        self.0.slots.add_permits(1);
+        if self.stream {
+            self.in_flight.streams.add_permits(1);
+        } else {
+            self.in_flight.slots.add_permits(1);
+        }
     }
 }
 
 impl InFlight {
-    /// Allows `limit` calls at once (at least one).
-    pub(super) fn new(limit: usize) -> Self {
+    /// Allows `limit` calls and `stream_limit` streams at once (at least one of each).
+    pub(super) fn new(limit: usize, stream_limit: usize) -> Self {
         // A semaphore holds at most `MAX_PERMITS` (less than `u32::MAX` on 32-bit targets).
         let most = u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX);
         let limit = u32::try_from(limit).unwrap_or(u32::MAX).clamp(1, most);
+        let stream_limit = u32::try_from(stream_limit)
+            .unwrap_or(u32::MAX)
+            .clamp(1, most);
         Self {
             calls: Mutex::default(),
             slots: Semaphore::new(limit as usize),
             limit,
+            streams: Semaphore::new(stream_limit as usize),
+            stream_limit,
+        }
+    }
+
+    fn slot_of(self: &Arc<Self>, stream: bool) -> CallSlot {
+        CallSlot {
+            in_flight: Arc::clone(self),
+            stream,
         }
     }
 
@@ -68,7 +93,19 @@ impl InFlight {
     pub(super) fn try_slot(self: &Arc<Self>) -> Option<CallSlot> {
         let permit = self.slots.try_acquire().ok()?;
         permit.forget();
-        Some(CallSlot(Arc::clone(self)))
+        Some(self.slot_of(false))
+    }
+
+    /// A slot for a new stream, if one is free.
+    pub(super) fn try_stream_slot(self: &Arc<Self>) -> Option<CallSlot> {
+        let permit = self.streams.try_acquire().ok()?;
+        permit.forget();
+        Some(self.slot_of(true))
+    }
+
+    /// The most streams open at once.
+    pub(super) fn stream_limit(&self) -> u32 {
+        self.stream_limit
     }
 
     /// Waits for a free slot.
@@ -77,18 +114,20 @@ impl InFlight {
         if let Ok(permit) = self.slots.acquire().await {
             permit.forget();
         }
-        CallSlot(Arc::clone(self))
+        self.slot_of(false)
     }
 
-    /// Whether no call is running.
+    /// Whether no call or stream is running.
     pub(super) fn none_running(&self) -> bool {
         self.slots.available_permits() == self.limit as usize
+            && self.streams.available_permits() == self.stream_limit as usize
     }
 
-    /// Waits until no call is running.
+    /// Waits until no call or stream is running.
     pub(super) async fn finished(&self) {
         // The permits go back when this returns: nothing is left to start anyway.
-        let _all = self.slots.acquire_many(self.limit).await;
+        let _calls = self.slots.acquire_many(self.limit).await;
+        let _streams = self.streams.acquire_many(self.stream_limit).await;
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, IdMap<u64, Running>> {

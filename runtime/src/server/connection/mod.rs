@@ -95,7 +95,10 @@ pub(crate) async fn open_connection<T: Transport>(
         codec: negotiated.codec,
         version: negotiated.version,
         sink,
-        calls: Arc::new(InFlight::new(config.max_in_flight_per_connection)),
+        calls: Arc::new(InFlight::new(
+            config.max_in_flight_per_connection,
+            config.max_streams_per_connection,
+        )),
         send_limit: negotiated.send_limit(config.max_frame_len),
         identity: Arc::new(identity),
     };
@@ -259,6 +262,29 @@ impl Connection {
         if frame.kind == FrameKind::Ping {
             let pong = Frame::control(FrameKind::Pong, frame.request_id).to_bytes();
             return queue_reply(&self.state.sink, pong)
+                .map(|full| full.map(Unfinished::Reply))
+                .map_err(End::from);
+        }
+        if frame.kind == FrameKind::Open {
+            let Some(slot) = self.state.calls.try_stream_slot() else {
+                // Refused rather than waited for (see `InFlight`); checked for a duplicate id
+                // first, as every call is.
+                if self.state.calls.contains(frame.request_id) {
+                    let message = format!("request id {} is already in flight", frame.request_id);
+                    return Err(End::Violation(ErrorCode::ProtocolViolation, message));
+                }
+                let limit = self.state.calls.stream_limit();
+                let refused = Frame::error(
+                    frame.request_id,
+                    frame.method,
+                    ErrorCode::Overloaded,
+                    &format!("the connection has {limit} streams open, its limit"),
+                );
+                return queue_reply(&self.state.sink, refused.to_bytes())
+                    .map(|full| full.map(Unfinished::Reply))
+                    .map_err(End::from);
+            };
+            return start_call(frame, slot, &self.state, &self.shared, &mut self.clock)
                 .map(|full| full.map(Unfinished::Reply))
                 .map_err(End::from);
         }
