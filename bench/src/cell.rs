@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use wirecall_runtime::stream::DEFAULT_STREAM_WINDOW;
+
 use crate::model::Case;
 
 /// The system under test and its encoding.
@@ -86,10 +88,14 @@ impl Target {
         }
     }
 
-    /// Whether the target can run `workload` at all (tarpc and gRPC have no one-way call).
+    /// Whether the target can run `workload` at all (tarpc and gRPC have no one-way call,
+    /// tarpc has no server stream).
     pub fn supports(self, workload: Workload) -> bool {
         match workload {
             Workload::OneWay => !matches!(self, Target::Tarpc(_) | Target::Tonic),
+            Workload::Streams { .. } | Workload::UnaryBesideStream => {
+                !matches!(self, Target::Tarpc(_))
+            }
             // A fairness cell of wirecall's own server: the other systems have no counterpart
             // of its off-loop decoding to compare.
             Workload::BesideBigRequests { .. } => matches!(self, Target::Wirecall(_)),
@@ -133,11 +139,30 @@ pub enum Workload {
     /// W8: sequential 1-object calls on one connection, counting the heap allocations of
     /// the client and the server process while they run.
     Allocations,
+    /// S1 (one stream) and S2 (many): server streams of 1 KiB items, all open at once on one
+    /// connection.
+    Streams {
+        /// Streams open at once.
+        streams: usize,
+        /// Items each stream may have in flight: wirecall's `stream_window`, the raw
+        /// floor's credit (tonic keeps HTTP/2's windows).
+        window: u32,
+    },
+    /// S3: sequential 1-object calls on one connection, alone and beside a server stream
+    /// on the same connection that is read as fast as it comes.
+    UnaryBesideStream,
 }
+
+/// Streams open at once in S2.
+pub const CONCURRENT_STREAMS: usize = 100;
+
+/// The stream window of `S1-w2048`: 2 MiB of 1 KiB items, the window tonic's client gives
+/// each stream (hyper's default), where wirecall's default is 32 items.
+pub const LARGE_STREAM_WINDOW: u32 = 2048;
 
 impl Workload {
     /// Every workload variant, in table order.
-    pub const ALL: [Workload; 13] = [
+    pub const ALL: [Workload; 17] = [
         Workload::Sequential(Case::Dictionary),
         Workload::Sequential(Case::User),
         Workload::Sequential(Case::Users10),
@@ -157,6 +182,19 @@ impl Workload {
         Workload::BesideBigRequests { big: false },
         Workload::BesideBigRequests { big: true },
         Workload::Allocations,
+        Workload::Streams {
+            streams: 1,
+            window: DEFAULT_STREAM_WINDOW,
+        },
+        Workload::Streams {
+            streams: 1,
+            window: LARGE_STREAM_WINDOW,
+        },
+        Workload::Streams {
+            streams: CONCURRENT_STREAMS,
+            window: DEFAULT_STREAM_WINDOW,
+        },
+        Workload::UnaryBesideStream,
     ];
 
     /// The id used on the command line and in the results: `W1-1obj`, `W2-4x64`, `W3`, ...
@@ -183,6 +221,23 @@ impl Workload {
             Workload::BesideBigRequests { big: false } => "W7-alone".to_owned(),
             Workload::BesideBigRequests { big: true } => "W7-big".to_owned(),
             Workload::Allocations => "W8".to_owned(),
+            Workload::Streams {
+                streams: 1,
+                window: DEFAULT_STREAM_WINDOW,
+            } => "S1".to_owned(),
+            Workload::Streams { streams: 1, window } => format!("S1-w{window}"),
+            // S2's count is `CONCURRENT_STREAMS` with the default window, the only other in
+            // `ALL`.
+            Workload::Streams { .. } => "S2".to_owned(),
+            Workload::UnaryBesideStream => "S3".to_owned(),
+        }
+    }
+
+    /// The stream window the clients of a stream cell use (wirecall's default elsewhere).
+    pub fn stream_window(self) -> u32 {
+        match self {
+            Workload::Streams { window, .. } => window,
+            _ => DEFAULT_STREAM_WINDOW,
         }
     }
 
@@ -246,6 +301,12 @@ pub struct Scale {
     pub beside_big_calls: usize,
     /// W8 counted calls.
     pub counted_calls: usize,
+    /// S1 items on its one stream.
+    pub stream_items: u64,
+    /// S2 items on each of its streams.
+    pub items_per_concurrent_stream: u64,
+    /// S3 timed calls of each phase (alone, beside the stream), split over two rounds.
+    pub beside_stream_calls: usize,
     /// Connection attempts in progress at once while opening W4 and W6 connections; keeps the
     /// listen backlog from overflowing (an overflow costs a 1 s SYN retransmit).
     pub connect_fan_out: usize,
@@ -268,6 +329,9 @@ impl Scale {
         oneway_calls: 100,
         beside_big_calls: 20_000,
         counted_calls: 10_000,
+        stream_items: 500_000,
+        items_per_concurrent_stream: 5_000,
+        beside_stream_calls: 10_000,
         connect_fan_out: 64,
     };
 
@@ -287,6 +351,9 @@ impl Scale {
         oneway_calls: 5,
         beside_big_calls: 50,
         counted_calls: 50,
+        stream_items: 200,
+        items_per_concurrent_stream: 5,
+        beside_stream_calls: 50,
         connect_fan_out: 8,
     };
 }
@@ -316,7 +383,7 @@ mod tests {
     }
 
     #[test]
-    fn tonic_runs_w1_to_w5_and_w8() {
+    fn tonic_runs_w1_to_w5_w8_and_the_stream_cells() {
         let ids: Vec<String> = Workload::ALL
             .into_iter()
             .filter(|w| Target::Tonic.supports(*w))
@@ -324,8 +391,9 @@ mod tests {
             .collect();
         assert_eq!(
             ids.join(" "),
-            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8"
+            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w2048 S2 S3"
         );
+        assert!(!Target::Tarpc(TarpcFormat::Bincode).supports(Workload::UnaryBesideStream));
     }
 
     #[test]

@@ -12,13 +12,13 @@ use tokio::task::JoinSet;
 use crate::alloc_count;
 use crate::cell::{Scale, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
-use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN};
+use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN, ITEM_BODY_LEN};
 use crate::report::CellResult;
 use crate::systems::raw::RawRpc;
 use crate::systems::tarpc::TarpcRpc;
 use crate::systems::tonic::TonicRpc;
 use crate::systems::wirecall::WirecallRpc;
-use crate::systems::{collect_latencies, BenchResult, Rpc};
+use crate::systems::{collect_latencies, BenchResult, BesideStream, Rpc};
 
 /// What one workload measured, before the process adds its memory figures.
 struct Measured {
@@ -29,6 +29,10 @@ struct Measured {
     connect_phase: Option<Duration>,
     rounds: Option<usize>,
     allocations: Option<u64>,
+    /// S3: the calls without the stream (`latencies` are those beside it).
+    alone: Option<Latencies>,
+    /// S3: the stream's items/s while the calls ran beside it.
+    stream_items_per_s: Option<f64>,
 }
 
 impl Measured {
@@ -41,6 +45,8 @@ impl Measured {
             connect_phase: None,
             rounds: None,
             allocations: None,
+            alone: None,
+            stream_items_per_s: None,
         }
     }
 }
@@ -58,13 +64,18 @@ pub async fn run(
     let fixtures = Arc::new(Fixtures::new());
     let mut measured = match target {
         Target::Wirecall(codec) => {
-            run_workload(&WirecallRpc::new(addr, codec, fixtures), workload, &scale).await?
+            let rpc = WirecallRpc::new(addr, codec, fixtures)
+                .with_stream_window(workload.stream_window());
+            run_workload(&rpc, workload, &scale).await?
         }
         Target::Tarpc(format) => {
             run_workload(&TarpcRpc::new(addr, format, fixtures), workload, &scale).await?
         }
         Target::Tonic => run_workload(&TonicRpc::new(addr, fixtures)?, workload, &scale).await?,
-        Target::RawTcp => run_workload(&RawRpc::new(addr, &fixtures), workload, &scale).await?,
+        Target::RawTcp => {
+            let rpc = RawRpc::new(addr, &fixtures).with_stream_window(workload.stream_window());
+            run_workload(&rpc, workload, &scale).await?
+        }
     };
     let secs = measured.elapsed.as_secs_f64();
     Ok(CellResult {
@@ -90,6 +101,9 @@ pub async fn run(
             .allocations
             .map(|n| n as f64 / measured.calls.max(1) as f64),
         allocs_server_per_call: None,
+        alone_p50_us: measured.alone.as_mut().and_then(|l| l.quantile_us(0.50)),
+        alone_p99_us: measured.alone.as_mut().and_then(|l| l.quantile_us(0.99)),
+        stream_items_per_s: measured.stream_items_per_s,
         repeat: None,
     })
 }
@@ -107,7 +121,58 @@ async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> Ben
         Workload::OneWay => one_way(rpc, scale).await,
         Workload::BesideBigRequests { big } => beside_big_requests(rpc, big, scale).await,
         Workload::Allocations => allocations(rpc, scale).await,
+        Workload::Streams { streams, .. } => server_streams(rpc, streams, scale).await,
+        Workload::UnaryBesideStream => unary_beside_stream(rpc, scale).await,
     }
+}
+
+/// S1 and S2: `streams` server streams of 1 KiB items open at once on one connection, each
+/// read to its end, after an untimed warm-up of the same shape; timed from the first open
+/// to the last item. The latencies are the items', producer to consumer.
+async fn server_streams<R: Rpc>(rpc: &R, streams: usize, scale: &Scale) -> BenchResult<Measured> {
+    let mut conn = rpc.connect().await?;
+    let warmup_each = (scale.warmup_calls / streams).max(1) as u64;
+    rpc.consume_streams(&mut conn, streams, warmup_each).await?;
+    let items_each = if streams == 1 {
+        scale.stream_items
+    } else {
+        scale.items_per_concurrent_stream
+    };
+    let start = Instant::now();
+    let latencies = rpc.consume_streams(&mut conn, streams, items_each).await?;
+    let elapsed = start.elapsed();
+    let items = latencies.len();
+    let mut measured = Measured::timed(items, elapsed, latencies);
+    measured.payload_bytes = Some(items * ITEM_BODY_LEN);
+    Ok(measured)
+}
+
+/// Rounds of S3: each times half the calls alone, then half beside the stream.
+const BESIDE_STREAM_ROUNDS: usize = 2;
+
+/// S3: sequential 1-object calls on one connection, alone and beside a server stream on the
+/// same connection that is read as fast as it comes, alternating; a cancelled stream's last
+/// items have a moment to drain before the next calls alone.
+async fn unary_beside_stream<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
+    let mut conn = rpc.connect().await?;
+    rpc.calls_beside_stream(&mut conn, scale.warmup_calls, false)
+        .await?;
+    let per_round = (scale.beside_stream_calls / BESIDE_STREAM_ROUNDS).max(1);
+    let (mut alone, mut beside) = (BesideStream::default(), BesideStream::default());
+    for _ in 0..BESIDE_STREAM_ROUNDS {
+        let round = rpc.calls_beside_stream(&mut conn, per_round, false).await?;
+        alone.latencies.extend(round.latencies);
+        let round = rpc.calls_beside_stream(&mut conn, per_round, true).await?;
+        beside.latencies.extend(round.latencies);
+        beside.stream_items += round.stream_items;
+        beside.elapsed += round.elapsed;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let secs = beside.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+    let mut measured = Measured::timed(beside.latencies.len(), beside.elapsed, beside.latencies);
+    measured.alone = Some(alone.latencies);
+    measured.stream_items_per_s = Some(beside.stream_items as f64 / secs);
+    Ok(measured)
 }
 
 /// W8: sequential 1-object calls on one connection after a warm-up, counting this process's

@@ -18,6 +18,11 @@ impl Latencies {
             .push(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
     }
 
+    /// Samples recorded.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// Adds every sample of `other`.
     pub fn extend(&mut self, other: Latencies) {
         self.0.extend(other.0);

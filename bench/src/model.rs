@@ -1,5 +1,5 @@
-//! The benchmark's data: the surging `UserModel`, the calls each workload makes, and the
-//! payload sizes the raw-TCP floor mirrors.
+//! The benchmark's data: the surging `UserModel`, the calls each workload makes, the items
+//! of the stream cells, and the payload sizes the raw-TCP floor mirrors.
 
 use bytes::Bytes;
 use wirecall::Codec;
@@ -36,6 +36,64 @@ pub fn big_request_users(codec: Codec) -> Vec<UserModel> {
 
 /// Bytes carried by one `record` one-way call (W6).
 pub const RECORD_LEN: usize = 10;
+
+/// The body of every item of the stream cells (S1-S3).
+pub const ITEM_BODY_LEN: usize = 1024;
+
+/// One item of a server stream (S1-S3), the same struct in every system: tonic's generated
+/// code uses it through `extern_path` (`#[wirecall::message]` derives the prost encoding of
+/// `StreamItem` in `systems/tonic/user_service.proto`).
+#[wirecall::message]
+#[derive(Clone)]
+pub struct StreamItem {
+    /// When the producer made the item: [`wall_clock_ns`] in the server process.
+    pub sent_at_ns: u64,
+    /// [`ITEM_BODY_LEN`] bytes.
+    pub body: Bytes,
+}
+
+/// Nanoseconds since the Unix epoch. Server and client are processes on one machine, so they
+/// read the same clock: an item's latency is the client's reading when the item arrives less
+/// the server's when it was made.
+pub fn wall_clock_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        })
+}
+
+/// The time from `sent_at_ns` (an item's producer timestamp) until now.
+pub fn item_latency(sent_at_ns: u64) -> std::time::Duration {
+    std::time::Duration::from_nanos(wall_clock_ns().saturating_sub(sent_at_ns))
+}
+
+/// The items of one stream, `count` of them (`u64::MAX`: until the caller stops reading),
+/// each stamped when the server takes it from the producer: the stream is lazy, and both
+/// wirecall's and tonic's servers take an item only when they can send it on.
+pub fn stamped_items(count: u64) -> impl Iterator<Item = StreamItem> + Send + 'static {
+    let body = Bytes::from(vec![0xA5; ITEM_BODY_LEN]);
+    (0..count).map(move |_| StreamItem {
+        sent_at_ns: wall_clock_ns(),
+        body: body.clone(),
+    })
+}
+
+/// What follows the 4-byte length prefix of a wirecall MessagePack `Item` frame: the frame
+/// header plus the encoded item. The raw-TCP floor's items are this long.
+pub fn raw_item_len() -> usize {
+    let mut buf = bytes::BytesMut::new();
+    Codec::MessagePack
+        .encode(
+            &StreamItem {
+                sent_at_ns: wall_clock_ns(),
+                body: Bytes::from(vec![0xA5; ITEM_BODY_LEN]),
+            },
+            &mut buf,
+        )
+        .expect("the benchmark's own messages always encode");
+    HEADER_LEN + buf.len()
+}
 
 /// One kind of call, as the workloads name them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use tokio::time::timeout;
 
 use crate::cell::{Target, Workload};
 use crate::client::MARK;
-use crate::report::{markdown_table, CellResult};
+use crate::report::{markdown_table, stream_summary, CellResult};
 use crate::server::ServerReport;
 use crate::systems::{BenchResult, BoxError};
 
@@ -83,6 +83,11 @@ pub async fn run(plan: &Plan) -> BenchResult<bool> {
     println!();
     print!("{}", markdown_table(&results, &plan.workloads));
     println!();
+    let streams = stream_summary(&results, &plan.workloads);
+    if !streams.is_empty() {
+        print!("{streams}");
+        println!();
+    }
     println!("results appended to {}", plan.out.display());
     if !failures.is_empty() {
         eprintln!(

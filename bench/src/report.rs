@@ -17,13 +17,15 @@ pub struct CellResult {
     pub codec: String,
     /// The workload variant id (`W1-1obj`, `W2-1x256`, `W3`, ...).
     pub workload: String,
-    /// Calls (W3: connections, W6: one-way messages) in the timed phase.
+    /// Calls (W3: connections, W6: one-way messages, S1 and S2: stream items, S3: calls
+    /// beside the stream) in the timed phase.
     pub calls: u64,
     /// Length of the timed phase.
     pub secs: f64,
     /// `calls / secs`.
     pub calls_per_s: f64,
-    /// Median call latency (W3: connect + handshake + one call).
+    /// Median call latency (W3: connect + handshake + one call; S1 and S2: an item's, from
+    /// its producer's timestamp to its arrival; S3: the calls beside the stream).
     pub p50_us: Option<f64>,
     /// 99th-percentile call latency.
     pub p99_us: Option<f64>,
@@ -37,7 +39,7 @@ pub struct CellResult {
     pub rss_server_kb: Option<u64>,
     /// The client process's peak RSS.
     pub rss_client_kb: Option<u64>,
-    /// W5: payload bytes carried per second, in 10^9 bytes.
+    /// W5, S1 and S2: payload bytes carried per second, in 10^9 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_gb_per_s: Option<f64>,
     /// W4 and W6: time to open every connection (not part of `secs`).
@@ -55,6 +57,15 @@ pub struct CellResult {
     /// W8: the server process's heap allocations per call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocs_server_per_call: Option<f64>,
+    /// S3: median call latency without the stream (`p50_us` is beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_p50_us: Option<f64>,
+    /// S3: 99th-percentile call latency without the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_p99_us: Option<f64>,
+    /// S3: the stream's items/s while the calls ran beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_items_per_s: Option<f64>,
     /// Which repetition of the cell this is, from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
@@ -81,6 +92,14 @@ const SERVER_RSS: Metric = Metric {
 const CLIENT_RSS: Metric = Metric {
     label: "client peak RSS MB",
     value: |r| r.rss_client_kb.map(|kb| kb as f64 / 1024.0),
+};
+const BESIDE_OVER_ALONE_P50: Metric = Metric {
+    label: "p50 beside / alone",
+    value: |r| Some(r.p50_us? / r.alone_p50_us?),
+};
+const BESIDE_OVER_ALONE_P99: Metric = Metric {
+    label: "p99 beside / alone",
+    value: |r| Some(r.p99_us? / r.alone_p99_us?),
 };
 
 fn metrics(workload: Workload) -> Vec<Metric> {
@@ -164,6 +183,48 @@ fn metrics(workload: Workload) -> Vec<Metric> {
                 },
             },
         ],
+        Workload::Streams { .. } => vec![
+            Metric {
+                label: "items/s",
+                value: |r| Some(r.calls_per_s),
+            },
+            Metric {
+                label: "GB/s payload",
+                value: |r| r.payload_gb_per_s,
+            },
+            Metric {
+                label: "item latency p50 us",
+                value: |r| r.p50_us,
+            },
+            Metric {
+                label: "item latency p99 us",
+                value: |r| r.p99_us,
+            },
+        ],
+        Workload::UnaryBesideStream => vec![
+            Metric {
+                label: "p50 us alone",
+                value: |r| r.alone_p50_us,
+            },
+            Metric {
+                label: "p50 us beside the stream",
+                value: |r| r.p50_us,
+            },
+            BESIDE_OVER_ALONE_P50,
+            Metric {
+                label: "p99 us alone",
+                value: |r| r.alone_p99_us,
+            },
+            Metric {
+                label: "p99 us beside the stream",
+                value: |r| r.p99_us,
+            },
+            BESIDE_OVER_ALONE_P99,
+            Metric {
+                label: "stream items/s meanwhile",
+                value: |r| r.stream_items_per_s,
+            },
+        ],
         Workload::BesideBigRequests { .. } => vec![
             Metric {
                 label: "small calls/s",
@@ -204,30 +265,8 @@ const TARPC: Target = Target::Tarpc(TarpcFormat::MessagePack);
 /// target, then wirecall (MessagePack) / raw TCP, tarpc (MessagePack) / wirecall
 /// (MessagePack) and tonic / wirecall (Protobuf, tonic's codec) from the same medians.
 pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String {
-    let mut grouped: HashMap<(String, String, String), Vec<&CellResult>> = HashMap::new();
-    for result in results {
-        grouped
-            .entry((
-                result.workload.clone(),
-                result.system.clone(),
-                result.codec.clone(),
-            ))
-            .or_default()
-            .push(result);
-    }
-    let median_of = |workload: Workload, target: Target, metric: &Metric| -> Option<f64> {
-        let key = (
-            workload.id(),
-            target.system().to_owned(),
-            target.codec().to_owned(),
-        );
-        let mut values: Vec<f64> = grouped
-            .get(&key)?
-            .iter()
-            .filter_map(|r| (metric.value)(r))
-            .collect();
-        median(&mut values)
-    };
+    let medians = Medians::of(results);
+    let median_of = |workload, target, metric: &Metric| medians.get(workload, target, metric);
 
     let mut out = String::new();
     out.push_str("| cell | metric |");
@@ -277,6 +316,110 @@ pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String 
     out
 }
 
+/// The runs of each cell, by workload, system and codec.
+struct Medians<'a>(HashMap<(String, String, String), Vec<&'a CellResult>>);
+
+impl<'a> Medians<'a> {
+    fn of(results: &'a [CellResult]) -> Self {
+        let mut grouped: HashMap<_, Vec<&CellResult>> = HashMap::new();
+        for result in results {
+            grouped
+                .entry((
+                    result.workload.clone(),
+                    result.system.clone(),
+                    result.codec.clone(),
+                ))
+                .or_default()
+                .push(result);
+        }
+        Self(grouped)
+    }
+
+    /// The median of `metric` over the runs of `target` in `workload`.
+    fn get(&self, workload: Workload, target: Target, metric: &Metric) -> Option<f64> {
+        let key = (
+            workload.id(),
+            target.system().to_owned(),
+            target.codec().to_owned(),
+        );
+        let mut values: Vec<f64> = self
+            .0
+            .get(&key)?
+            .iter()
+            .filter_map(|r| (metric.value)(r))
+            .collect();
+        median(&mut values)
+    }
+}
+
+/// The stream cells against their targets, from the same medians as the table: items/s of
+/// wirecall over tonic's and over the raw floor's (target: at least 2 x tonic), and the
+/// calls' latency beside the saturating stream over alone (target: at most 1.2), per system.
+/// Empty unless the run has a stream cell.
+pub fn stream_summary(results: &[CellResult], workloads: &[Workload]) -> String {
+    const ITEMS: Metric = Metric {
+        label: "items/s",
+        value: |r| Some(r.calls_per_s),
+    };
+    let medians = Medians::of(results);
+    let ratio = |workload, numerator, denominator, metric: &Metric| match (
+        medians.get(workload, numerator, metric),
+        medians.get(workload, denominator, metric),
+    ) {
+        (Some(n), Some(d)) if d > 0.0 => format!("{:.2}", n / d),
+        _ => "-".to_owned(),
+    };
+    let value = |workload, target, metric: &Metric| {
+        medians
+            .get(workload, target, metric)
+            .map_or("-".to_owned(), |v| format!("{v:.2}"))
+    };
+    let mut out = String::new();
+    for &workload in workloads {
+        match workload {
+            Workload::Streams { .. } => {
+                let _ = writeln!(
+                    out,
+                    "{} items/s: wirecall msgpack / tonic {}, wirecall protobuf / tonic {} \
+                     (target >= 2); wirecall msgpack / raw {}, wirecall protobuf / raw {}",
+                    workload.id(),
+                    ratio(workload, WIRECALL, Target::Tonic, &ITEMS),
+                    ratio(workload, WIRECALL_PROTOBUF, Target::Tonic, &ITEMS),
+                    ratio(workload, WIRECALL, Target::RawTcp, &ITEMS),
+                    ratio(workload, WIRECALL_PROTOBUF, Target::RawTcp, &ITEMS),
+                );
+            }
+            Workload::UnaryBesideStream => {
+                let per_system: Vec<String> = Target::ALL
+                    .into_iter()
+                    .filter(|target| target.supports(workload))
+                    .map(|target| {
+                        format!(
+                            "{target} {} / {}",
+                            value(workload, target, &BESIDE_OVER_ALONE_P50),
+                            value(workload, target, &BESIDE_OVER_ALONE_P99)
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{} unary latency beside a saturating stream / alone, p50 / p99 (target \
+                     <= 1.2): {}",
+                    workload.id(),
+                    per_system.join("; ")
+                );
+            }
+            _ => {}
+        }
+    }
+    if !out.is_empty() {
+        out.push_str(
+            "uploads (client streams): not measurable, wirecall has no client streams yet\n",
+        );
+    }
+    out
+}
+
 /// Three significant figures or so, with k/M suffixes for large rates.
 fn format_value(value: f64) -> String {
     match value.abs() {
@@ -313,6 +456,9 @@ mod tests {
             server_counted: None,
             allocs_client_per_call: None,
             allocs_server_per_call: None,
+            alone_p50_us: None,
+            alone_p99_us: None,
+            stream_items_per_s: None,
             repeat: None,
         }
     }
@@ -385,6 +531,41 @@ mod tests {
         assert!(total.ends_with("| n/a | - | - |"), "{total}");
         let less = row("the same less the user's values");
         assert!(less.contains("| 0.500 | - | 4.00 |"), "{less}");
+    }
+
+    #[test]
+    fn the_stream_cells_show_beside_over_alone_and_the_targets() {
+        let mut wirecall = result(WIRECALL, Workload::UnaryBesideStream, 1.0);
+        wirecall.alone_p50_us = Some(40.0);
+        wirecall.p50_us = Some(60.0);
+        let s1 = Workload::Streams {
+            streams: 1,
+            window: 32,
+        };
+        let items = |target, secs| result(target, s1, secs);
+        let results = vec![
+            wirecall,
+            items(WIRECALL, 1.0),
+            items(WIRECALL_PROTOBUF, 1.0),
+            items(Target::Tonic, 3.0),
+            items(Target::RawTcp, 0.5),
+        ];
+        let workloads = [s1, Workload::UnaryBesideStream];
+        let table = markdown_table(&results, &workloads);
+        let row = table
+            .lines()
+            .find(|line| line.starts_with("| S3 | p50 beside / alone |"))
+            .expect("an S3 ratio row");
+        assert!(row.contains("| 1.50 |"), "{row}");
+        let summary = stream_summary(&results, &workloads);
+        assert!(
+            summary.contains("S1 items/s: wirecall msgpack / tonic 3.00"),
+            "{summary}"
+        );
+        assert!(summary.contains("wirecall msgpack / raw 0.50"), "{summary}");
+        assert!(summary.contains("wirecall msgpack 1.50 / -"), "{summary}");
+        assert!(summary.contains("uploads (client streams): not measurable"));
+        assert!(stream_summary(&results, &[Workload::Churn]).is_empty());
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! The physical floor: plain tokio TCP with tokio-util's `LengthDelimitedCodec` (a 4-byte
 //! big-endian length, then the payload). The server echoes every frame; in one-way mode (W6)
 //! it counts frames instead, and answers an empty frame with the count as 8 big-endian bytes.
+//! The stream cells' floor speaks its own protocol (`raw_streams`) to its own server.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
 
-use super::{BenchResult, BoxError, Counter, Rpc};
+use super::{raw_streams, BenchResult, BesideStream, BoxError, Counter, Rpc};
 use crate::measure::Latencies;
 use crate::model::{raw_request_len, Case, Fixtures, RECORD_LEN};
 
@@ -70,6 +71,10 @@ async fn serve_connection(stream: TcpStream, one_way: bool, counted: Counter) {
 pub struct RawRpc {
     addr: SocketAddr,
     payloads: Arc<[Bytes; 5]>,
+    /// The id of the next stream S3 opens.
+    next_stream: Arc<AtomicU32>,
+    /// The credit window of the stream cells, in items.
+    stream_window: u32,
 }
 
 impl RawRpc {
@@ -85,7 +90,15 @@ impl RawRpc {
                 payload(Case::Users100),
                 payload(Case::Bulk),
             ]),
+            next_stream: Arc::new(AtomicU32::new(0)),
+            stream_window: wirecall_runtime::stream::DEFAULT_STREAM_WINDOW,
         }
+    }
+
+    /// Streams whose credit window is `items` (default: wirecall's, 32).
+    pub fn with_stream_window(mut self, items: u32) -> Self {
+        self.stream_window = items;
+        self
     }
 
     fn payload(&self, case: Case) -> Bytes {
@@ -198,5 +211,25 @@ impl Rpc for RawRpc {
             .try_into()
             .map_err(|_| "the count reply is not 8 bytes")?;
         Ok(u64::from_be_bytes(count))
+    }
+
+    async fn consume_streams(
+        &self,
+        conn: &mut Self::Conn,
+        streams: usize,
+        items_each: u64,
+    ) -> BenchResult<Latencies> {
+        raw_streams::consume_streams(conn, self.stream_window, streams, items_each).await
+    }
+
+    async fn calls_beside_stream(
+        &self,
+        conn: &mut Self::Conn,
+        calls: usize,
+        beside_stream: bool,
+    ) -> BenchResult<BesideStream> {
+        let stream_id = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let window = self.stream_window;
+        raw_streams::calls_beside_stream(conn, window, calls, beside_stream, stream_id).await
     }
 }

@@ -1,27 +1,68 @@
-//! wirecall: the `UserService` fixture of `wirecall-test-support`, a `#[wirecall::service]` trait.
+//! wirecall: the `UserService` fixture of `wirecall-test-support`, a `#[wirecall::service]`
+//! trait, and for the stream cells the benchmark's own `ItemFeed` beside it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wirecall::{Channel, Codec, RunningServer, Server};
+use futures::{StreamExt as _, TryStreamExt as _};
+use wirecall::{Channel, Codec, RunningServer, Server, Streaming};
 
-use super::{fan_out, BenchResult, Counter, Rpc};
+use super::{calls_beside, fan_out, read_streams, BenchResult, BesideStream, Counter, Rpc, Stamps};
 use crate::measure::Latencies;
-use crate::model::{big_request_users, fanly, Case, Fixtures, RECORD_LEN};
+use crate::model::{
+    big_request_users, fanly, stamped_items, Case, Fixtures, StreamItem, RECORD_LEN,
+};
 
 // The benchmark's service is the shared `UserService` fixture: `get_dictionary`, `get_user`
 // and `get` are the 0-, 1-, 10- and 100-object cases, `bulk` is W5, `record`/`recorded` are W6.
 pub use wirecall_test_support::UserServiceClient;
 use wirecall_test_support::{UserServiceServer, Users};
 
+/// Server streams of the stream cells, served beside `UserService` on the same connection.
+#[wirecall::service]
+pub trait ItemFeed {
+    /// `count` items with 1 KiB bodies, each stamped as the server takes it; `u64::MAX` goes
+    /// on until the caller drops the stream.
+    async fn items(&self, count: u64) -> Streaming<StreamItem>;
+}
+
+struct Feed;
+
+impl ItemFeed for Feed {
+    async fn items(&self, count: u64) -> Streaming<StreamItem> {
+        Streaming::from_iter(stamped_items(count))
+    }
+}
+
+/// The deadline of a stream call, longer than any cell: the default (30 s) bounds a whole
+/// stream, and JSON's S1 streams for about that long.
+const STREAM_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Starts a server on an ephemeral loopback port; every codec is allowed and the client picks.
-pub async fn serve(recorded: Counter) -> BenchResult<RunningServer> {
-    Ok(Server::builder()
-        .serve(UserServiceServer::new(Users::counting_into(recorded)))
-        .bind("127.0.0.1:0")
-        .await?)
+/// With `streams`, it also serves `ItemFeed`.
+pub async fn serve(recorded: Counter, streams: bool) -> BenchResult<RunningServer> {
+    let mut builder =
+        Server::builder().serve(UserServiceServer::new(Users::counting_into(recorded)));
+    if streams {
+        builder = builder.serve(ItemFeedServer::new(Feed));
+    }
+    Ok(builder.bind("127.0.0.1:0").await?)
+}
+
+/// The feed on `conn`'s connection.
+fn feed_on(conn: &UserServiceClient) -> ItemFeedClient {
+    ItemFeedClient::new(conn.channel().clone()).with_timeout(STREAM_TIMEOUT)
+}
+
+async fn open_stamps(feed: ItemFeedClient, count: u64) -> BenchResult<Stamps> {
+    Ok(feed
+        .items(count)
+        .await?
+        .map_ok(|item| item.sent_at_ns)
+        .map_err(Into::into)
+        .boxed())
 }
 
 /// A wirecall client offering exactly one codec.
@@ -30,6 +71,7 @@ pub struct WirecallRpc {
     addr: SocketAddr,
     codec: Codec,
     fixtures: Arc<Fixtures>,
+    stream_window: u32,
 }
 
 impl WirecallRpc {
@@ -39,7 +81,14 @@ impl WirecallRpc {
             addr,
             codec,
             fixtures,
+            stream_window: wirecall_runtime::stream::DEFAULT_STREAM_WINDOW,
         }
+    }
+
+    /// Connections whose server streams may have `items` in flight (default 32).
+    pub fn with_stream_window(mut self, items: u32) -> Self {
+        self.stream_window = items;
+        self
     }
 }
 
@@ -49,6 +98,7 @@ impl Rpc for WirecallRpc {
     async fn connect(&self) -> BenchResult<UserServiceClient> {
         let channel = Channel::builder()
             .codec(self.codec)
+            .stream_window(self.stream_window)
             .connect(self.addr)
             .await?;
         Ok(UserServiceClient::new(channel))
@@ -142,5 +192,32 @@ impl Rpc for WirecallRpc {
             }
         }
         Ok(latencies)
+    }
+
+    async fn consume_streams(
+        &self,
+        conn: &mut UserServiceClient,
+        streams: usize,
+        items_each: u64,
+    ) -> BenchResult<Latencies> {
+        let feed = feed_on(conn);
+        read_streams(streams, items_each, || {
+            open_stamps(feed.clone(), items_each)
+        })
+        .await
+    }
+
+    async fn calls_beside_stream(
+        &self,
+        conn: &mut UserServiceClient,
+        calls: usize,
+        beside_stream: bool,
+    ) -> BenchResult<BesideStream> {
+        let stream = if beside_stream {
+            Some(open_stamps(feed_on(conn), u64::MAX).await?)
+        } else {
+            None
+        };
+        calls_beside(self, conn, calls, stream).await
     }
 }

@@ -24,6 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .out_dir(&out)
         // The same struct the other systems send, so every system clones the same fixtures.
         .extern_path(".wirecall.bench.UserModel", "crate::model::UserModel")
+        .extern_path(".wirecall.bench.StreamItem", "crate::model::StreamItem")
         // `bytes::Bytes` as wirecall's and tarpc's `bulk` take, so a call clones no payload.
         .bytes(".wirecall.bench.BulkRequest.data")
         .compile_protos(&[dir.join("user_service.proto")], &[dir.clone()])?;
