@@ -19,10 +19,9 @@ use futures::stream::{self, StreamExt as _};
 use serde_json::{json, Value};
 use wirecall::client::ItemStream;
 use wirecall::policy::{DeclaredPolicy, MethodPolicy};
-use wirecall::reflect::{MethodSchema, ReplySchema};
+use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::{Caller, Error, MethodId};
 
-use wirecall::reflect::{JsonArgs, JsonItem};
 use crate::{GatewayError, Upstream};
 
 /// The media type of a server stream's response.
