@@ -7,13 +7,12 @@ use std::io::Read as _;
 use bytes::Bytes;
 use serde_json::Value;
 use wirecall::client::ItemStream;
-use wirecall::reflect::{MethodSchema, ReplySchema};
+use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::{Channel, Codec, MethodId};
 
 use crate::connect::ConnectOptions;
 use crate::describe::{fetch_method, type_name};
 use crate::error::CliError;
-use wirecall::reflect::{JsonArgs, JsonItem};
 
 /// A method ready to be called: where, what, and the encoded arguments.
 pub struct PreparedCall {
