@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::handle::BalancedChannel;
-use crate::client::ItemStream;
+use crate::client::{Channel, ItemStream};
 use crate::codec::WireMessage;
 use crate::error::Error;
 use crate::method::MethodId;
@@ -29,28 +29,11 @@ impl BalancedChannel {
         declared: &'static DeclaredPolicy,
         args: A,
     ) -> Result<ItemStream<M::Item>, Error> {
-        let mut tried = Vec::new();
-        let mut last = None;
-        loop {
-            let Some(slot) = self.inner.pick(self.hash_key, &tried) else {
-                return Err(last.unwrap_or_else(|| self.inner.no_endpoints()));
-            };
-            let channel = match self.inner.channel(&slot).await {
-                Ok(channel) => channel,
-                Err(err) => {
-                    slot.failures.fetch_add(1, Ordering::Relaxed);
-                    self.inner.eject(&slot, &err);
-                    tried.push(Arc::clone(&slot));
-                    last = Some(err);
-                    continue;
-                }
-            };
-            slot.calls.fetch_add(1, Ordering::Relaxed);
-            let timeout = channel.stream_timeout(method, declared, self.timeout);
-            return channel
-                .open_stream_carrying::<A, M>(method, args, timeout, self.metadata.as_deref())
-                .await;
-        }
+        let channel = self.stream_endpoint().await?;
+        let timeout = channel.stream_timeout(method, declared, self.timeout);
+        channel
+            .open_stream_carrying::<A, M>(method, args, timeout, self.metadata.as_deref())
+            .await
     }
 
     /// Like [`open_stream_with_policy`](Self::open_stream_with_policy), for a method that
@@ -70,28 +53,35 @@ impl BalancedChannel {
         M: ItemMessage,
         S: Stream<Item = U::Item> + Send + 'static,
     {
+        let channel = self.stream_endpoint().await?;
+        let timeout = channel.stream_timeout(method, declared, self.timeout);
+        let metadata = self.metadata.as_deref();
+        channel
+            .open_upload_carrying::<A, U, M, S>(method, args, items, timeout, metadata)
+            .await
+    }
+
+    /// The connection of the endpoint a stream call goes to: the next one the balancing
+    /// policy picks that can be dialled (one that cannot is ejected, and the next tried).
+    async fn stream_endpoint(&self) -> Result<Channel, Error> {
         let mut tried = Vec::new();
         let mut last = None;
         loop {
             let Some(slot) = self.inner.pick(self.hash_key, &tried) else {
                 return Err(last.unwrap_or_else(|| self.inner.no_endpoints()));
             };
-            let channel = match self.inner.channel(&slot).await {
-                Ok(channel) => channel,
+            match self.inner.channel(&slot).await {
+                Ok(channel) => {
+                    slot.calls.fetch_add(1, Ordering::Relaxed);
+                    return Ok(channel);
+                }
                 Err(err) => {
                     slot.failures.fetch_add(1, Ordering::Relaxed);
                     self.inner.eject(&slot, &err);
                     tried.push(Arc::clone(&slot));
                     last = Some(err);
-                    continue;
                 }
-            };
-            slot.calls.fetch_add(1, Ordering::Relaxed);
-            let timeout = channel.stream_timeout(method, declared, self.timeout);
-            let metadata = self.metadata.as_deref();
-            return channel
-                .open_upload_carrying::<A, U, M, S>(method, args, items, timeout, metadata)
-                .await;
+            }
         }
     }
 }
