@@ -1,6 +1,6 @@
 //! Stream calls (protocol version 3): what both sides share. A server stream's producer is a
 //! [`Streaming`]; each item travels as the method's item message ([`ItemMessage`]) in one
-//! `Item` frame, paid for in advance by the receiver's `Credit` ([`credit`]).
+//! `Item` frame, paid for in advance by the receiver's `Credit`.
 //!
 //! Layout: `streaming.rs` the producer type handlers return; `item.rs` the item messages
 //! generated code declares; `credit.rs` the sender's credit; `window.rs` the receiver's; `outgoing.rs` a
