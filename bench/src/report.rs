@@ -414,7 +414,7 @@ pub fn stream_summary(results: &[CellResult], workloads: &[Workload]) -> String 
     }
     if !out.is_empty() {
         out.push_str(
-            "uploads (client streams): not measurable, wirecall has no client streams yet\n",
+            "uploads (client streams): no cell yet\n",
         );
     }
     out
@@ -564,7 +564,7 @@ mod tests {
         );
         assert!(summary.contains("wirecall msgpack / raw 0.50"), "{summary}");
         assert!(summary.contains("wirecall msgpack 1.50 / -"), "{summary}");
-        assert!(summary.contains("uploads (client streams): not measurable"));
+        assert!(summary.contains("uploads (client streams): no cell yet"));
         assert!(stream_summary(&results, &[Workload::Churn]).is_empty());
     }
 
