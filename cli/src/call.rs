@@ -110,16 +110,9 @@ pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-pub async fn call(
-    options: &ConnectOptions,
-    addr: &str,
-    target: &str,
-    args: Option<&str>,
-) -> Result<(), CliError> {
-    let prepared = PreparedCall::new(options, addr, target, args).await?;
-    if prepared.method.server_stream {
-        return crate::stream::print_items(&prepared).await;
-    }
+/// Calls a unary (or one-way) method and prints its reply; a server stream is printed by
+/// `stream::print_items` instead.
+pub async fn print_reply(prepared: PreparedCall) -> Result<(), CliError> {
     let reply = prepared.send().await?;
     let Some(reply) = reply else {
         eprintln!("sent (one-way: the server sends no reply)");

@@ -126,7 +126,13 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             json,
         } => describe::describe(options, &addr, &service, json).await,
         Command::Call { addr, target, args } => {
-            call::call(options, &addr, &target, args.as_deref()).await
+            let prepared =
+                call::PreparedCall::new(options, &addr, &target, args.as_deref()).await?;
+            if prepared.method.server_stream {
+                stream::print_items(&prepared).await
+            } else {
+                call::print_reply(prepared).await
+            }
         }
         Command::Proto { addr, package } => describe::proto(options, &addr, &package).await,
         Command::Bench {

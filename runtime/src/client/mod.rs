@@ -11,8 +11,10 @@
 //! (may it be sent again?); `pending.rs` the calls waiting for replies
 //! and `reader.rs` the task that delivers them; `args.rs` and `outgoing.rs` what a call
 //! carries; `request.rs` the tower seam that [`ChannelBuilder::layer`] wraps, and
-//! `connector.rs` its innermost service; `open.rs` opens a server stream, `stream_slot.rs`
-//! holds its items in the pending table and `item_stream.rs` is the caller's [`ItemStream`].
+//! `connector.rs` its innermost service; `open.rs` opens a stream call, `stream_slot.rs`
+//! holds its items in the pending table and `item_stream.rs` is the caller's [`ItemStream`];
+//! `upload.rs` sends an upload as the server's credit allows, and `upload_sender.rs` is what
+//! the stream's slot keeps of it.
 //! This module only declares and re-exports.
 
 pub(crate) mod args;
@@ -35,6 +37,7 @@ pub(crate) mod request;
 mod settings;
 mod stream_slot;
 mod upload;
+mod upload_sender;
 
 pub(crate) use args::{CallArgs, EncodeArgs, RawArgs};
 pub use builder::ChannelBuilder;

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::deadlines::{Deadlines, Expiry};
 use super::stream_slot::{StreamNext, StreamSlot};
-use super::upload::UploadSender;
+use super::upload_sender::UploadSender;
 use crate::stream::credit::SendCredit;
 
 use crate::error::{Error, ErrorCode};

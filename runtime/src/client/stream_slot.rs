@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::task::Waker;
 
-use super::upload::UploadSender;
+use super::upload_sender::UploadSender;
 use crate::error::Error;
 use crate::stream::credit::CreditError;
 use crate::stream::window::ReceiveWindow;

@@ -19,29 +19,6 @@ use crate::stream::ItemMessage;
 use crate::transport::frame::{Frame, FrameBuf, FrameKind};
 use crate::transport::writer::Delivery;
 
-/// What a stream's slot keeps of its upload: the credit the server grants (its `Credit`
-/// frames add to it), and the signal that stops the sending task.
-pub(super) struct UploadSender {
-    pub(super) credit: Arc<SendCredit>,
-    pub(super) stop: CancellationToken,
-}
-
-impl UploadSender {
-    pub(super) fn new() -> Self {
-        Self {
-            credit: Arc::new(SendCredit::default()),
-            stop: CancellationToken::new(),
-        }
-    }
-}
-
-impl Drop for UploadSender {
-    fn drop(&mut self) {
-        // The stream's slot is gone: nobody waits for the upload any more.
-        self.stop.cancel();
-    }
-}
-
 /// Starts sending `items` (as `U` messages) on stream `request_id` of `connection`.
 pub(super) fn spawn_upload<U, S>(
     connection: Arc<Connection>,

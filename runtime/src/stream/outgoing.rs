@@ -8,7 +8,9 @@ use std::pin::Pin;
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
 
-use super::{ItemMessage, Streaming, Upload};
+use super::item::ItemMessage;
+use super::streaming::Streaming;
+use super::upload::Upload;
 use crate::codec::{Codec, WireMessage};
 use crate::error::CallError;
 use crate::transport::frame::FrameBuf;

@@ -17,8 +17,9 @@ use bytes::Bytes;
 use futures::Stream;
 
 use super::credit::credit_frame;
+use super::item::ItemMessage;
+use super::streaming::Streaming;
 use super::window::ReceiveWindow;
-use super::{ItemMessage, Streaming};
 use crate::codec::Codec;
 use crate::transport::writer::FrameSink;
 
@@ -213,7 +214,7 @@ impl<M: ItemMessage> Stream for UploadItems<M> {
         match self
             .codec
             .decode::<M>(&payload)
-            .map_err(crate::Error::from)
+            .map_err(crate::error::Error::from)
             .and_then(M::into_item)
         {
             Ok(item) => Poll::Ready(Some(item)),

@@ -14,6 +14,7 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::gauge::InFlightGauge;
 use super::in_flight::CallSlot;
 use super::rejected::CallRejected;
 use super::reply::{queue_reply, HandlerOutcome, ReplyTo};
@@ -269,15 +270,6 @@ impl Ended {
             Some(Ok(Err(call_error))) => Self::Failed(call_error.code()),
             Some(Ok(Ok(_))) => Self::Ok,
         }
-    }
-}
-
-/// Takes a call off the in-flight gauge when dropped.
-pub(super) struct InFlightGauge(pub(super) ::metrics::Gauge);
-
-impl Drop for InFlightGauge {
-    fn drop(&mut self) {
-        self.0.decrement(1.0);
     }
 }
 

@@ -7,7 +7,8 @@
 //! `admission.rs` how a request becomes a running call (cancellation, deadline, inline or
 //! spawned); `in_flight.rs` the calls running, by request id and against the connection's
 //! limit; `reply.rs` how an outcome becomes a frame; `rejected.rs` why a call was not
-//! started.
+//! started; `stream.rs` a stream call's task (items, credit, its one end); `gauge.rs` a
+//! running call's share of the in-flight gauge.
 //!
 //! Memory: a server holds one task per connection for the connection's whole life, most of
 //! them idle, so that task is kept small. Opening a connection ([`open_connection`]) runs in
@@ -16,6 +17,7 @@
 //! once (a wait for a call slot, the close) is boxed.
 
 mod admission;
+mod gauge;
 mod handshake;
 mod in_flight;
 mod rejected;

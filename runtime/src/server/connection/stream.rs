@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::admission::InFlightGauge;
+use super::gauge::InFlightGauge;
 use super::in_flight::{CallSlot, InFlight};
 use super::reply::{panic_message, HandlerOutcome};
 use crate::error::{CallError, ErrorCode};
