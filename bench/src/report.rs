@@ -413,9 +413,7 @@ pub fn stream_summary(results: &[CellResult], workloads: &[Workload]) -> String 
         }
     }
     if !out.is_empty() {
-        out.push_str(
-            "uploads (client streams): no cell yet\n",
-        );
+        out.push_str("uploads (client streams): no cell yet\n");
     }
     out
 }
