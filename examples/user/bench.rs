@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use wirecall::{Channel, ChannelBuilder, ClientTlsConfig, Codec, Server, ServerTlsConfig};
 
-use super::{fanly, tour, Options, UserServiceClient, UserServiceServer, Users};
+use super::{fanly, tour, Options, UserFeedServer, UserServiceClient, UserServiceServer, Users};
 
 /// A debug build is several times slower than a release one: say so beside every table.
 fn note_the_build() {
@@ -81,6 +81,7 @@ pub(crate) async fn run_over_tls(options: &Options) -> Result<(), Box<dyn std::e
     let (server_tls, client_tls) = throwaway_certificates()?;
     let tls_server = Server::builder()
         .serve(UserServiceServer::new(Users))
+        .serve(UserFeedServer::new(Users))
         .serve(BulkServer::new(Users))
         .tls(server_tls)
         .generated_token()
