@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use wirecall_runtime::stream::DEFAULT_STREAM_WINDOW;
+use wirecall_runtime::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
 
 use crate::model::Case;
 
@@ -144,25 +144,65 @@ pub enum Workload {
     Streams {
         /// Streams open at once.
         streams: usize,
-        /// Items each stream may have in flight: wirecall's `stream_window`, the raw
-        /// floor's credit (tonic keeps HTTP/2's windows).
-        window: u32,
+        /// How each stream's credit window is sized (tonic keeps HTTP/2's windows).
+        window: StreamWindow,
     },
     /// S3: sequential 1-object calls on one connection, alone and beside a server stream
     /// on the same connection that is read as fast as it comes.
     UnaryBesideStream,
 }
 
+/// How a stream cell's clients size each stream's credit window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StreamWindow {
+    /// wirecall's default: `stream_window` (32) items at first, then sized towards
+    /// `stream_window_bytes` (1 MiB) of items. The raw floor, which has no sizing, gets the
+    /// window that comes to with these items: [`SIZED_RAW_WINDOW`].
+    Sized,
+    /// A fixed window of this many items for wirecall (its sizing off) and the raw floor.
+    Fixed(u32),
+}
+
+/// The raw floor's window where wirecall sizes its own: what wirecall's sizing comes to with
+/// these items, 1 MiB over 1 KiB and the 64 bytes wirecall counts an item beyond its body.
+pub const SIZED_RAW_WINDOW: u32 = DEFAULT_STREAM_WINDOW_BYTES / (1024 + 64);
+
+impl StreamWindow {
+    /// The items wirecall's client grants at the open.
+    pub fn initial_items(self) -> u32 {
+        match self {
+            StreamWindow::Sized => DEFAULT_STREAM_WINDOW,
+            StreamWindow::Fixed(items) => items,
+        }
+    }
+
+    /// The bytes wirecall's window sizes itself towards (0: fixed).
+    pub fn bytes(self) -> u32 {
+        match self {
+            StreamWindow::Sized => DEFAULT_STREAM_WINDOW_BYTES,
+            StreamWindow::Fixed(_) => 0,
+        }
+    }
+
+    /// The raw floor's fixed window.
+    pub fn raw_items(self) -> u32 {
+        match self {
+            StreamWindow::Sized => SIZED_RAW_WINDOW,
+            StreamWindow::Fixed(items) => items,
+        }
+    }
+}
+
 /// Streams open at once in S2.
 pub const CONCURRENT_STREAMS: usize = 100;
 
 /// The stream window of `S1-w2048`: 2 MiB of 1 KiB items, the window tonic's client gives
-/// each stream (hyper's default), where wirecall's default is 32 items.
+/// each stream (hyper's default).
 pub const LARGE_STREAM_WINDOW: u32 = 2048;
 
 impl Workload {
     /// Every workload variant, in table order.
-    pub const ALL: [Workload; 17] = [
+    pub const ALL: [Workload; 18] = [
         Workload::Sequential(Case::Dictionary),
         Workload::Sequential(Case::User),
         Workload::Sequential(Case::Users10),
@@ -184,15 +224,19 @@ impl Workload {
         Workload::Allocations,
         Workload::Streams {
             streams: 1,
-            window: DEFAULT_STREAM_WINDOW,
+            window: StreamWindow::Sized,
         },
         Workload::Streams {
             streams: 1,
-            window: LARGE_STREAM_WINDOW,
+            window: StreamWindow::Fixed(DEFAULT_STREAM_WINDOW),
+        },
+        Workload::Streams {
+            streams: 1,
+            window: StreamWindow::Fixed(LARGE_STREAM_WINDOW),
         },
         Workload::Streams {
             streams: CONCURRENT_STREAMS,
-            window: DEFAULT_STREAM_WINDOW,
+            window: StreamWindow::Sized,
         },
         Workload::UnaryBesideStream,
     ];
@@ -223,9 +267,12 @@ impl Workload {
             Workload::Allocations => "W8".to_owned(),
             Workload::Streams {
                 streams: 1,
-                window: DEFAULT_STREAM_WINDOW,
+                window: StreamWindow::Sized,
             } => "S1".to_owned(),
-            Workload::Streams { streams: 1, window } => format!("S1-w{window}"),
+            Workload::Streams {
+                streams: 1,
+                window: StreamWindow::Fixed(items),
+            } => format!("S1-w{items}"),
             // S2's count is `CONCURRENT_STREAMS` with the default window, the only other in
             // `ALL`.
             Workload::Streams { .. } => "S2".to_owned(),
@@ -234,10 +281,10 @@ impl Workload {
     }
 
     /// The stream window the clients of a stream cell use (wirecall's default elsewhere).
-    pub fn stream_window(self) -> u32 {
+    pub fn stream_window(self) -> StreamWindow {
         match self {
             Workload::Streams { window, .. } => window,
-            _ => DEFAULT_STREAM_WINDOW,
+            _ => StreamWindow::Sized,
         }
     }
 
@@ -391,7 +438,7 @@ mod tests {
             .collect();
         assert_eq!(
             ids.join(" "),
-            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w2048 S2 S3"
+            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3"
         );
         assert!(!Target::Tarpc(TarpcFormat::Bincode).supports(Workload::UnaryBesideStream));
     }

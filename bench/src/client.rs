@@ -73,7 +73,8 @@ pub async fn run(
         }
         Target::Tonic => run_workload(&TonicRpc::new(addr, fixtures)?, workload, &scale).await?,
         Target::RawTcp => {
-            let rpc = RawRpc::new(addr, &fixtures).with_stream_window(workload.stream_window());
+            let rpc = RawRpc::new(addr, &fixtures)
+                .with_stream_window(workload.stream_window().raw_items());
             run_workload(&rpc, workload, &scale).await?
         }
     };

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
+use crate::cell::StreamWindow;
 use crate::cell::{Target, TarpcFormat, Workload};
 use crate::measure::median;
 
@@ -538,7 +540,7 @@ mod tests {
         wirecall.p50_us = Some(60.0);
         let s1 = Workload::Streams {
             streams: 1,
-            window: 32,
+            window: StreamWindow::Sized,
         };
         let items = |target, secs| result(target, s1, secs);
         let results = vec![

@@ -95,7 +95,7 @@ impl RawRpc {
         }
     }
 
-    /// Streams whose credit window is `items` (default: wirecall's, 32).
+    /// Streams whose credit window is `items` (default 32, what wirecall grants at the open).
     pub fn with_stream_window(mut self, items: u32) -> Self {
         self.stream_window = items;
         self

@@ -10,6 +10,7 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use wirecall::{Channel, Codec, RunningServer, Server, Streaming};
 
 use super::{calls_beside, fan_out, read_streams, BenchResult, BesideStream, Counter, Rpc, Stamps};
+use crate::cell::StreamWindow;
 use crate::measure::Latencies;
 use crate::model::{
     big_request_users, fanly, stamped_items, Case, Fixtures, StreamItem, RECORD_LEN,
@@ -71,7 +72,7 @@ pub struct WirecallRpc {
     addr: SocketAddr,
     codec: Codec,
     fixtures: Arc<Fixtures>,
-    stream_window: u32,
+    stream_window: StreamWindow,
 }
 
 impl WirecallRpc {
@@ -81,13 +82,13 @@ impl WirecallRpc {
             addr,
             codec,
             fixtures,
-            stream_window: wirecall_runtime::stream::DEFAULT_STREAM_WINDOW,
+            stream_window: StreamWindow::Sized,
         }
     }
 
-    /// Connections whose server streams may have `items` in flight (default 32).
-    pub fn with_stream_window(mut self, items: u32) -> Self {
-        self.stream_window = items;
+    /// Connections whose server streams size their credit windows so (default: wirecall's).
+    pub fn with_stream_window(mut self, window: StreamWindow) -> Self {
+        self.stream_window = window;
         self
     }
 }
@@ -98,7 +99,8 @@ impl Rpc for WirecallRpc {
     async fn connect(&self) -> BenchResult<UserServiceClient> {
         let channel = Channel::builder()
             .codec(self.codec)
-            .stream_window(self.stream_window)
+            .stream_window(self.stream_window.initial_items())
+            .stream_window_bytes(self.stream_window.bytes())
             .connect(self.addr)
             .await?;
         Ok(UserServiceClient::new(channel))

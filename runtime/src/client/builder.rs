@@ -211,13 +211,28 @@ impl ChannelBuilder {
         self
     }
 
-    /// How many items of a server stream the server may send ahead of the consumer (default
-    /// 32, at most 65,536): the stream's credit window. The client grants the window when it
-    /// opens a stream and half of it again each time its consumer has taken half, so a
-    /// stream buffers at most this many items, and a consumer that stops reading pauses the
-    /// producer. Larger windows suit small items on long round trips.
+    /// How many items of a server stream the server may send ahead of the consumer at first
+    /// (default 32, at most 65,536): the stream's credit window, granted when the client
+    /// opens the stream and half of it again each time its consumer has taken half, so that a
+    /// consumer that stops reading pauses the producer. The window then sizes itself from the
+    /// items that come (see [`stream_window_bytes`](Self::stream_window_bytes)), never below
+    /// this.
     pub fn stream_window(mut self, items: u32) -> Self {
-        self.settings.stream_window = items.clamp(1, crate::wire::MAX_STREAM_CREDIT);
+        self.settings.stream_window.items = items.clamp(1, crate::wire::MAX_STREAM_CREDIT);
+        self
+    }
+
+    /// The bytes of items a server stream's window grows towards (default 1 MiB; 0 keeps the
+    /// window at [`stream_window`](Self::stream_window) items). Credit counts items, so once
+    /// items have come the client sizes the window to this many bytes divided by the largest
+    /// item seen on the stream (plus 64 bytes an item for its frame header and queue place):
+    /// 1 KiB items get about 960 items in flight, a round trip per half MiB rather than per
+    /// 16 KiB; 64 KiB items keep the 32 of `stream_window`. A stream
+    /// buffers about this much once its items are known, and at most the window's items of
+    /// the largest item size (an item larger than any before it can overshoot the budget,
+    /// never the credit).
+    pub fn stream_window_bytes(mut self, bytes: u32) -> Self {
+        self.settings.stream_window.bytes = bytes;
         self
     }
 

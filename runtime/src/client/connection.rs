@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
+use crate::stream::window::WindowSize;
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::metadata::Metadata;
@@ -52,7 +53,7 @@ pub(crate) struct Connection {
     /// For a connection opened with early calls: what its server hello said, once read.
     pub(super) hello: Option<watch::Receiver<Verdict>>,
     /// The credit window of the server streams opened on this connection.
-    pub(super) stream_window: u32,
+    pub(super) stream_window: WindowSize,
     pub(super) peer: Option<SocketAddr>,
     pub(super) reader: JoinHandle<()>,
     /// The reader and writer tasks, so that closing can wait for both to end.

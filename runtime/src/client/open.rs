@@ -114,7 +114,7 @@ impl Connection {
             return Err(self.pending.closed_error());
         }
         self.sink
-            .send_control(credit_frame(request_id, self.stream_window));
+            .send_control(credit_frame(request_id, self.stream_window.items));
         Ok((stream, request_id))
     }
 }

@@ -20,6 +20,7 @@ use super::deadlines::{Deadlines, Expiry};
 use super::stream_slot::{StreamNext, StreamSlot};
 use super::upload_sender::UploadSender;
 use crate::stream::credit::SendCredit;
+use crate::stream::window::WindowSize;
 
 use crate::error::{Error, ErrorCode};
 use crate::id_hash::IdMap;
@@ -170,12 +171,12 @@ impl PendingCalls {
         self.register_slot(id, Slot::Waiting(None), deadline)
     }
 
-    /// Registers server stream `id`, which has granted the server `window` items, to time
-    /// out at `deadline` (after its timeout) if it has one.
+    /// Registers server stream `id`, which has granted the server `window.items` items, to
+    /// time out at `deadline` (after its timeout) if it has one.
     pub(crate) fn register_stream(
         &self,
         id: u64,
-        window: u32,
+        window: WindowSize,
         upload: Option<UploadSender>,
         deadline: Option<(Instant, std::time::Duration)>,
     ) -> Result<(), Error> {

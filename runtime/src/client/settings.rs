@@ -7,7 +7,8 @@ use crate::auth::Token;
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::negotiate::{check_codec_list, PROTOCOL_VERSION};
-use crate::stream::DEFAULT_STREAM_WINDOW;
+use crate::stream::window::WindowSize;
+use crate::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
 use crate::transport::frame::DEFAULT_MAX_FRAME_LEN;
@@ -44,8 +45,9 @@ pub(crate) struct ConnectionSettings {
     pub(crate) max_protocol_version: u8,
     /// Send the first calls behind the hello to servers known to understand early calls.
     pub(crate) early_calls: bool,
-    /// Items a server stream may send ahead of its consumer (its credit window).
-    pub(crate) stream_window: u32,
+    /// Items a server stream may send ahead of its consumer (its credit window) at first, and
+    /// the bytes of items the window then sizes itself towards.
+    pub(crate) stream_window: WindowSize,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<ClientTlsConfig>,
 }
@@ -63,7 +65,10 @@ impl Default for ConnectionSettings {
             token: None,
             max_protocol_version: PROTOCOL_VERSION,
             early_calls: true,
-            stream_window: DEFAULT_STREAM_WINDOW,
+            stream_window: WindowSize {
+                items: DEFAULT_STREAM_WINDOW,
+                bytes: DEFAULT_STREAM_WINDOW_BYTES,
+            },
             #[cfg(feature = "tls")]
             tls: None,
         }

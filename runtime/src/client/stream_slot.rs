@@ -11,7 +11,7 @@ use std::task::Waker;
 use super::upload_sender::UploadSender;
 use crate::error::Error;
 use crate::stream::credit::CreditError;
-use crate::stream::window::ReceiveWindow;
+use crate::stream::window::{ReceiveWindow, WindowSize};
 use crate::transport::frame::Frame;
 
 /// A server stream, as its connection's pending table holds it.
@@ -38,8 +38,8 @@ pub(crate) enum StreamNext {
 }
 
 impl StreamSlot {
-    /// A stream that has granted the server `window` items.
-    pub(super) fn new(window: u32) -> Self {
+    /// A stream that has granted the server `window.items` items.
+    pub(super) fn new(window: WindowSize) -> Self {
         Self {
             items: VecDeque::new(),
             end: None,
@@ -73,7 +73,7 @@ impl StreamSlot {
     /// Takes an item the server sent; an error (a protocol violation) when it had no credit
     /// for it. Returns the consumer's waker.
     pub(super) fn push(&mut self, item: Frame) -> Result<Option<Waker>, String> {
-        if !self.window.receive() {
+        if !self.window.receive(item.payload.len()) {
             return Err(format!(
                 "protocol violation: the server sent an item on stream {} without credit",
                 item.request_id
@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn credit_is_granted_back_half_a_window_at_a_time() {
-        let mut slot = StreamSlot::new(4);
+        let mut slot = StreamSlot::new(WindowSize { items: 4, bytes: 0 });
         for _ in 0..4 {
             slot.push(item()).unwrap();
         }
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn the_end_comes_after_the_last_item() {
-        let mut slot = StreamSlot::new(2);
+        let mut slot = StreamSlot::new(WindowSize { items: 2, bytes: 0 });
         slot.push(item()).unwrap();
         slot.end = Some(Ok(Frame::control(FrameKind::End, 1)));
         assert!(matches!(slot.next(), Some(StreamNext::Item(_, None))));

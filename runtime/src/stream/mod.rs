@@ -24,4 +24,9 @@ pub use upload::Upload;
 /// have sent ahead of its consumer (see `ChannelBuilder::stream_window`).
 pub const DEFAULT_STREAM_WINDOW: u32 = 32;
 
+/// The bytes of items a stream's window grows towards once items have come (see
+/// `ChannelBuilder::stream_window_bytes`): 1 MiB, so 1 KiB items get a window of about 960
+/// (each item counts 64 bytes more, for its header and queue place).
+pub const DEFAULT_STREAM_WINDOW_BYTES: u32 = 1024 * 1024;
+
 pub use crate::wire::MAX_STREAM_CREDIT;

@@ -19,7 +19,7 @@ use futures::Stream;
 use super::credit::credit_frame;
 use super::item::ItemMessage;
 use super::streaming::Streaming;
-use super::window::ReceiveWindow;
+use super::window::{ReceiveWindow, WindowSize};
 use crate::codec::Codec;
 use crate::transport::writer::FrameSink;
 
@@ -85,10 +85,10 @@ struct UploadState {
 }
 
 impl UploadQueue {
-    /// The queue of upload `request_id`, and its first credit (`window` items), queued on
+    /// The queue of upload `request_id`, and its first credit (`window.items`), queued on
     /// `sink` for the client.
-    pub(crate) fn open(sink: FrameSink, request_id: u64, window: u32) -> Arc<Self> {
-        sink.send_control(credit_frame(request_id, window));
+    pub(crate) fn open(sink: FrameSink, request_id: u64, window: WindowSize) -> Arc<Self> {
+        sink.send_control(credit_frame(request_id, window.items));
         Arc::new(Self {
             state: Mutex::new(UploadState {
                 items: VecDeque::new(),
@@ -119,7 +119,7 @@ impl UploadQueue {
                     self.request_id
                 ));
             }
-            if !state.window.receive() {
+            if !state.window.receive(item.len()) {
                 return Err(format!(
                     "an upload Item on stream {} without credit",
                     self.request_id

@@ -1,5 +1,28 @@
 //! The receiver's side of a stream's credit: how many items the sender may still send, and
 //! when to grant it more. The client keeps one per server stream, the server one per upload.
+//!
+//! Credit on the wire counts items, but what a receiver has to hold is bytes: 32 items of
+//! 1 KiB are a round trip per 16 KiB, while 32 items of 1 MiB are 32 MiB of buffer. So the
+//! window starts at its configured number of items and then sizes itself from the items it
+//! receives: it grows (or shrinks, as items are taken) towards `budget` bytes divided by
+//! the largest item seen so far, never below the configured items and never above
+//! [`MAX_STREAM_CREDIT`]. Small items get a deep window, large ones keep the configured one;
+//! the sender needs to know nothing of it (its credit is just larger).
+
+use crate::wire::MAX_STREAM_CREDIT;
+
+/// What an item costs its receiver beyond its payload, counted against the budget: its frame
+/// header and its place in the queue. Without it, tiny items would get a window whose queue
+/// alone outweighs the budget.
+const ITEM_OVERHEAD: u32 = 64;
+
+/// How large a receiver's window is: `items` at first, then sized towards `bytes` of items
+/// (0: never resized).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WindowSize {
+    pub(crate) items: u32,
+    pub(crate) bytes: u32,
+}
 
 /// The credit a receiver has granted: an item the sender had no credit for is a protocol
 /// violation, and credit is granted back half a window at a time as the consumer takes
@@ -11,28 +34,54 @@ pub(crate) struct ReceiveWindow {
     outstanding: u32,
     /// Items taken since credit was last granted.
     taken: u32,
+    /// The credit given and not yet given back: outstanding, plus items held or taken since
+    /// the last grant.
     window: u32,
+    /// The smallest window: the configured items, granted at the open.
+    floor: u32,
+    /// The bytes of items the window grows towards (0: it never grows).
+    budget: u32,
+    /// The largest item received, in bytes with its overhead (0 until an item has come).
+    largest: u32,
 }
 
 impl ReceiveWindow {
-    /// A window of `window` items, all granted at once (the first `Credit` frame).
-    pub(crate) fn granted(window: u32) -> Self {
+    /// A window of `size.items` items, all granted at once (the first `Credit` frame), which
+    /// then sizes itself towards `size.bytes` of items.
+    pub(crate) fn granted(size: WindowSize) -> Self {
+        let items = size.items.clamp(1, MAX_STREAM_CREDIT);
         Self {
-            outstanding: window,
+            outstanding: items,
             taken: 0,
-            window,
+            window: items,
+            floor: items,
+            budget: size.bytes,
+            largest: 0,
         }
     }
 
-    /// Counts an item that arrived; false when the sender had no credit for it.
-    pub(crate) fn receive(&mut self) -> bool {
+    /// Counts an item of `len` bytes that arrived; false when the sender had no credit for
+    /// it.
+    pub(crate) fn receive(&mut self, len: usize) -> bool {
         match self.outstanding.checked_sub(1) {
             Some(left) => {
                 self.outstanding = left;
+                let cost = u32::try_from(len)
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(ITEM_OVERHEAD);
+                self.largest = self.largest.max(cost);
                 true
             }
             None => false,
         }
+    }
+
+    /// The window the items seen so far call for.
+    fn target(&self) -> u32 {
+        if self.budget == 0 || self.largest == 0 {
+            return self.window;
+        }
+        (self.budget / self.largest).clamp(self.floor, MAX_STREAM_CREDIT)
     }
 
     /// Counts an item the consumer took; the credit to grant now, if any.
@@ -41,9 +90,15 @@ impl ReceiveWindow {
         if self.taken < (self.window / 2).max(1) {
             return None;
         }
-        let grant = std::mem::take(&mut self.taken);
+        let target = self.target();
+        // Growing adds credit at once; shrinking holds back taken items until the window is
+        // down to its target, so that what was granted is never taken back.
+        let grow = target.saturating_sub(self.window);
+        let shed = self.window.saturating_sub(target).min(self.taken);
+        let grant = std::mem::take(&mut self.taken) - shed + grow;
+        self.window = self.window - shed + grow;
         self.outstanding += grant;
-        Some(grant)
+        (grant > 0).then_some(grant)
     }
 }
 
@@ -51,23 +106,62 @@ impl ReceiveWindow {
 mod tests {
     use super::*;
 
+    fn size(items: u32, bytes: u32) -> WindowSize {
+        WindowSize { items, bytes }
+    }
+
     #[test]
     fn credit_is_granted_back_half_a_window_at_a_time() {
-        let mut window = ReceiveWindow::granted(4);
-        assert!((0..4).all(|_| window.receive()));
-        assert!(!window.receive(), "a fifth item had no credit");
+        let mut window = ReceiveWindow::granted(size(4, 0));
+        assert!((0..4).all(|_| window.receive(1024)));
+        assert!(!window.receive(1024), "a fifth item had no credit");
         assert_eq!(window.take(), None);
         assert_eq!(window.take(), Some(2));
-        assert!(window.receive() && window.receive());
-        assert!(!window.receive());
+        assert!(window.receive(1024) && window.receive(1024));
+        assert!(!window.receive(1024));
     }
 
     #[test]
     fn a_window_of_one_grants_each_item_back() {
-        let mut window = ReceiveWindow::granted(1);
-        assert!(window.receive());
-        assert!(!window.receive());
+        let mut window = ReceiveWindow::granted(size(1, 0));
+        assert!(window.receive(10));
+        assert!(!window.receive(10));
         assert_eq!(window.take(), Some(1));
-        assert!(window.receive());
+        assert!(window.receive(10));
+    }
+
+    #[test]
+    fn small_items_grow_the_window_towards_the_budget() {
+        // 1 KiB items and a budget of 64 of them: 64 items.
+        let mut window = ReceiveWindow::granted(size(4, 64 * (1024 + ITEM_OVERHEAD)));
+        assert!((0..4).all(|_| window.receive(1024)));
+        assert_eq!(window.take(), None);
+        assert_eq!(window.take(), Some(2 + 60), "the two taken, and 60 more");
+        assert!((0..62).all(|_| window.receive(1024)));
+        assert!(!window.receive(1024), "the window is 64 items");
+    }
+
+    #[test]
+    fn a_larger_item_shrinks_the_window_as_items_are_taken() {
+        let mut window = ReceiveWindow::granted(size(2, 16 * (1024 + ITEM_OVERHEAD)));
+        assert!(window.receive(1024) && window.receive(1024));
+        assert_eq!(window.take(), Some(15), "grown to 16 items of 1 KiB");
+        assert_eq!(window.take(), None);
+        // 8 KiB items: the target is 2 items. What was granted stays granted.
+        assert!((0..15).all(|_| window.receive(8 * 1024)));
+        assert!(!window.receive(8 * 1024));
+        assert!(
+            (0..13).all(|_| window.take().is_none()),
+            "the window sheds 14 items on its way down to 2"
+        );
+        assert_eq!(window.window, 2);
+        assert_eq!(window.take(), Some(1));
+    }
+
+    #[test]
+    fn the_window_never_shrinks_below_its_configured_items() {
+        let mut window = ReceiveWindow::granted(size(8, 1024));
+        assert!(window.receive(1024 * 1024));
+        assert_eq!(window.target(), 8);
     }
 }

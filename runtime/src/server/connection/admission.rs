@@ -27,10 +27,17 @@ use crate::server::metrics::{self, Outcome as Ended};
 use crate::server::request::Request;
 use crate::server::shared::Shared;
 use crate::stream::upload::{Upload, UploadQueue};
-use crate::stream::DEFAULT_STREAM_WINDOW;
+use crate::stream::window::WindowSize;
+use crate::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
 use crate::transport::writer::Delivery;
+
+/// The credit window of an upload: the client's default for server streams.
+const UPLOAD_WINDOW: WindowSize = WindowSize {
+    items: DEFAULT_STREAM_WINDOW,
+    bytes: DEFAULT_STREAM_WINDOW_BYTES,
+};
 
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
 ///
@@ -138,7 +145,7 @@ pub(super) fn start_call(
     };
     // An upload's items are queued from here on, and its first credit goes out now.
     let upload = (opens_stream && route.method.shape.takes_upload())
-        .then(|| UploadQueue::open(context.sink.clone(), request_id, DEFAULT_STREAM_WINDOW));
+        .then(|| UploadQueue::open(context.sink.clone(), request_id, UPLOAD_WINDOW));
     let open = opens_stream.then(|| match &upload {
         Some(queue) => Upload::new(Arc::clone(queue)),
         None => Upload::none(),
