@@ -23,11 +23,17 @@ pub async fn bench(
             "--calls and --concurrency must be at least 1".to_owned(),
         ));
     }
-    let prepared = Arc::new(PreparedCall::new(options, addr, target, args).await?);
+    let prepared = Arc::new(PreparedCall::new(options, addr, target, args, None).await?);
     if prepared.method.server_stream {
         return Err(CliError::Input(format!(
             "{target} is a server stream and `bench` measures unary calls; read the stream \
              with `wirecall call`"
+        )));
+    }
+    if prepared.method.upload.is_some() {
+        return Err(CliError::Input(format!(
+            "{target} takes an upload and `bench` measures unary calls; send the upload with \
+             `wirecall call`"
         )));
     }
     // One call first, so a call that cannot succeed fails once, not `calls` times.

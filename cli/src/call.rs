@@ -1,20 +1,31 @@
 //! `call`: one call with JSON arguments keyed by argument name, the reply printed as JSON
-//! (a server stream's items are printed by `stream.rs`).
+//! (a server stream's items are printed by `stream.rs`, and a method that takes an upload is
+//! called by `upload.rs`).
 
 use crate::output::out;
 use std::io::Read as _;
 
 use bytes::Bytes;
+use futures::Stream;
 use serde_json::Value;
 use wirecall::client::ItemStream;
+use wirecall::policy::{DeclaredPolicy, MethodPolicy};
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::{Channel, Codec, MethodId};
 
 use crate::connect::ConnectOptions;
 use crate::describe::{fetch_method, type_name};
 use crate::error::CliError;
+use crate::upload_lines::UploadSource;
 
-/// A method ready to be called: where, what, and the encoded arguments.
+/// The policy the CLI opens uploads under: none of its own. Like its unary calls and server
+/// streams, an upload is bounded by `--timeout` alone; the runtime takes uploads only with a
+/// declaration, which generated clients keep per method and the CLI, knowing the method by
+/// reflection, cannot.
+static NO_DECLARED_POLICY: DeclaredPolicy = DeclaredPolicy::new("", "", false, MethodPolicy::new());
+
+/// A method ready to be called: where, what, the encoded arguments and, for a method that
+/// takes an upload, where its items come from.
 pub struct PreparedCall {
     /// The channel, on the JSON codec.
     pub channel: Channel,
@@ -26,21 +37,54 @@ pub struct PreparedCall {
     pub args: Value,
     /// The same, encoded.
     pub payload: Bytes,
+    /// Where the upload is read from: `Some` exactly when the method takes one.
+    pub upload_source: Option<UploadSource>,
 }
 
 impl PreparedCall {
     /// Connects with the JSON codec, learns the method by reflection and checks `args`
-    /// against its argument names.
+    /// against its argument names. `upload` is the `--upload` option: for a method that
+    /// takes an upload, where its items come from (standard input when not given, which
+    /// then cannot also carry the arguments); for any other method it must be `None`.
     pub async fn new(
         options: &ConnectOptions,
         addr: &str,
         target: &str,
         args: Option<&str>,
+        upload: Option<UploadSource>,
     ) -> Result<Self, CliError> {
         options.json_only()?;
-        let args = read_args(args)?;
+        // Arguments given on the command line are checked before connecting; standard input
+        // is read only once the method says whether it carries the upload instead.
+        let given_args = match args {
+            None | Some("-") => None,
+            Some(operand) => Some(read_args_operand(operand)?),
+        };
         let channel = options.connect(addr, Some(Codec::Json)).await?;
         let (_, method) = fetch_method(&channel, target).await?;
+        let upload_source = match (&method.upload, upload) {
+            (Some(_), upload) => Some(upload.unwrap_or(UploadSource::Stdin)),
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(CliError::Input(format!(
+                    "{target} takes no upload; drop `--upload`"
+                )))
+            }
+        };
+        let args = match given_args {
+            Some(args) => args,
+            None if upload_source.as_ref().is_some_and(UploadSource::is_stdin) => {
+                if args == Some("-") {
+                    return Err(CliError::Input(format!(
+                        "standard input carries the upload of {target}, so it cannot carry \
+                         the arguments too; give them as the operand or `@file`, or read the \
+                         upload from a file with `--upload FILE`"
+                    )));
+                }
+                Value::Object(Default::default())
+            }
+            None => read_args_from_stdin()?,
+        };
         let payload = check_args(&method, &args)?;
         Ok(Self {
             channel,
@@ -48,6 +92,7 @@ impl PreparedCall {
             method,
             args,
             payload,
+            upload_source,
         })
     }
 
@@ -70,6 +115,24 @@ impl PreparedCall {
             .open_stream::<JsonArgs, JsonItem>(
                 MethodId::new(self.method.id),
                 JsonArgs(self.args.clone()),
+            )
+            .await
+    }
+
+    /// Opens a method that takes an upload, sending `items` (whole item messages,
+    /// `{"value": ...}`) as the server's credit allows; the server's items (the one reply of
+    /// a client-streaming method, or a bidirectional method's items) come as for
+    /// [`open_stream`](Self::open_stream).
+    pub async fn open_upload<S>(&self, items: S) -> Result<ItemStream<Value>, wirecall::Error>
+    where
+        S: Stream<Item = Value> + Send + 'static,
+    {
+        self.channel
+            .open_upload_with_policy::<JsonArgs, JsonItem, JsonItem, S>(
+                MethodId::new(self.method.id),
+                &NO_DECLARED_POLICY,
+                JsonArgs(self.args.clone()),
+                items,
             )
             .await
     }
@@ -122,41 +185,56 @@ pub async fn print_reply(prepared: PreparedCall) -> Result<(), CliError> {
     };
     let reply: Value = serde_json::from_slice(&reply)
         .map_err(|error| CliError::Input(format!("the reply is not JSON: {error}")))?;
-    match Answer::read(&prepared.method.reply, &reply) {
+    print_answer(&prepared, &reply)
+}
+
+/// Prints a reply message as `call` does: the value indented on stdout, nothing for `()`, an
+/// application error on stderr (then [`CliError::Application`]).
+pub fn print_answer(prepared: &PreparedCall, reply: &Value) -> Result<(), CliError> {
+    match Answer::read(&prepared.method.reply, reply) {
         Answer::Nothing => {}
         Answer::Value(value) => out!("{}", pretty(value))?,
         Answer::ApplicationError(error) => {
             eprintln!("{}", pretty(error));
             return Err(CliError::Application {
-                method: prepared.target,
+                method: prepared.target.clone(),
             });
         }
     }
     Ok(())
 }
 
-/// The arguments text: the operand, `@file`, or standard input for `-` or nothing.
-fn read_args(args: Option<&str>) -> Result<Value, CliError> {
-    let text = match args {
-        None | Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|error| {
-                    CliError::Input(format!(
-                        "cannot read the arguments from standard input: {error}"
-                    ))
-                })?;
-            text
+/// The arguments given as the operand: a JSON object, or `@file` to read it from a file.
+fn read_args_operand(operand: &str) -> Result<Value, CliError> {
+    match operand.strip_prefix('@') {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| CliError::Input(format!("cannot read {path}: {error}")))?;
+            parse_args(&text)
         }
-        Some(path) if path.starts_with('@') => std::fs::read_to_string(&path[1..])
-            .map_err(|error| CliError::Input(format!("cannot read {}: {error}", &path[1..])))?,
-        Some(text) => text.to_owned(),
-    };
+        None => parse_args(operand),
+    }
+}
+
+/// The arguments read from standard input (the operand `-`, or none).
+fn read_args_from_stdin() -> Result<Value, CliError> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|error| {
+            CliError::Input(format!(
+                "cannot read the arguments from standard input: {error}"
+            ))
+        })?;
+    parse_args(&text)
+}
+
+/// The arguments text as JSON; nothing at all means none (`{}`).
+fn parse_args(text: &str) -> Result<Value, CliError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
-    serde_json::from_str(&text)
+    serde_json::from_str(text)
         .map_err(|error| CliError::Input(format!("the arguments are not JSON: {error}")))
 }
 

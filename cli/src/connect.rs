@@ -23,8 +23,8 @@ pub struct ConnectOptions {
     /// protobuf. `call` and `bench` send JSON and accept only json here
     #[arg(long, global = true, value_parser = parse_codec)]
     codec: Option<Codec>,
-    /// The deadline of each call, or of a whole server stream (`500ms`, `5s`, `2m`; a bare
-    /// number is seconds)
+    /// The deadline of each call, or of a whole stream: a server stream, or an upload and
+    /// its answer (`500ms`, `5s`, `2m`; a bare number is seconds)
     #[arg(long, global = true, value_parser = parse_duration, default_value = "10s")]
     timeout: Duration,
     /// Call metadata to send, `key=value`; repeat for more entries

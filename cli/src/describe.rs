@@ -150,6 +150,11 @@ pub fn render_schema(schema: &ServiceSchema) -> String {
             (None, false) => String::new(),
         };
         let mut marks = String::new();
+        // Beside the arguments, not among them: the upload is not a key of the arguments'
+        // JSON object, and `call` reads it from its own input.
+        if let Some(item) = &method.upload {
+            let _ = write!(marks, "  [upload: stream {}]", type_name(item));
+        }
         if method.oneway {
             marks.push_str("  [one-way]");
         }
@@ -277,7 +282,7 @@ pub fn type_name(ty: &TypeRef) -> String {
 
 #[cfg(test)]
 mod tests {
-    use wirecall::reflect::{MethodSchema, ReplySchema, ServiceSchema, TypeRef};
+    use wirecall::reflect::{FieldSchema, MethodSchema, ReplySchema, ServiceSchema, TypeRef};
 
     use super::render_schema;
 
@@ -351,6 +356,44 @@ mod tests {
             "  numbers() -> stream u64\n",
             "  ticks() -> stream Result<Tick, Refused>\n",
             "  beats() -> stream ()\n",
+        ] {
+            assert!(text.contains(line), "`{line}` missing from:\n{text}");
+        }
+    }
+
+    #[test]
+    fn an_upload_is_marked_with_its_item_type_beside_the_arguments() {
+        let method = |name: &str, server_stream: bool, upload: TypeRef| MethodSchema {
+            name: name.to_owned(),
+            id: 1,
+            doc: String::new(),
+            args: vec![FieldSchema {
+                name: "limit".to_owned(),
+                ty: TypeRef::U64,
+                doc: String::new(),
+            }],
+            reply: ReplySchema::Value(TypeRef::U64),
+            oneway: false,
+            idempotent: false,
+            policy: String::new(),
+            server_stream,
+            upload: Some(upload),
+        };
+        let schema = ServiceSchema {
+            name: "Meter".to_owned(),
+            doc: String::new(),
+            codecs: vec!["json".to_owned()],
+            methods: vec![
+                method("total", false, TypeRef::U64),
+                method("doubled", true, TypeRef::Named("Reading".to_owned())),
+            ],
+            types: Vec::new(),
+            described: true,
+        };
+        let text = render_schema(&schema);
+        for line in [
+            "  total(limit: u64) -> u64  [upload: stream u64]\n",
+            "  doubled(limit: u64) -> stream u64  [upload: stream Reading]\n",
         ] {
             assert!(text.contains(line), "`{line}` missing from:\n{text}");
         }

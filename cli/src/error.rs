@@ -30,6 +30,39 @@ pub enum CliError {
         /// Why.
         source: Error,
     },
+    /// A line of an upload is not one JSON value. The call is cancelled rather than ended
+    /// there, so that the server does not answer for the lines before it as if they were
+    /// the whole upload.
+    #[error(
+        "line {line} of {origin} is not JSON ({}); the upload of {target} takes one JSON \
+         value per line, each a {item_type}",
+        describe_json_error(.source)
+    )]
+    UploadNotJson {
+        /// Where the upload was read from: `standard input`, or the file's path.
+        origin: String,
+        /// The line's number, from 1, blank lines included.
+        line: u64,
+        /// `Service.method`.
+        target: String,
+        /// The type of one uploaded item, as `describe` shows it.
+        item_type: String,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+    /// A line of an upload could not be read (bytes that are not UTF-8, a failing device);
+    /// the call is cancelled, as for [`UploadNotJson`](Self::UploadNotJson).
+    #[error("cannot read line {line} of {origin}, the upload of {target}: {source}")]
+    UploadUnreadable {
+        /// Where the upload was read from.
+        origin: String,
+        /// The line's number, from 1.
+        line: u64,
+        /// `Service.method`.
+        target: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The method returned its application error (already printed).
     #[error("{method} returned an error")]
     Application {
@@ -48,7 +81,7 @@ impl CliError {
     /// The process exit code.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Input(_) => 1,
+            Self::Input(_) | Self::UploadNotJson { .. } | Self::UploadUnreadable { .. } => 1,
             Self::Connect { .. } => 3,
             Self::Call(_) | Self::StreamFailed { .. } => 4,
             Self::Application { .. } => 5,
@@ -64,6 +97,17 @@ fn describe_call_error(error: &Error) -> String {
     match error.code() {
         Some(code) => format!("error {code:?} (code {}): {error}", code.to_u16()),
         None => format!("call failed: {error}"),
+    }
+}
+
+/// `expected value at column 1`: serde_json's message without its `line 1`, which counts
+/// the lines of the one line it was given and would contradict the upload's line number.
+fn describe_json_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    match text.strip_suffix(&position) {
+        Some(message) => format!("{message} at column {}", error.column()),
+        None => text,
     }
 }
 

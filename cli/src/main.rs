@@ -11,6 +11,8 @@ mod describe;
 mod error;
 mod output;
 mod stream;
+mod upload;
+mod upload_lines;
 
 use std::process::ExitCode;
 
@@ -18,6 +20,7 @@ use clap::{Parser, Subcommand};
 
 use connect::ConnectOptions;
 use error::CliError;
+use upload_lines::UploadSource;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -27,13 +30,15 @@ Examples:
   echo '{\"user_id\":7}' | wirecall call 127.0.0.1:7000 UserService.find
   wirecall call 127.0.0.1:7000 UserService.get_user @user.json
   wirecall call 127.0.0.1:7000 UserFeed.list_users '{\"count\":3}' | jq .name
+  printf '1\\n2\\n3\\n' | wirecall call 127.0.0.1:7000 Meter.total '{\"limit\":10}'
+  wirecall call 127.0.0.1:7000 Meter.doubled --upload readings.jsonl
   wirecall proto 127.0.0.1:7000 > users.proto
   wirecall bench 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}' --calls 10000 --concurrency 32
 
 Exit codes:
   0  success, or stdout was closed early (`| head`, `| grep -q`)
-  1  bad input: arguments that are not a JSON object, an unknown service, method or argument;
-     or stdout could not be written
+  1  bad input: arguments that are not a JSON object, an unknown service, method or argument,
+     a line of an upload that is not JSON; or stdout could not be written
   2  bad command line (unknown option, missing operand)
   3  could not connect: refused, TLS failure, wrong or missing token, codec refused
   4  the call failed: the server answered with a wirecall error (its code and message are
@@ -69,15 +74,22 @@ enum Command {
         json: bool,
     },
     /// Call a method with arguments as a JSON object keyed by argument name; a server stream
-    /// prints one JSON line per item, as the items arrive
+    /// prints one JSON line per item, as the items arrive. A method that takes an upload
+    /// (client or bidirectional streaming) reads its items as JSON lines from standard input
+    /// (or `--upload FILE`) and sends each as it is read; the end of the input ends the upload
     Call {
         /// The server's address (`host:port`)
         addr: String,
         /// `Service.method`
         target: String,
         /// The arguments: a JSON object, `@file` to read it from a file, or `-` (or nothing)
-        /// to read it from standard input; `{}` when the method takes none
+        /// to read it from standard input; `{}` when the method takes none. When standard
+        /// input carries an upload, nothing means `{}`
         args: Option<String>,
+        /// For a method that takes an upload: read its items, one JSON value per line (blank
+        /// lines skipped), from FILE instead of standard input (`-`, the default)
+        #[arg(long, value_name = "FILE")]
+        upload: Option<String>,
     },
     /// Write a `.proto` file for every service that speaks Protobuf
     Proto {
@@ -104,10 +116,22 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli).await {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("wirecall: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // Dropping the runtime would wait for its blocking threads, and an upload answered before
+    // the end of its input leaves one in a read of standard input that cannot be cancelled
+    // (tokio's `Stdin` docs): the command would hang until the next line or the end of the
+    // input. Nothing else is left to wait for once `run` has returned.
+    runtime.shutdown_background();
+    match result {
         Ok(()) | Err(CliError::StdoutClosed) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("wirecall: {error}");
@@ -125,10 +149,18 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             service,
             json,
         } => describe::describe(options, &addr, &service, json).await,
-        Command::Call { addr, target, args } => {
+        Command::Call {
+            addr,
+            target,
+            args,
+            upload,
+        } => {
+            let upload = upload.as_deref().map(UploadSource::from_operand);
             let prepared =
-                call::PreparedCall::new(options, &addr, &target, args.as_deref()).await?;
-            if prepared.method.server_stream {
+                call::PreparedCall::new(options, &addr, &target, args.as_deref(), upload).await?;
+            if let Some(source) = &prepared.upload_source {
+                upload::call_with_upload(&prepared, source).await
+            } else if prepared.method.server_stream {
                 stream::print_items(&prepared).await
             } else {
                 call::print_reply(prepared).await

@@ -1,21 +1,44 @@
 //! `call` of a server-streaming method: each item printed as it arrives, one JSON line per
 //! item, so that the output can be piped into line-oriented tools (`jq`, `head`) while the
-//! stream is still open.
+//! stream is still open. A bidirectional method's items are printed here too (`upload.rs`
+//! sends its upload).
+
+use std::future::Future;
 
 use futures::StreamExt as _;
+use serde_json::Value;
+use wirecall::client::ItemStream;
 
 use crate::call::{pretty, Answer, PreparedCall};
 use crate::error::CliError;
 use crate::output::out;
 
-/// Opens the stream and prints its items until it ends. A method that returns `()` items
-/// prints `null` for each, so that every item has its line. An application error (`Err(e)`,
-/// a stream's last item) is printed on stderr as `call` prints it; a failed stream is a
-/// [`CliError::StreamFailed`].
+/// Opens the stream and prints its items until it ends (see [`print_each_item`]).
 pub async fn print_items(prepared: &PreparedCall) -> Result<(), CliError> {
-    let mut items = prepared.open_stream().await?;
+    let items = prepared.open_stream().await?;
+    print_each_item(prepared, items, std::future::pending()).await
+}
+
+/// Prints `items` until they end, or until `interrupted` gives a reason to stop (a line of
+/// the upload that is not JSON); dropping `items` then cancels the call. A method that
+/// returns `()` items prints `null` for each, so that every item has its line. An
+/// application error (`Err(e)`, a stream's last item) is printed on stderr as `call` prints
+/// it; a failed stream is a [`CliError::StreamFailed`].
+pub async fn print_each_item(
+    prepared: &PreparedCall,
+    mut items: ItemStream<Value>,
+    interrupted: impl Future<Output = CliError>,
+) -> Result<(), CliError> {
+    let mut interrupted = std::pin::pin!(interrupted);
     let mut printed = 0u64;
-    while let Some(item) = items.next().await {
+    loop {
+        let item = tokio::select! {
+            item = items.next() => item,
+            reason = &mut interrupted => return Err(reason),
+        };
+        let Some(item) = item else {
+            return Ok(());
+        };
         let message = item.map_err(|source| CliError::StreamFailed {
             target: prepared.target.clone(),
             items: printed,
@@ -34,5 +57,4 @@ pub async fn print_items(prepared: &PreparedCall) -> Result<(), CliError> {
         }
         printed += 1;
     }
-    Ok(())
 }
