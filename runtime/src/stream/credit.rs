@@ -93,6 +93,24 @@ impl SendCredit {
         Ok(())
     }
 
+    /// Spends one item of credit if there is some, without waiting; whether it did.
+    pub(crate) fn try_spend(&self) -> bool {
+        match self.permits.try_acquire() {
+            Ok(permit) => {
+                permit.forget();
+                self.outstanding.fetch_sub(1, Ordering::AcqRel);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether there is credit for an item now. Only the stream's sender spends credit, so
+    /// for it, credit seen here is still there when it spends it.
+    pub(crate) fn is_available(&self) -> bool {
+        self.permits.available_permits() > 0
+    }
+
     /// Spends one item of credit, waiting until there is some.
     pub(crate) async fn spend(&self) {
         // The semaphore is never closed: acquiring only waits.

@@ -8,6 +8,7 @@
 //! on their way to a handler. The client's side of a stream is
 //! `client/item_stream.rs`, the server's `server/connection/stream.rs`.
 
+pub(crate) mod batch;
 pub(crate) mod credit;
 mod item;
 pub(crate) mod outgoing;

@@ -1,56 +1,81 @@
-//! A server stream's items on their way to the wire: the handler's [`Streaming`] mapped to
-//! encoded item frames, and the generic helper generated code opens a stream through.
+//! A server stream's items on their way to the wire: the handler's [`Streaming`], each item
+//! encoded in the connection's codec as it is taken, and the generic helper generated code
+//! opens a stream through.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
-use bytes::Bytes;
-use futures::stream::{BoxStream, StreamExt};
+use bytes::{Bytes, BytesMut};
+use futures::stream::StreamExt;
 
 use super::item::ItemMessage;
 use super::streaming::Streaming;
 use super::upload::Upload;
 use crate::codec::{Codec, WireMessage};
 use crate::error::CallError;
-use crate::transport::frame::FrameBuf;
 
 /// The future of one opened stream call: its encoded items, or why it could not start.
 pub type OpenFuture = Pin<Box<dyn Future<Output = Result<OutgoingItems, CallError>> + Send>>;
 
-/// The items of an opened server stream, each encoded in the connection's codec, ready to be
-/// framed. Opaque: it travels through the server's layers inside a
-/// [`Reply`](crate::server::Reply).
-pub struct OutgoingItems(BoxStream<'static, Result<EncodedItem, CallError>>);
+/// The items of an opened server stream, each encoded in the connection's codec when it is
+/// taken, into the buffer the stream frames it in. Opaque: it travels through the server's
+/// layers inside a [`Reply`](crate::server::Reply).
+pub struct OutgoingItems(Box<dyn ItemSource>);
 
-/// One encoded item, and whether it is the stream's last (an application error).
-pub(crate) struct EncodedItem {
-    pub(crate) frame: FrameBuf,
-    pub(crate) last: bool,
+/// A producer whose items come out encoded: the item type, known to the generated code, is
+/// erased here, so that the connection's stream task is not generic.
+trait ItemSource: Send {
+    /// Polls the producer for its next item and appends it, encoded, to `out`: `Some(last)`
+    /// when it did (`last`: an application error, the stream's last item), `None` once the
+    /// producer has run out. An error leaves `out` with part of an item in it.
+    fn poll_encode(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut BytesMut,
+    ) -> Poll<Option<Result<bool, CallError>>>;
+}
+
+/// The items of a `Streaming<M::Item>`, encoded as `M`s.
+struct Encoding<M: ItemMessage> {
+    items: Streaming<M::Item>,
+    codec: Codec,
+}
+
+impl<M: ItemMessage> ItemSource for Encoding<M> {
+    fn poll_encode(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut BytesMut,
+    ) -> Poll<Option<Result<bool, CallError>>> {
+        let Some(item) = ready!(self.items.poll_next_unpin(cx)) else {
+            return Poll::Ready(None);
+        };
+        let (message, last) = M::from_item(item);
+        Poll::Ready(Some(
+            self.codec
+                .encode(&message, out)
+                .map(|()| last)
+                .map_err(CallError::Encode),
+        ))
+    }
 }
 
 impl OutgoingItems {
     /// Encodes each item of `items` as an `M` in `codec`.
     fn encoding<M: ItemMessage>(codec: Codec, items: Streaming<M::Item>) -> Self {
-        Self(
-            items
-                .map(move |item| {
-                    let (message, last) = M::from_item(item);
-                    let mut frame = FrameBuf::with_capacity(64);
-                    codec
-                        .encode(&message, frame.payload_writer())
-                        .map_err(CallError::Encode)?;
-                    Ok(EncodedItem { frame, last })
-                })
-                .boxed(),
-        )
+        Self(Box::new(Encoding::<M> { items, codec }))
     }
-}
 
-impl OutgoingItems {
-    /// The next encoded item; `None` once the producer has run out.
-    pub(crate) async fn next(&mut self) -> Option<Result<EncodedItem, CallError>> {
-        self.0.next().await
+    /// Polls the producer for its next item, appending it encoded to `out` (see
+    /// `ItemSource::poll_encode`).
+    pub(crate) fn poll_encode(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut BytesMut,
+    ) -> Poll<Option<Result<bool, CallError>>> {
+        self.0.poll_encode(cx, out)
     }
 }
 

@@ -261,7 +261,8 @@ impl Encoder<Frame> for FrameCodec {
     }
 }
 
-fn put_header(
+/// Writes a frame header (length prefix included) for a frame of `len` bytes after the prefix.
+pub(crate) fn put_header(
     dst: &mut impl BufMut,
     len: usize,
     kind: FrameKind,

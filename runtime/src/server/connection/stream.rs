@@ -7,13 +7,13 @@
 //! producer is dropped at once, without having to send first. The call's deadline bounds
 //! the whole stream.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures::future::{AbortHandle, Abortable, Aborted};
-use futures::FutureExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -25,8 +25,9 @@ use crate::error::{CallError, ErrorCode};
 use crate::method::MethodId;
 use crate::server::metrics::{Outcome, RouteMetrics};
 use crate::server::request::{Reply, ReplyBody};
+use crate::stream::batch::ItemBatch;
 use crate::stream::credit::SendCredit;
-use crate::stream::outgoing::EncodedItem;
+use crate::stream::outgoing::OutgoingItems;
 use crate::stream::upload::UploadQueue;
 use crate::transport::frame::{Frame, FrameKind};
 use crate::transport::writer::{Delivery, FrameSink};
@@ -170,50 +171,118 @@ where
             )
         }
     };
+    let mut batch = ItemBatch::new(opened.request_id, opened.send_limit);
     loop {
         // The producer is asked first, then the item waits for credit: so the stream's end
         // (or failure) goes out as soon as it is known, without waiting for credit that only
         // items need. The server holds at most this one item beyond the client's credit.
-        let next = AssertUnwindSafe(items.next()).catch_unwind().await;
-        let EncodedItem { frame, last } = match next {
-            Err(panic) => return panicked(opened, panic.as_ref()),
-            Ok(None) => return Ended::Complete,
-            Ok(Some(Err(call_error))) => return failed(call_error),
-            Ok(Some(Ok(item))) => item,
+        let first = poll_fn(|cx| produce_into(&mut items, &mut batch, opened, cx)).await;
+        let mut ended = match first {
+            Produced::Item { last } => last.then_some(Ended::Complete),
+            Produced::Exhausted => return Ended::Complete,
+            Produced::Ended(ended) => return ended,
         };
         credit.spend().await;
-        let frame = match frame.finish(
-            FrameKind::Item,
-            opened.request_id,
-            MethodId::new(0),
-            0,
-            opened.send_limit,
-        ) {
-            Ok(frame) => frame,
-            Err(err) => {
-                return Ended::Failed(
-                    ErrorCode::FrameTooLarge,
-                    format!("a stream item {err} that the client accepts (its max_frame_len)"),
-                )
-            }
-        };
-        if send_item(&opened.sink, &opened.sent_bytes, frame)
-            .await
-            .is_err()
-        {
-            return Ended::PeerGone;
+        // The items the producer has ready now, while credit lasts, go out in the same
+        // write; the first that is not ready sends the batch rather than waiting.
+        if ended.is_none() {
+            ended = produce_ready(&mut items, &mut batch, credit, opened);
         }
-        opened.items.increment(1);
-        if last {
-            return Ended::Complete;
+        if let Some((frames, count)) = batch.take() {
+            if send_items(opened, frames, count).await.is_err() {
+                return Ended::PeerGone;
+            }
+        }
+        if let Some(ended) = ended {
+            return ended;
         }
     }
 }
 
-/// Queues one item: the writer task batches a busy stream's items into few writes.
-async fn send_item(sink: &FrameSink, sent: &::metrics::Counter, frame: Bytes) -> Result<(), ()> {
-    sent.increment(frame.len() as u64);
-    sink.send(frame, Delivery::Background).await.map_err(|_| ())
+/// Frames the items the producer has ready now into `batch`, while credit lasts and the batch
+/// is not full; how the stream ended, if it did.
+fn produce_ready(
+    items: &mut OutgoingItems,
+    batch: &mut ItemBatch,
+    credit: &SendCredit,
+    opened: &OpenedStream,
+) -> Option<Ended> {
+    // Polled with a waker that does nothing: an item that is not ready ends the batch, and
+    // the next wait for an item polls with the task's own waker again.
+    let mut ready_now = Context::from_waker(Waker::noop());
+    while !batch.is_full() && credit.is_available() {
+        match produce_into(items, batch, opened, &mut ready_now) {
+            Poll::Pending => return None,
+            Poll::Ready(Produced::Item { last }) => {
+                credit.try_spend();
+                if last {
+                    return Some(Ended::Complete);
+                }
+            }
+            Poll::Ready(Produced::Exhausted) => return Some(Ended::Complete),
+            Poll::Ready(Produced::Ended(failure)) => return Some(failure),
+        }
+    }
+    None
+}
+
+/// What asking the producer for an item gave.
+enum Produced {
+    /// An item, now framed in the batch (`last`: the stream's application error).
+    Item { last: bool },
+    /// The producer ran out.
+    Exhausted,
+    /// The stream failed: the producer panicked or failed, or the item could not be sent.
+    Ended(Ended),
+}
+
+/// Polls the producer for one item and frames it at the end of `batch`. Whatever goes wrong
+/// (a panic, a codec error, a frame over the client's limit) leaves the batch's earlier items
+/// as they were, to be sent before the stream's error.
+fn produce_into(
+    items: &mut OutgoingItems,
+    batch: &mut ItemBatch,
+    opened: &OpenedStream,
+    cx: &mut Context<'_>,
+) -> Poll<Produced> {
+    let start = batch.begin();
+    let polled =
+        std::panic::catch_unwind(AssertUnwindSafe(|| items.poll_encode(cx, batch.payload())));
+    let last = match polled {
+        Ok(Poll::Ready(Some(Ok(last)))) => last,
+        other => {
+            batch.abandon(start);
+            return match other {
+                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Ready(None)) => Poll::Ready(Produced::Exhausted),
+                Ok(Poll::Ready(Some(Err(call_error)))) => {
+                    Poll::Ready(Produced::Ended(failed(call_error)))
+                }
+                Err(panic) => Poll::Ready(Produced::Ended(panicked(opened, panic.as_ref()))),
+                Ok(Poll::Ready(Some(Ok(_)))) => unreachable!("matched above"),
+            };
+        }
+    };
+    Poll::Ready(match batch.finish(start) {
+        Ok(()) => Produced::Item { last },
+        Err(err) => Produced::Ended(Ended::Failed(
+            ErrorCode::FrameTooLarge,
+            format!("a stream item {err} that the client accepts (its max_frame_len)"),
+        )),
+    })
+}
+
+/// Queues a batch of `count` items: the writer task coalesces a busy stream's batches into
+/// few writes.
+async fn send_items(opened: &OpenedStream, frames: Bytes, count: u64) -> Result<(), ()> {
+    opened.sent_bytes.increment(frames.len() as u64);
+    opened
+        .sink
+        .send(frames, Delivery::Background)
+        .await
+        .map_err(|_| ())?;
+    opened.items.increment(count);
+    Ok(())
 }
 
 fn failed(call_error: CallError) -> Ended {
