@@ -137,6 +137,9 @@ pub struct FrameCodec {
     allowed_flags: u8,
     /// The connection's protocol version: a kind newer than it is an unknown kind.
     version: u8,
+    /// Whether decoding reserves room in the buffer for the rest of a partial frame (off
+    /// when a [`FrameReader`](crate::transport::frame_reader) manages its buffers itself).
+    reserves: bool,
 }
 
 impl FrameCodec {
@@ -147,6 +150,7 @@ impl FrameCodec {
             max_frame_len,
             allowed_flags: 0,
             version: 1,
+            reserves: true,
         }
     }
 
@@ -157,12 +161,35 @@ impl FrameCodec {
             max_frame_len,
             allowed_flags: if version >= 2 { FLAG_METADATA } else { 0 },
             version,
+            reserves: true,
         }
     }
 
     /// The configured maximum.
     pub fn max_frame_len(&self) -> u32 {
         self.max_frame_len
+    }
+
+    /// The same codec, leaving the room in the buffer to its caller: decoding a partial frame
+    /// reserves nothing.
+    pub(crate) fn without_reserving(self) -> Self {
+        Self {
+            reserves: false,
+            ..self
+        }
+    }
+
+    /// How many more bytes the frame at the start of `src` needs before it decodes: 0 when
+    /// it is whole, or when its length is not valid (decoding it says why).
+    pub(crate) fn missing(&self, src: &[u8]) -> usize {
+        let Some(prefix) = src.get(..LENGTH_PREFIX_LEN) else {
+            return LENGTH_PREFIX_LEN - src.len();
+        };
+        let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+        if len > self.max_frame_len {
+            return 0;
+        }
+        (LENGTH_PREFIX_LEN + len as usize).saturating_sub(src.len())
     }
 }
 
@@ -178,7 +205,9 @@ impl Decoder for FrameCodec {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         let Some(prefix) = src.get(..LENGTH_PREFIX_LEN) else {
-            grow_if_full(src);
+            if self.reserves {
+                grow_if_full(src);
+            }
             return Ok(None);
         };
         let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
@@ -194,8 +223,10 @@ impl Decoder for FrameCodec {
         }
         let total = LENGTH_PREFIX_LEN + len as usize;
         if src.len() < total {
-            grow_if_full(src);
-            src.reserve(total - src.len());
+            if self.reserves {
+                grow_if_full(src);
+                src.reserve(total - src.len());
+            }
             return Ok(None);
         }
         src.advance(LENGTH_PREFIX_LEN);

@@ -29,6 +29,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::Decoder;
 
 use crate::transport::frame::{Frame, FrameCodec, FrameError};
+use crate::transport::spare_buffers::SpareBuffers;
 
 /// The capacity of a pooled server read buffer: room for a few small frames per read. The
 /// decoder grows a buffer beyond this for large frames (and drops it again afterwards).
@@ -112,10 +113,16 @@ pub(crate) struct FrameReader<R> {
     policy: ReadPolicy,
     /// Empty with no capacity while parked.
     buffer: BytesMut,
+    /// The size `buffer` was allocated with, when this reader allocated it for a burst (0: a
+    /// pooled buffer, or one the decoder grew).
+    buffer_size: usize,
     /// How much the next read offers to take: doubled after a read that took at least this
     /// much (the peer sends in bursts), halved back towards the policy's buffer size after
     /// one that took less than a quarter of it.
     read_size: usize,
+    /// The buffers this reader left in a burst, to read into again once their frames are
+    /// gone (let go when the connection calms down).
+    spare: SpareBuffers,
     eof: bool,
 }
 
@@ -123,10 +130,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub(crate) fn new(io: R, codec: FrameCodec, policy: ReadPolicy) -> Self {
         Self {
             io,
-            codec,
+            codec: codec.without_reserving(),
             policy,
             buffer: BytesMut::new(),
+            buffer_size: 0,
             read_size: policy.capacity(),
+            spare: SpareBuffers::default(),
             eof: false,
         }
     }
@@ -164,15 +173,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             let read = if self.buffer.capacity() == 0 {
                 self.poll_read_parked(cx)
             } else {
-                // In a burst, make room for the whole offer: in place once the frames read
-                // before are gone, else in a new buffer. A quiet connection reads into what
-                // its buffer has left (reserving would cost it an allocation now and then).
-                if self.read_size > self.policy.capacity()
-                    && self.buffer.capacity() - self.buffer.len() < self.read_size / 4
-                {
-                    let len = self.buffer.len();
-                    self.buffer.reserve(self.read_size.saturating_sub(len));
-                }
+                self.make_room();
                 tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buffer)
             };
             match ready!(read) {
@@ -183,13 +184,49 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// Before a read: room for the rest of the frame the buffer has begun, and in a burst for
+    /// most of the next read's offer. The room is made in place once the frames read before
+    /// are gone, else in a buffer left earlier whose frames are gone, else in a new one. A
+    /// quiet connection reads into what its buffer has left (reserving would cost it an
+    /// allocation now and then).
+    fn make_room(&mut self) {
+        let len = self.buffer.len();
+        let missing = self.codec.missing(&self.buffer);
+        let wanted_room = if self.read_size > self.policy.capacity() {
+            missing.max(self.read_size / 4)
+        } else {
+            missing.max(1)
+        };
+        if self.buffer.capacity() - len >= wanted_room {
+            return;
+        }
+        let wanted = (len + missing).max(self.read_size);
+        if self.buffer.try_reclaim(wanted - len) {
+            return;
+        }
+        let (mut next, size) = self
+            .spare
+            .take_free(wanted)
+            .unwrap_or_else(|| (BytesMut::with_capacity(wanted), wanted));
+        next.extend_from_slice(&self.buffer);
+        let left = std::mem::replace(&mut self.buffer, next);
+        let left_size = std::mem::replace(&mut self.buffer_size, size);
+        if left_size > 0 {
+            self.spare.keep(left, left_size);
+        }
+    }
+
     /// Doubles the next read's offer after a read of at least that much, up to
-    /// [`MAX_READ`]; halves it after one of less than a quarter of it.
+    /// [`MAX_READ`]; halves it after one of less than a quarter of it, and lets go of the
+    /// spare buffers once it is back at the policy's buffer size.
     fn adapt_read_size(&mut self, read: usize) {
         if read >= self.read_size {
             self.read_size = (self.read_size * 2).min(MAX_READ);
         } else if read < self.read_size / 4 {
             self.read_size = (self.read_size / 2).max(self.policy.capacity());
+            if self.read_size == self.policy.capacity() {
+                self.spare.clear();
+            }
         }
     }
 
@@ -204,6 +241,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         let filled = read.filled();
         if !filled.is_empty() {
             self.buffer = self.policy.take_buffer();
+            self.buffer_size = 0;
             self.buffer.extend_from_slice(filled);
         }
         Poll::Ready(Ok(filled.len()))
@@ -213,8 +251,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// is about to wait for its peer.
     pub(crate) fn park(&mut self) {
         if self.buffer.is_empty() && self.buffer.capacity() > 0 {
-            if let Some(kept) = self.policy.give_back(std::mem::take(&mut self.buffer)) {
-                self.buffer = kept;
+            match self.policy.give_back(std::mem::take(&mut self.buffer)) {
+                Some(kept) => self.buffer = kept,
+                None => self.buffer_size = 0,
             }
         }
     }
@@ -339,8 +378,8 @@ mod tests {
             assert_eq!(reader.next().await.unwrap().unwrap().request_id, id);
         }
         assert!(
-            reader.buffer.capacity() > CLIENT_READ_BUFFER,
-            "a burst larger than the buffer grows it"
+            reader.buffer_size > CLIENT_READ_BUFFER,
+            "a burst larger than the buffer reads into a larger one"
         );
         reader.park();
         // Lone frames again: the offer falls back to the policy's buffer size.
@@ -350,5 +389,41 @@ mod tests {
             reader.park();
         }
         assert_eq!(reader.read_size, CLIENT_READ_BUFFER);
+    }
+
+    #[tokio::test]
+    async fn a_busy_reader_reads_into_the_buffers_it_left_once_their_frames_are_gone() {
+        const BURST: u64 = 10_000;
+        let (mut tx, rx) = tokio::io::duplex(64 * 1024);
+        let mut reader = FrameReader::new(rx, FrameCodec::default(), ReadPolicy::Client);
+        let burst: Vec<u8> = (1..=BURST).flat_map(|id| ping(id).to_vec()).collect();
+        let writer = tokio::spawn(async move {
+            tx.write_all(&burst).await.unwrap();
+            tx.write_all(&burst).await.unwrap();
+            tx
+        });
+        // Frames held (a consumer that has not taken them yet): the reader moves on to new
+        // buffers and keeps the ones it left.
+        let mut held = Vec::new();
+        for _ in 0..BURST {
+            held.push(reader.next().await.unwrap().unwrap());
+        }
+        let kept = reader.spare.len();
+        assert!(
+            kept > 0,
+            "a burst with its frames held leaves buffers behind"
+        );
+        drop(held);
+        // Their frames gone, the buffers are read into again, while the second burst's
+        // frames are held in turn.
+        let mut held = Vec::new();
+        for _ in 0..BURST {
+            held.push(reader.next().await.unwrap().unwrap());
+        }
+        assert!(
+            reader.spare.reused() > 0,
+            "kept {kept} buffers after the first burst, none read into again"
+        );
+        drop(writer.await.unwrap());
     }
 }

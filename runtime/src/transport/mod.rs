@@ -4,12 +4,14 @@
 //!
 //! Layout: `stream.rs` is [`Transport`] and the TCP socket options; `frame.rs` the frame
 //! codec (a tokio-util `Decoder`/`Encoder` with an explicit limit) and frame buffers;
-//! `frame_reader.rs` reading frames without holding a buffer while idle; `writer.rs` the
+//! `frame_reader.rs` reading frames without holding a buffer while idle, and
+//! `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs` the
 //! write side a connection's senders share; `liveness.rs` when a silent peer counts as dead.
 
 pub mod frame;
 pub(crate) mod frame_reader;
 pub(crate) mod liveness;
+mod spare_buffers;
 mod stream;
 pub(crate) mod writer;
 
