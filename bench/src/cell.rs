@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use wirecall_runtime::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
 
-use crate::model::Case;
+use crate::model::{Case, CHUNK_LEN};
 
 /// The system under test and its encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,11 +89,11 @@ impl Target {
     }
 
     /// Whether the target can run `workload` at all (tarpc and gRPC have no one-way call,
-    /// tarpc has no server stream).
+    /// tarpc has no streams).
     pub fn supports(self, workload: Workload) -> bool {
         match workload {
             Workload::OneWay => !matches!(self, Target::Tarpc(_) | Target::Tonic),
-            Workload::Streams { .. } | Workload::UnaryBesideStream => {
+            Workload::Streams { .. } | Workload::UnaryBesideStream | Workload::Upload => {
                 !matches!(self, Target::Tarpc(_))
             }
             // A fairness cell of wirecall's own server: the other systems have no counterpart
@@ -150,6 +150,9 @@ pub enum Workload {
     /// S3: sequential 1-object calls on one connection, alone and beside a server stream
     /// on the same connection that is read as fast as it comes.
     UnaryBesideStream,
+    /// U1: one upload (client stream) of 64 KiB chunks on one connection, answered once with
+    /// the bytes the server received.
+    Upload,
 }
 
 /// How a stream cell's clients size each stream's credit window.
@@ -200,9 +203,22 @@ pub const CONCURRENT_STREAMS: usize = 100;
 /// each stream (hyper's default).
 pub const LARGE_STREAM_WINDOW: u32 = 2048;
 
+/// The raw floor's upload window in U1: what wirecall's server sizes an upload's window to
+/// with these chunks, 1 MiB over 64 KiB and the 64 bytes it counts an item beyond its body,
+/// but never below the 32 items it grants at first. So 32: the sizing leaves 64 KiB chunks
+/// at the first window.
+pub const UPLOAD_RAW_WINDOW: u32 = {
+    let sized = DEFAULT_STREAM_WINDOW_BYTES / (CHUNK_LEN as u32 + 64);
+    if sized > DEFAULT_STREAM_WINDOW {
+        sized
+    } else {
+        DEFAULT_STREAM_WINDOW
+    }
+};
+
 impl Workload {
     /// Every workload variant, in table order.
-    pub const ALL: [Workload; 18] = [
+    pub const ALL: [Workload; 19] = [
         Workload::Sequential(Case::Dictionary),
         Workload::Sequential(Case::User),
         Workload::Sequential(Case::Users10),
@@ -239,6 +255,7 @@ impl Workload {
             window: StreamWindow::Sized,
         },
         Workload::UnaryBesideStream,
+        Workload::Upload,
     ];
 
     /// The id used on the command line and in the results: `W1-1obj`, `W2-4x64`, `W3`, ...
@@ -277,6 +294,7 @@ impl Workload {
             // `ALL`.
             Workload::Streams { .. } => "S2".to_owned(),
             Workload::UnaryBesideStream => "S3".to_owned(),
+            Workload::Upload => "U1".to_owned(),
         }
     }
 
@@ -354,6 +372,10 @@ pub struct Scale {
     pub items_per_concurrent_stream: u64,
     /// S3 timed calls of each phase (alone, beside the stream), split over two rounds.
     pub beside_stream_calls: usize,
+    /// U1 chunks in the timed upload.
+    pub upload_chunks: u64,
+    /// U1 chunks in the untimed upload before it.
+    pub upload_warmup_chunks: u64,
     /// Connection attempts in progress at once while opening W4 and W6 connections; keeps the
     /// listen backlog from overflowing (an overflow costs a 1 s SYN retransmit).
     pub connect_fan_out: usize,
@@ -379,6 +401,9 @@ impl Scale {
         stream_items: 500_000,
         items_per_concurrent_stream: 5_000,
         beside_stream_calls: 10_000,
+        // 1 GiB.
+        upload_chunks: 16_384,
+        upload_warmup_chunks: 64,
         connect_fan_out: 64,
     };
 
@@ -401,6 +426,8 @@ impl Scale {
         stream_items: 200,
         items_per_concurrent_stream: 5,
         beside_stream_calls: 50,
+        upload_chunks: 40,
+        upload_warmup_chunks: 4,
         connect_fan_out: 8,
     };
 }
@@ -430,7 +457,7 @@ mod tests {
     }
 
     #[test]
-    fn tonic_runs_w1_to_w5_w8_and_the_stream_cells() {
+    fn tonic_runs_w1_to_w5_w8_the_stream_cells_and_the_upload() {
         let ids: Vec<String> = Workload::ALL
             .into_iter()
             .filter(|w| Target::Tonic.supports(*w))
@@ -438,9 +465,15 @@ mod tests {
             .collect();
         assert_eq!(
             ids.join(" "),
-            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3"
+            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3 U1"
         );
         assert!(!Target::Tarpc(TarpcFormat::Bincode).supports(Workload::UnaryBesideStream));
+        assert!(!Target::Tarpc(TarpcFormat::MessagePack).supports(Workload::Upload));
+    }
+
+    #[test]
+    fn the_raw_upload_window_is_wirecalls_first_window_for_64_kib_chunks() {
+        assert_eq!(UPLOAD_RAW_WINDOW, DEFAULT_STREAM_WINDOW);
     }
 
     #[test]

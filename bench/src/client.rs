@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use crate::alloc_count;
 use crate::cell::{Scale, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
-use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN, ITEM_BODY_LEN};
+use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN, CHUNK_LEN, ITEM_BODY_LEN};
 use crate::report::CellResult;
 use crate::systems::raw::RawRpc;
 use crate::systems::tarpc::TarpcRpc;
@@ -124,7 +124,22 @@ async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> Ben
         Workload::Allocations => allocations(rpc, scale).await,
         Workload::Streams { streams, .. } => server_streams(rpc, streams, scale).await,
         Workload::UnaryBesideStream => unary_beside_stream(rpc, scale).await,
+        Workload::Upload => upload(rpc, scale).await,
     }
+}
+
+/// U1: one upload of 64 KiB chunks on one connection, after a short untimed one on the same
+/// connection; timed from the call until the server's answer, which counts every byte.
+async fn upload<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
+    let mut conn = rpc.connect().await?;
+    rpc.upload(&mut conn, scale.upload_warmup_chunks).await?;
+    let start = Instant::now();
+    rpc.upload(&mut conn, scale.upload_chunks).await?;
+    let elapsed = start.elapsed();
+    let chunks = usize::try_from(scale.upload_chunks)?;
+    let mut measured = Measured::timed(chunks, elapsed, Latencies::default());
+    measured.payload_bytes = Some(chunks * CHUNK_LEN);
+    Ok(measured)
 }
 
 /// S1 and S2: `streams` server streams of 1 KiB items open at once on one connection, each

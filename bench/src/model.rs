@@ -1,5 +1,6 @@
 //! The benchmark's data: the surging `UserModel`, the calls each workload makes, the items
-//! of the stream cells, and the payload sizes the raw-TCP floor mirrors.
+//! of the stream cells, the chunks of the upload cell, and the payload sizes the raw-TCP
+//! floor mirrors.
 
 use bytes::Bytes;
 use wirecall::Codec;
@@ -82,15 +83,45 @@ pub fn stamped_items(count: u64) -> impl Iterator<Item = StreamItem> + Send + 's
 /// What follows the 4-byte length prefix of a wirecall MessagePack `Item` frame: the frame
 /// header plus the encoded item. The raw-TCP floor's items are this long.
 pub fn raw_item_len() -> usize {
+    item_frame_len(&StreamItem {
+        sent_at_ns: wall_clock_ns(),
+        body: Bytes::from(vec![0xA5; ITEM_BODY_LEN]),
+    })
+}
+
+/// The bytes of every chunk the upload cell (U1) sends.
+pub const CHUNK_LEN: usize = 64 * 1024;
+
+/// One chunk of an upload (U1), the same struct in every system: tonic's generated code uses
+/// it through `extern_path`, as it does [`StreamItem`]. `Bytes` encodes as MessagePack `bin`
+/// (as W5's `bulk` argument does) and as Protobuf `bytes`.
+#[wirecall::message]
+#[derive(Clone)]
+pub struct Chunk {
+    /// [`CHUNK_LEN`] bytes.
+    pub data: Bytes,
+}
+
+/// `count` chunks that share one [`CHUNK_LEN`]-byte buffer, so that making a chunk copies
+/// nothing: what an upload costs is the system's own.
+pub fn upload_chunks(count: u64) -> impl Iterator<Item = Chunk> + Send + 'static {
+    let data = Bytes::from(vec![0xA5; CHUNK_LEN]);
+    (0..count).map(move |_| Chunk { data: data.clone() })
+}
+
+/// What follows the 4-byte length prefix of a wirecall MessagePack `Item` frame carrying one
+/// [`Chunk`]. The raw-TCP floor's chunks are this long.
+pub fn raw_chunk_len() -> usize {
+    item_frame_len(&Chunk {
+        data: Bytes::from(vec![0xA5; CHUNK_LEN]),
+    })
+}
+
+/// The frame header plus `item` encoded in MessagePack.
+fn item_frame_len(item: &impl wirecall::WireMessage) -> usize {
     let mut buf = bytes::BytesMut::new();
     Codec::MessagePack
-        .encode(
-            &StreamItem {
-                sent_at_ns: wall_clock_ns(),
-                body: Bytes::from(vec![0xA5; ITEM_BODY_LEN]),
-            },
-            &mut buf,
-        )
+        .encode(item, &mut buf)
         .expect("the benchmark's own messages always encode");
     HEADER_LEN + buf.len()
 }
@@ -200,5 +231,11 @@ mod tests {
         assert_eq!(sizes[0], HEADER_LEN + 1);
         assert!(sizes.windows(2).all(|pair| pair[0] < pair[1]), "{sizes:?}");
         assert!(raw_request_len(Case::Bulk, &fixtures) > BULK_LEN + HEADER_LEN);
+    }
+
+    #[test]
+    fn a_raw_chunk_is_as_long_as_wirecalls_msgpack_item_frame() {
+        // A MessagePack `bin 32` (5 bytes of marker and length) in a one-field array (1 byte).
+        assert_eq!(raw_chunk_len(), HEADER_LEN + 1 + 5 + CHUNK_LEN);
     }
 }

@@ -20,7 +20,7 @@ pub struct CellResult {
     /// The workload variant id (`W1-1obj`, `W2-1x256`, `W3`, ...).
     pub workload: String,
     /// Calls (W3: connections, W6: one-way messages, S1 and S2: stream items, S3: calls
-    /// beside the stream) in the timed phase.
+    /// beside the stream, U1: uploaded chunks) in the timed phase.
     pub calls: u64,
     /// Length of the timed phase.
     pub secs: f64,
@@ -41,7 +41,7 @@ pub struct CellResult {
     pub rss_server_kb: Option<u64>,
     /// The client process's peak RSS.
     pub rss_client_kb: Option<u64>,
-    /// W5, S1 and S2: payload bytes carried per second, in 10^9 bytes.
+    /// W5, S1, S2 and U1: payload bytes carried per second, in 10^9 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_gb_per_s: Option<f64>,
     /// W4 and W6: time to open every connection (not part of `secs`).
@@ -102,6 +102,10 @@ const BESIDE_OVER_ALONE_P50: Metric = Metric {
 const BESIDE_OVER_ALONE_P99: Metric = Metric {
     label: "p99 beside / alone",
     value: |r| Some(r.p99_us? / r.alone_p99_us?),
+};
+const UPLOAD_GB_PER_S: Metric = Metric {
+    label: "GB/s payload",
+    value: |r| r.payload_gb_per_s,
 };
 
 fn metrics(workload: Workload) -> Vec<Metric> {
@@ -202,6 +206,13 @@ fn metrics(workload: Workload) -> Vec<Metric> {
                 label: "item latency p99 us",
                 value: |r| r.p99_us,
             },
+        ],
+        Workload::Upload => vec![
+            Metric {
+                label: "chunks/s",
+                value: |r| Some(r.calls_per_s),
+            },
+            UPLOAD_GB_PER_S,
         ],
         Workload::UnaryBesideStream => vec![
             Metric {
@@ -354,10 +365,11 @@ impl<'a> Medians<'a> {
     }
 }
 
-/// The stream cells against their targets, from the same medians as the table: items/s of
-/// wirecall over tonic's and over the raw floor's (target: at least 2 x tonic), and the
-/// calls' latency beside the saturating stream over alone (target: at most 1.2), per system.
-/// Empty unless the run has a stream cell.
+/// The stream and upload cells against their targets, from the same medians as the table:
+/// items/s of wirecall over tonic's and over the raw floor's (target: at least 2 x tonic),
+/// the calls' latency beside the saturating stream over alone (target: at most 1.2), per
+/// system, and the upload's GB/s of wirecall over the raw floor's (target: at least 0.9) and
+/// of tonic over wirecall's. Empty unless the run has a stream or upload cell.
 pub fn stream_summary(results: &[CellResult], workloads: &[Workload]) -> String {
     const ITEMS: Metric = Metric {
         label: "items/s",
@@ -411,11 +423,24 @@ pub fn stream_summary(results: &[CellResult], workloads: &[Workload]) -> String 
                     per_system.join("; ")
                 );
             }
+            Workload::Upload => {
+                let _ = writeln!(
+                    out,
+                    "{} upload GB/s: wirecall msgpack / raw {}, wirecall protobuf / raw {} \
+                     (target >= 0.9); tonic / wirecall protobuf {}",
+                    workload.id(),
+                    ratio(workload, WIRECALL, Target::RawTcp, &UPLOAD_GB_PER_S),
+                    ratio(
+                        workload,
+                        WIRECALL_PROTOBUF,
+                        Target::RawTcp,
+                        &UPLOAD_GB_PER_S
+                    ),
+                    ratio(workload, Target::Tonic, WIRECALL_PROTOBUF, &UPLOAD_GB_PER_S),
+                );
+            }
             _ => {}
         }
-    }
-    if !out.is_empty() {
-        out.push_str("uploads (client streams): no cell yet\n");
     }
     out
 }
@@ -564,8 +589,35 @@ mod tests {
         );
         assert!(summary.contains("wirecall msgpack / raw 0.50"), "{summary}");
         assert!(summary.contains("wirecall msgpack 1.50 / -"), "{summary}");
-        assert!(summary.contains("uploads (client streams): no cell yet"));
+        assert!(!summary.contains("upload"), "{summary}");
         assert!(stream_summary(&results, &[Workload::Churn]).is_empty());
+    }
+
+    #[test]
+    fn the_upload_cell_shows_gb_per_s_against_the_floor_and_tonic() {
+        let gb_per_s = |target, gb| {
+            let mut run = result(target, Workload::Upload, 1.0);
+            run.payload_gb_per_s = Some(gb);
+            run
+        };
+        let results = vec![
+            gb_per_s(Target::RawTcp, 4.0),
+            gb_per_s(WIRECALL, 3.0),
+            gb_per_s(WIRECALL_PROTOBUF, 2.0),
+            gb_per_s(Target::Tonic, 1.0),
+        ];
+        let table = markdown_table(&results, &[Workload::Upload]);
+        let row = table
+            .lines()
+            .find(|line| line.starts_with("| U1 | GB/s payload |"))
+            .expect("a U1 GB/s row");
+        assert!(row.ends_with("| 0.75 | n/a | 0.50 |"), "{row}");
+        let summary = stream_summary(&results, &[Workload::Upload]);
+        assert_eq!(
+            summary,
+            "U1 upload GB/s: wirecall msgpack / raw 0.75, wirecall protobuf / raw 0.50 \
+             (target >= 0.9); tonic / wirecall protobuf 0.50\n"
+        );
     }
 
     #[test]

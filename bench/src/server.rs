@@ -15,7 +15,7 @@ use tokio::io::AsyncBufReadExt as _;
 use crate::alloc_count;
 use crate::cell::{Target, Workload};
 use crate::measure::peak_rss_kb;
-use crate::systems::{raw, raw_streams, tarpc, tonic, wirecall, BenchResult, Counter};
+use crate::systems::{raw, raw_streams, raw_upload, tarpc, tonic, wirecall, BenchResult, Counter};
 
 /// What the server process reports when it stops.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -32,10 +32,11 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
         alloc_count::enable();
     }
     let counted = Counter::default();
-    // The stream cells' servers add their streams; the other cells' serve what they call.
+    // The stream and upload cells' servers add their streams; the other cells' serve what
+    // they call.
     let streams = matches!(
         workload,
-        Workload::Streams { .. } | Workload::UnaryBesideStream
+        Workload::Streams { .. } | Workload::UnaryBesideStream | Workload::Upload
     );
     // Held until the end: dropping a running wirecall server stops it.
     let mut running = None;
@@ -48,6 +49,7 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
         }
         Target::Tarpc(format) => tarpc::serve(format, counted.clone()).await?,
         Target::Tonic => tonic::serve(counted.clone(), streams).await?,
+        Target::RawTcp if workload == Workload::Upload => raw_upload::serve().await?,
         Target::RawTcp if streams => raw_streams::serve().await?,
         Target::RawTcp => raw::serve(workload == Workload::OneWay, counted.clone()).await?,
     };

@@ -4,6 +4,7 @@
 
 pub mod raw;
 pub mod raw_streams;
+pub mod raw_upload;
 pub mod tarpc;
 pub mod tonic;
 pub mod wirecall;
@@ -17,7 +18,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt as _;
 
 use crate::measure::Latencies;
-use crate::model::{item_latency, Case};
+use crate::model::{item_latency, Case, CHUNK_LEN};
 
 /// Any error of a benchmark run; it ends the cell, which is reported as failed.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -97,6 +98,29 @@ pub trait Rpc: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = BenchResult<BesideStream>> + Send {
         let _ = (conn, calls, beside_stream);
         async { Err("this system has no server streams".into()) }
+    }
+
+    /// U1: uploads `chunks` chunks of [`CHUNK_LEN`] bytes as one client stream on `conn`
+    /// and waits for the server's answer, which must count every byte
+    /// ([`check_received`]).
+    fn upload(
+        &self,
+        conn: &mut Self::Conn,
+        chunks: u64,
+    ) -> impl Future<Output = BenchResult<()>> + Send {
+        let _ = (conn, chunks);
+        async { Err("this system has no client streams".into()) }
+    }
+}
+
+/// U1: an error unless the server's answer, `received` bytes, is what `chunks` chunks of
+/// [`CHUNK_LEN`] bytes carry.
+pub fn check_received(received: u64, chunks: u64) -> BenchResult<()> {
+    let sent = chunks * CHUNK_LEN as u64;
+    if received == sent {
+        Ok(())
+    } else {
+        Err(format!("the server received {received} bytes of the {sent} uploaded").into())
     }
 }
 

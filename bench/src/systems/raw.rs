@@ -1,7 +1,8 @@
 //! The physical floor: plain tokio TCP with tokio-util's `LengthDelimitedCodec` (a 4-byte
 //! big-endian length, then the payload). The server echoes every frame; in one-way mode (W6)
 //! it counts frames instead, and answers an empty frame with the count as 8 big-endian bytes.
-//! The stream cells' floor speaks its own protocol (`raw_streams`) to its own server.
+//! The stream cells' floor speaks its own protocol (`raw_streams`) to its own server, and so
+//! does the upload cell's (`raw_upload`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -15,7 +16,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
 
-use super::{raw_streams, BenchResult, BesideStream, BoxError, Counter, Rpc};
+use super::{
+    check_received, raw_streams, raw_upload, BenchResult, BesideStream, BoxError, Counter, Rpc,
+};
 use crate::measure::Latencies;
 use crate::model::{raw_request_len, Case, Fixtures, RECORD_LEN};
 
@@ -231,5 +234,9 @@ impl Rpc for RawRpc {
         let stream_id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let window = self.stream_window;
         raw_streams::calls_beside_stream(conn, window, calls, beside_stream, stream_id).await
+    }
+
+    async fn upload(&self, conn: &mut Self::Conn, chunks: u64) -> BenchResult<()> {
+        check_received(raw_upload::upload(conn, chunks).await?, chunks)
     }
 }

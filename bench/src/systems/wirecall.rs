@@ -1,5 +1,5 @@
 //! wirecall: the `UserService` fixture of `wirecall-test-support`, a `#[wirecall::service]`
-//! trait, and for the stream cells the benchmark's own `ItemFeed` beside it.
+//! trait, and for the stream and upload cells the benchmark's own `ItemFeed` beside it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,11 +9,15 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt as _, TryStreamExt as _};
 use wirecall::{Channel, Codec, RunningServer, Server, Streaming};
 
-use super::{calls_beside, fan_out, read_streams, BenchResult, BesideStream, Counter, Rpc, Stamps};
+use super::{
+    calls_beside, check_received, fan_out, read_streams, BenchResult, BesideStream, Counter, Rpc,
+    Stamps,
+};
 use crate::cell::StreamWindow;
 use crate::measure::Latencies;
 use crate::model::{
-    big_request_users, fanly, stamped_items, Case, Fixtures, StreamItem, RECORD_LEN,
+    big_request_users, fanly, stamped_items, upload_chunks, Case, Chunk, Fixtures, StreamItem,
+    RECORD_LEN,
 };
 
 // The benchmark's service is the shared `UserService` fixture: `get_dictionary`, `get_user`
@@ -21,12 +25,16 @@ use crate::model::{
 pub use wirecall_test_support::UserServiceClient;
 use wirecall_test_support::{UserServiceServer, Users};
 
-/// Server streams of the stream cells, served beside `UserService` on the same connection.
+/// The streams of the stream cells and the upload cell, served beside `UserService` on the
+/// same connection.
 #[wirecall::service]
 pub trait ItemFeed {
     /// `count` items with 1 KiB bodies, each stamped as the server takes it; `u64::MAX` goes
     /// on until the caller drops the stream.
     async fn items(&self, count: u64) -> Streaming<StreamItem>;
+    /// U1: takes every chunk of the upload and answers, at its end, with the bytes they
+    /// carried.
+    async fn upload(&self, chunks: Streaming<Chunk>) -> u64;
 }
 
 struct Feed;
@@ -34,6 +42,14 @@ struct Feed;
 impl ItemFeed for Feed {
     async fn items(&self, count: u64) -> Streaming<StreamItem> {
         Streaming::from_iter(stamped_items(count))
+    }
+
+    async fn upload(&self, chunks: Streaming<Chunk>) -> u64 {
+        chunks
+            .fold(0, |received, chunk| async move {
+                received + chunk.data.len() as u64
+            })
+            .await
     }
 }
 
@@ -221,5 +237,28 @@ impl Rpc for WirecallRpc {
             None
         };
         calls_beside(self, conn, calls, stream).await
+    }
+
+    async fn upload(&self, conn: &mut UserServiceClient, chunks: u64) -> BenchResult<()> {
+        let upload = futures::stream::iter(upload_chunks(chunks));
+        let received = feed_on(conn).upload(upload).await?;
+        check_received(received, chunks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_upload_longer_than_the_window_is_counted_to_the_byte() {
+        let server = serve(Counter::default(), true).await.expect("bound");
+        let fixtures = Arc::new(Fixtures::new());
+        for codec in [Codec::MessagePack, Codec::Protobuf] {
+            let rpc = WirecallRpc::new(server.local_addr(), codec, Arc::clone(&fixtures));
+            let mut conn = rpc.connect().await.expect("connected");
+            rpc.upload(&mut conn, 40).await.expect("every byte counted");
+            rpc.upload(&mut conn, 0).await.expect("an empty upload");
+        }
     }
 }

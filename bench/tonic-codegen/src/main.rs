@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The same struct the other systems send, so every system clones the same fixtures.
         .extern_path(".wirecall.bench.UserModel", "crate::model::UserModel")
         .extern_path(".wirecall.bench.StreamItem", "crate::model::StreamItem")
+        .extern_path(".wirecall.bench.Chunk", "crate::model::Chunk")
         // `bytes::Bytes` as wirecall's and tarpc's `bulk` take, so a call clones no payload.
         .bytes(".wirecall.bench.BulkRequest.data")
         .compile_protos(&[dir.join("user_service.proto")], &[dir.clone()])?;

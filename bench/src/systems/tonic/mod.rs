@@ -18,9 +18,14 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Endpoint, Server};
 use tonic::{Request, Response, Status};
 
-use super::{calls_beside, fan_out, read_streams, BenchResult, BesideStream, Counter, Rpc, Stamps};
+use super::{
+    calls_beside, check_received, fan_out, read_streams, BenchResult, BesideStream, Counter, Rpc,
+    Stamps,
+};
 use crate::measure::Latencies;
-use crate::model::{fanly, stamped_items, Case, Fixtures, StreamItem, UserModel};
+use crate::model::{
+    fanly, stamped_items, upload_chunks, Case, Chunk, Fixtures, StreamItem, UserModel,
+};
 
 // Generated code: its items are documented from the .proto where it has comments, and it
 // follows tonic's style, not this workspace's lints.
@@ -34,7 +39,8 @@ use proto::item_feed_server::{ItemFeed, ItemFeedServer};
 use proto::user_service_client::UserServiceClient;
 use proto::user_service_server::{UserService, UserServiceServer};
 use proto::{
-    Accepted, BulkReply, BulkRequest, Dictionary, Empty, ItemsRequest, RecordedCount, Users,
+    Accepted, BulkReply, BulkRequest, Dictionary, Empty, ItemsRequest, RecordedCount, UploadReply,
+    Users,
 };
 
 /// The server-side implementation.
@@ -73,7 +79,7 @@ impl UserService for UsersImpl {
     }
 }
 
-/// The stream cells' server streams.
+/// The stream cells' server streams and the upload cell's client stream.
 struct Feed;
 
 #[tonic::async_trait]
@@ -88,6 +94,18 @@ impl ItemFeed for Feed {
         Ok(Response::new(Box::pin(futures::stream::iter(
             items.map(Ok),
         ))))
+    }
+
+    async fn upload(
+        &self,
+        request: Request<tonic::Streaming<Chunk>>,
+    ) -> Result<Response<UploadReply>, Status> {
+        let mut chunks = request.into_inner();
+        let mut received = 0u64;
+        while let Some(chunk) = chunks.message().await? {
+            received += chunk.data.len() as u64;
+        }
+        Ok(Response::new(UploadReply { received }))
     }
 }
 
@@ -224,5 +242,26 @@ impl Rpc for TonicRpc {
             None
         };
         calls_beside(self, conn, calls, stream).await
+    }
+
+    async fn upload(&self, conn: &mut Self::Conn, chunks: u64) -> BenchResult<()> {
+        let mut feed = ItemFeedClient::new(conn.channel.clone());
+        let upload = futures::stream::iter(upload_chunks(chunks));
+        let received = feed.upload(upload).await?.into_inner().received;
+        check_received(received, chunks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_upload_longer_than_the_window_is_counted_to_the_byte() {
+        let addr = serve(Counter::default(), true).await.expect("bound");
+        let rpc = TonicRpc::new(addr, Arc::new(Fixtures::new())).expect("an endpoint");
+        let mut conn = rpc.connect().await.expect("connected");
+        rpc.upload(&mut conn, 40).await.expect("every byte counted");
+        rpc.upload(&mut conn, 0).await.expect("an empty upload");
     }
 }

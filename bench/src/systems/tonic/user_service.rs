@@ -58,6 +58,13 @@ pub struct ItemsRequest {
     #[prost(uint64, tag = "1")]
     pub count: u64,
 }
+/// `upload`'s reply: the bytes of chunk data the server received.
+#[allow(clippy::all)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct UploadReply {
+    #[prost(uint64, tag = "1")]
+    pub received: u64,
+}
 /// Generated client implementations.
 pub mod user_service_client {
     #![allow(
@@ -650,7 +657,8 @@ pub mod item_feed_client {
     )]
     use tonic::codegen::*;
     use tonic::codegen::http::Uri;
-    /// Server streams (the S cells), served beside `UserService` on the same connection.
+    /// Server streams (the S cells) and an upload (U1), served beside `UserService` on the same
+    /// connection.
     #[derive(Debug, Clone)]
     pub struct ItemFeedClient<T> {
         inner: tonic::client::Grpc<T>,
@@ -757,6 +765,28 @@ pub mod item_feed_client {
                 .insert(GrpcMethod::new("wirecall.bench.ItemFeed", "Items"));
             self.inner.server_streaming(req, path, codec).await
         }
+        /// Takes every chunk of the upload and answers, at its end, with the bytes they carried.
+        pub async fn upload(
+            &mut self,
+            request: impl tonic::IntoStreamingRequest<Message = crate::model::Chunk>,
+        ) -> std::result::Result<tonic::Response<super::UploadReply>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/wirecall.bench.ItemFeed/Upload",
+            );
+            let mut req = request.into_streaming_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("wirecall.bench.ItemFeed", "Upload"));
+            self.inner.client_streaming(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -784,8 +814,14 @@ pub mod item_feed_server {
             &self,
             request: tonic::Request<super::ItemsRequest>,
         ) -> std::result::Result<tonic::Response<Self::ItemsStream>, tonic::Status>;
+        /// Takes every chunk of the upload and answers, at its end, with the bytes they carried.
+        async fn upload(
+            &self,
+            request: tonic::Request<tonic::Streaming<crate::model::Chunk>>,
+        ) -> std::result::Result<tonic::Response<super::UploadReply>, tonic::Status>;
     }
-    /// Server streams (the S cells), served beside `UserService` on the same connection.
+    /// Server streams (the S cells) and an upload (U1), served beside `UserService` on the same
+    /// connection.
     #[derive(Debug)]
     pub struct ItemFeedServer<T> {
         inner: Arc<T>,
@@ -904,6 +940,53 @@ pub mod item_feed_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.server_streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/wirecall.bench.ItemFeed/Upload" => {
+                    #[allow(non_camel_case_types)]
+                    struct UploadSvc<T: ItemFeed>(pub Arc<T>);
+                    impl<
+                        T: ItemFeed,
+                    > tonic::server::ClientStreamingService<crate::model::Chunk>
+                    for UploadSvc<T> {
+                        type Response = super::UploadReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<
+                                tonic::Streaming<crate::model::Chunk>,
+                            >,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as ItemFeed>::upload(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = UploadSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.client_streaming(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)
