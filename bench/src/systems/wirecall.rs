@@ -171,6 +171,7 @@ impl Rpc for WirecallRpc {
         big_every: Option<Duration>,
     ) -> BenchResult<Latencies> {
         let stop = Arc::new(AtomicBool::new(false));
+        let (first_sent, first_big) = tokio::sync::oneshot::channel();
         // The big requests are built and encoded on a thread of their own, so that the
         // client's own CPU work (cloning and encoding 4 MiB) does not hold up the small calls'
         // runtime: the cell measures what the server and the connection do to them.
@@ -184,16 +185,29 @@ impl Rpc for WirecallRpc {
                 runtime.block_on(async move {
                     let mut tick = tokio::time::interval(every);
                     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    let mut first_sent = Some(first_sent);
                     let mut sent = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
+                    // The first big request is always sent: the small calls start once it
+                    // is on its way, so a short (smoke) cell still has one beside them.
+                    loop {
                         tick.tick().await;
-                        conn.get(users.clone()).await?;
+                        let request = conn.get(users.clone());
+                        if let Some(first) = first_sent.take() {
+                            let _ = first.send(());
+                        }
+                        request.await?;
                         sent += 1;
+                        if stop.load(Ordering::Relaxed) {
+                            return Ok(sent);
+                        }
                     }
-                    Ok(sent)
                 })
             })
         });
+        if big_sender.is_some() {
+            // An error here means the thread failed before sending: joining it says why.
+            let _ = first_big.await;
+        }
         let mut latencies = Latencies::with_capacity(calls);
         for _ in 0..calls {
             let start = Instant::now();
