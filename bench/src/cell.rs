@@ -4,7 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use wirecall_runtime::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
+use wirecall_runtime::stream::{
+    DEFAULT_CONNECTION_WINDOW_BYTES, DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES,
+};
 
 use crate::model::{Case, CHUNK_LEN};
 
@@ -159,16 +161,16 @@ pub enum Workload {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StreamWindow {
     /// wirecall's default: `stream_window` (32) items at first, then sized towards
-    /// `stream_window_bytes` (1 MiB) of items. The raw floor, which has no sizing, gets the
-    /// window that comes to with these items: [`SIZED_RAW_WINDOW`].
+    /// `stream_window_bytes` (1 MiB) of items, or an even share of `connection_window_bytes`
+    /// (8 MiB) when streams run side by side. The raw floor, which has no sizing, gets the
+    /// window that comes to with these items ([`StreamWindow::raw_items`]).
     Sized,
     /// A fixed window of this many items for wirecall (its sizing off) and the raw floor.
     Fixed(u32),
 }
 
-/// The raw floor's window where wirecall sizes its own: what wirecall's sizing comes to with
-/// these items, 1 MiB over 1 KiB and the 64 bytes wirecall counts an item beyond its body.
-pub const SIZED_RAW_WINDOW: u32 = DEFAULT_STREAM_WINDOW_BYTES / (1024 + 64);
+/// What wirecall counts a 1 KiB item of these cells in its window: its body and 64 bytes.
+const SIZED_ITEM_BYTES: u32 = 1024 + 64;
 
 impl StreamWindow {
     /// The items wirecall's client grants at the open.
@@ -187,10 +189,15 @@ impl StreamWindow {
         }
     }
 
-    /// The raw floor's fixed window.
-    pub fn raw_items(self) -> u32 {
+    /// The raw floor's fixed window with `streams` open on its connection: where wirecall
+    /// sizes its own, what that comes to with 1 KiB items (960 alone, 77 each for 100).
+    pub fn raw_items(self, streams: usize) -> u32 {
         match self {
-            StreamWindow::Sized => SIZED_RAW_WINDOW,
+            StreamWindow::Sized => {
+                let share = DEFAULT_CONNECTION_WINDOW_BYTES / streams.max(1) as u32;
+                (DEFAULT_STREAM_WINDOW_BYTES.min(share) / SIZED_ITEM_BYTES)
+                    .max(DEFAULT_STREAM_WINDOW)
+            }
             StreamWindow::Fixed(items) => items,
         }
     }
@@ -303,6 +310,14 @@ impl Workload {
         match self {
             Workload::Streams { window, .. } => window,
             _ => StreamWindow::Sized,
+        }
+    }
+
+    /// The raw floor's window for this cell's streams.
+    pub fn raw_stream_window(self) -> u32 {
+        match self {
+            Workload::Streams { streams, window } => window.raw_items(streams),
+            _ => self.stream_window().raw_items(1),
         }
     }
 
@@ -454,6 +469,13 @@ mod tests {
         assert_eq!(selected, ["W1-0obj", "W1-1obj", "W1-10obj", "W1-100obj"]);
         assert!(Workload::Churn.selected_by(&["w3".to_owned()]));
         assert!(!Workload::Churn.selected_by(&["W1-1obj".to_owned()]));
+    }
+
+    #[test]
+    fn the_raw_floor_gets_the_window_wirecall_sizes_for_itself() {
+        assert_eq!(StreamWindow::Sized.raw_items(1), 963);
+        assert_eq!(StreamWindow::Sized.raw_items(CONCURRENT_STREAMS), 77);
+        assert_eq!(StreamWindow::Fixed(32).raw_items(CONCURRENT_STREAMS), 32);
     }
 
     #[test]

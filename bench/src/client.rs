@@ -73,8 +73,7 @@ pub async fn run(
         }
         Target::Tonic => run_workload(&TonicRpc::new(addr, fixtures)?, workload, &scale).await?,
         Target::RawTcp => {
-            let rpc = RawRpc::new(addr, &fixtures)
-                .with_stream_window(workload.stream_window().raw_items());
+            let rpc = RawRpc::new(addr, &fixtures).with_stream_window(workload.raw_stream_window());
             run_workload(&rpc, workload, &scale).await?
         }
     };

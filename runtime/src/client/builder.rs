@@ -236,6 +236,17 @@ impl ChannelBuilder {
         self
     }
 
+    /// The bytes of items all the server streams of one connection share (default 8 MiB):
+    /// each stream's window is sized towards the smaller of
+    /// [`stream_window_bytes`](Self::stream_window_bytes) and its even share of this, so a
+    /// lone stream runs with its full window while a hundred streams of 1 KiB items run with
+    /// about 80 items each rather than 960, and a connection's streams buffer about this much
+    /// in all. Never below `stream_window` items a stream.
+    pub fn connection_window_bytes(mut self, bytes: u32) -> Self {
+        self.settings.stream_window.connection = bytes;
+        self
+    }
+
     /// After `interval` without any frame from the server, send a ping (default 30 s).
     pub fn keepalive(mut self, interval: Duration) -> Self {
         let timeout = self

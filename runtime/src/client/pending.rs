@@ -45,6 +45,8 @@ struct State {
     calls: IdMap<u64, Slot>,
     /// How many of `calls` are [`Slot::Waiting`].
     waiting: usize,
+    /// How many of `calls` are [`Slot::Stream`]: they share the connection's window bytes.
+    streams: usize,
     /// The deadlines of the calls that have one; a call that times out is completed with
     /// [`Error::Timeout`] by [`PendingCalls::expire`].
     deadlines: Deadlines,
@@ -224,6 +226,7 @@ impl PendingCalls {
         if let Some(closed) = &state.closed {
             return Err(closed.error());
         }
+        state.streams += usize::from(matches!(slot, Slot::Stream(_)));
         state.calls.insert(id, slot);
         state.waiting += 1;
         self.waiting.store(state.waiting, Ordering::Relaxed);
@@ -266,8 +269,9 @@ impl PendingCalls {
     /// off the table); until then, `cx` is woken when one comes.
     pub(crate) fn poll_stream(&self, id: u64, cx: &mut Context<'_>) -> Poll<StreamNext> {
         let mut state = self.lock();
+        let streams = state.streams;
         let next = match state.calls.get_mut(&id) {
-            Some(Slot::Stream(stream)) => match stream.next() {
+            Some(Slot::Stream(stream)) => match stream.next(streams) {
                 Some(next) => next,
                 None => {
                     if !stream
@@ -285,6 +289,7 @@ impl PendingCalls {
         };
         if matches!(next, StreamNext::End(_)) {
             state.calls.remove(&id);
+            state.streams -= 1;
         }
         Poll::Ready(next)
     }
@@ -362,7 +367,10 @@ impl PendingCalls {
         let mut state = self.lock();
         let waited = match state.calls.remove(&id) {
             Some(Slot::Waiting(_)) => true,
-            Some(Slot::Stream(stream)) => stream.end.is_none(),
+            Some(Slot::Stream(stream)) => {
+                state.streams -= 1;
+                stream.end.is_none()
+            }
             Some(Slot::Done(_)) | None => false,
         };
         if waited {

@@ -8,7 +8,9 @@ use crate::codec::Codec;
 use crate::error::Error;
 use crate::negotiate::{check_codec_list, PROTOCOL_VERSION};
 use crate::stream::window::WindowSize;
-use crate::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
+use crate::stream::{
+    DEFAULT_CONNECTION_WINDOW_BYTES, DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES,
+};
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
 use crate::transport::frame::DEFAULT_MAX_FRAME_LEN;
@@ -68,6 +70,7 @@ impl Default for ConnectionSettings {
             stream_window: WindowSize {
                 items: DEFAULT_STREAM_WINDOW,
                 bytes: DEFAULT_STREAM_WINDOW_BYTES,
+                connection: DEFAULT_CONNECTION_WINDOW_BYTES,
             },
             #[cfg(feature = "tls")]
             tls: None,

@@ -84,10 +84,11 @@ impl StreamSlot {
     }
 
     /// The next item, or the end once every item has been taken; `None` while there is
-    /// neither. Taking an item may grant credit (none once the server has ended the stream).
-    pub(super) fn next(&mut self) -> Option<StreamNext> {
+    /// neither. Taking an item may grant credit (none once the server has ended the stream),
+    /// sized with `streams` open on the connection.
+    pub(super) fn next(&mut self, streams: usize) -> Option<StreamNext> {
         if let Some(item) = self.items.pop_front() {
-            let grant = self.window.take().filter(|_| self.end.is_none());
+            let grant = self.window.take(streams).filter(|_| self.end.is_none());
             return Some(StreamNext::Item(item, grant));
         }
         self.end.take().map(StreamNext::End)
@@ -105,26 +106,34 @@ mod tests {
 
     #[test]
     fn credit_is_granted_back_half_a_window_at_a_time() {
-        let mut slot = StreamSlot::new(WindowSize { items: 4, bytes: 0 });
+        let mut slot = StreamSlot::new(WindowSize {
+            items: 4,
+            bytes: 0,
+            connection: u32::MAX,
+        });
         for _ in 0..4 {
             slot.push(item()).unwrap();
         }
         assert!(slot.push(item()).is_err(), "a fifth item had no credit");
-        assert!(matches!(slot.next(), Some(StreamNext::Item(_, None))));
-        assert!(matches!(slot.next(), Some(StreamNext::Item(_, Some(2)))));
+        assert!(matches!(slot.next(1), Some(StreamNext::Item(_, None))));
+        assert!(matches!(slot.next(1), Some(StreamNext::Item(_, Some(2)))));
         slot.push(item()).unwrap();
         slot.push(item()).unwrap();
         assert!(slot.push(item()).is_err());
-        assert!(slot.next().is_some());
+        assert!(slot.next(1).is_some());
     }
 
     #[test]
     fn the_end_comes_after_the_last_item() {
-        let mut slot = StreamSlot::new(WindowSize { items: 2, bytes: 0 });
+        let mut slot = StreamSlot::new(WindowSize {
+            items: 2,
+            bytes: 0,
+            connection: u32::MAX,
+        });
         slot.push(item()).unwrap();
         slot.end = Some(Ok(Frame::control(FrameKind::End, 1)));
-        assert!(matches!(slot.next(), Some(StreamNext::Item(_, None))));
-        assert!(matches!(slot.next(), Some(StreamNext::End(Ok(_)))));
-        assert!(slot.next().is_none());
+        assert!(matches!(slot.next(1), Some(StreamNext::Item(_, None))));
+        assert!(matches!(slot.next(1), Some(StreamNext::End(Ok(_)))));
+        assert!(slot.next(1).is_none());
     }
 }

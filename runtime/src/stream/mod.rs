@@ -25,6 +25,11 @@ pub use upload::Upload;
 /// have sent ahead of its consumer (see `ChannelBuilder::stream_window`).
 pub const DEFAULT_STREAM_WINDOW: u32 = 32;
 
+/// The bytes of items all the server streams of one client connection share (see
+/// `ChannelBuilder::connection_window_bytes`): 8 MiB, so eight or more streams that all run
+/// full share it rather than taking 1 MiB each.
+pub const DEFAULT_CONNECTION_WINDOW_BYTES: u32 = 8 * 1024 * 1024;
+
 /// The bytes of items a stream's window grows towards once items have come (see
 /// `ChannelBuilder::stream_window_bytes`): 1 MiB, so 1 KiB items get a window of about 960
 /// (each item counts 64 bytes more, for its header and queue place).

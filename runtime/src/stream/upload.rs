@@ -163,7 +163,7 @@ impl UploadQueue {
             let mut state = self.lock();
             match state.items.pop_front() {
                 Some(item) => {
-                    let grant = state.window.take().filter(|_| !state.ended);
+                    let grant = state.window.take(1).filter(|_| !state.ended);
                     (item, grant)
                 }
                 None if state.ended => return Poll::Ready(None),

@@ -17,11 +17,13 @@ use crate::wire::MAX_STREAM_CREDIT;
 const ITEM_OVERHEAD: u32 = 64;
 
 /// How large a receiver's window is: `items` at first, then sized towards `bytes` of items
-/// (0: never resized).
+/// (0: never resized), and towards no more than its share of `connection` bytes, which all
+/// the streams open on its connection share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct WindowSize {
     pub(crate) items: u32,
     pub(crate) bytes: u32,
+    pub(crate) connection: u32,
 }
 
 /// The credit a receiver has granted: an item the sender had no credit for is a protocol
@@ -41,6 +43,8 @@ pub(crate) struct ReceiveWindow {
     floor: u32,
     /// The bytes of items the window grows towards (0: it never grows).
     budget: u32,
+    /// The bytes all the streams of the connection share.
+    connection: u32,
     /// The largest item received, in bytes with its overhead (0 until an item has come).
     largest: u32,
 }
@@ -56,6 +60,7 @@ impl ReceiveWindow {
             window: items,
             floor: items,
             budget: size.bytes,
+            connection: size.connection,
             largest: 0,
         }
     }
@@ -76,21 +81,23 @@ impl ReceiveWindow {
         }
     }
 
-    /// The window the items seen so far call for.
-    fn target(&self) -> u32 {
+    /// The window the items seen so far call for, with `streams` open on the connection.
+    fn target(&self, streams: usize) -> u32 {
         if self.budget == 0 || self.largest == 0 {
             return self.window;
         }
-        (self.budget / self.largest).clamp(self.floor, MAX_STREAM_CREDIT)
+        let share = self.connection / u32::try_from(streams.max(1)).unwrap_or(u32::MAX);
+        (self.budget.min(share) / self.largest).clamp(self.floor, MAX_STREAM_CREDIT)
     }
 
-    /// Counts an item the consumer took; the credit to grant now, if any.
-    pub(crate) fn take(&mut self) -> Option<u32> {
+    /// Counts an item the consumer took, with `streams` (this one included) open on the
+    /// connection; the credit to grant now, if any.
+    pub(crate) fn take(&mut self, streams: usize) -> Option<u32> {
         self.taken += 1;
         if self.taken < (self.window / 2).max(1) {
             return None;
         }
-        let target = self.target();
+        let target = self.target(streams);
         // Growing adds credit at once; shrinking holds back taken items until the window is
         // down to its target, so that what was granted is never taken back.
         let grow = target.saturating_sub(self.window);
@@ -107,7 +114,11 @@ mod tests {
     use super::*;
 
     fn size(items: u32, bytes: u32) -> WindowSize {
-        WindowSize { items, bytes }
+        WindowSize {
+            items,
+            bytes,
+            connection: u32::MAX,
+        }
     }
 
     #[test]
@@ -115,8 +126,8 @@ mod tests {
         let mut window = ReceiveWindow::granted(size(4, 0));
         assert!((0..4).all(|_| window.receive(1024)));
         assert!(!window.receive(1024), "a fifth item had no credit");
-        assert_eq!(window.take(), None);
-        assert_eq!(window.take(), Some(2));
+        assert_eq!(window.take(1), None);
+        assert_eq!(window.take(1), Some(2));
         assert!(window.receive(1024) && window.receive(1024));
         assert!(!window.receive(1024));
     }
@@ -126,7 +137,7 @@ mod tests {
         let mut window = ReceiveWindow::granted(size(1, 0));
         assert!(window.receive(10));
         assert!(!window.receive(10));
-        assert_eq!(window.take(), Some(1));
+        assert_eq!(window.take(1), Some(1));
         assert!(window.receive(10));
     }
 
@@ -135,8 +146,8 @@ mod tests {
         // 1 KiB items and a budget of 64 of them: 64 items.
         let mut window = ReceiveWindow::granted(size(4, 64 * (1024 + ITEM_OVERHEAD)));
         assert!((0..4).all(|_| window.receive(1024)));
-        assert_eq!(window.take(), None);
-        assert_eq!(window.take(), Some(2 + 60), "the two taken, and 60 more");
+        assert_eq!(window.take(1), None);
+        assert_eq!(window.take(1), Some(2 + 60), "the two taken, and 60 more");
         assert!((0..62).all(|_| window.receive(1024)));
         assert!(!window.receive(1024), "the window is 64 items");
     }
@@ -145,23 +156,35 @@ mod tests {
     fn a_larger_item_shrinks_the_window_as_items_are_taken() {
         let mut window = ReceiveWindow::granted(size(2, 16 * (1024 + ITEM_OVERHEAD)));
         assert!(window.receive(1024) && window.receive(1024));
-        assert_eq!(window.take(), Some(15), "grown to 16 items of 1 KiB");
-        assert_eq!(window.take(), None);
+        assert_eq!(window.take(1), Some(15), "grown to 16 items of 1 KiB");
+        assert_eq!(window.take(1), None);
         // 8 KiB items: the target is 2 items. What was granted stays granted.
         assert!((0..15).all(|_| window.receive(8 * 1024)));
         assert!(!window.receive(8 * 1024));
         assert!(
-            (0..13).all(|_| window.take().is_none()),
+            (0..13).all(|_| window.take(1).is_none()),
             "the window sheds 14 items on its way down to 2"
         );
         assert_eq!(window.window, 2);
-        assert_eq!(window.take(), Some(1));
+        assert_eq!(window.take(1), Some(1));
     }
 
     #[test]
     fn the_window_never_shrinks_below_its_configured_items() {
         let mut window = ReceiveWindow::granted(size(8, 1024));
         assert!(window.receive(1024 * 1024));
-        assert_eq!(window.target(), 8);
+        assert_eq!(window.target(1), 8);
+    }
+
+    #[test]
+    fn streams_on_one_connection_share_its_bytes() {
+        let mut window = ReceiveWindow::granted(WindowSize {
+            connection: 64 * (1024 + ITEM_OVERHEAD),
+            ..size(2, 64 * (1024 + ITEM_OVERHEAD))
+        });
+        assert!(window.receive(1024));
+        assert_eq!(window.target(1), 64, "alone, the whole budget");
+        assert_eq!(window.target(4), 16, "a quarter of the connection's");
+        assert_eq!(window.target(1000), 2, "never below the configured items");
     }
 }

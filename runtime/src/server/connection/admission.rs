@@ -33,10 +33,12 @@ use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
 use crate::transport::writer::Delivery;
 
-/// The credit window of an upload: the client's default for server streams.
+/// The credit window of an upload: the client's default for a server stream, sized per
+/// upload.
 const UPLOAD_WINDOW: WindowSize = WindowSize {
     items: DEFAULT_STREAM_WINDOW,
     bytes: DEFAULT_STREAM_WINDOW_BYTES,
+    connection: u32::MAX,
 };
 
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
