@@ -23,6 +23,11 @@ use tokio::sync::Notify;
 /// Bytes queued per connection before senders wait for the writer.
 pub(crate) const MAX_QUEUED_BYTES: usize = 1024 * 1024;
 
+/// Bytes queued per connection before a stream's items wait for the writer: far below
+/// [`MAX_QUEUED_BYTES`], so that a saturating stream keeps the queue short and a call's reply
+/// queued behind its items waits for little.
+pub(crate) const MAX_QUEUED_STREAM_BYTES: usize = 64 * 1024;
+
 /// Most slices handed to one vectored write.
 const MAX_IO_SLICES: usize = 64;
 
@@ -113,17 +118,31 @@ impl FrameSink {
     }
 
     /// Queues `frame` for `delivery`. Waits while the queue is full.
-    pub(crate) async fn send(
+    pub(crate) async fn send(&self, frame: Bytes, delivery: Delivery) -> Result<(), SinkClosed> {
+        self.send_within(frame, delivery, MAX_QUEUED_BYTES).await
+    }
+
+    /// Queues a stream's items for the writer task, waiting while the queue holds more than
+    /// [`MAX_QUEUED_STREAM_BYTES`]: a stream that could fill the whole queue would hold the
+    /// replies to other calls behind it.
+    pub(crate) async fn send_stream_items(&self, frames: Bytes) -> Result<(), SinkClosed> {
+        self.send_within(frames, Delivery::Background, MAX_QUEUED_STREAM_BYTES)
+            .await
+    }
+
+    /// Queues `frame` for `delivery`, waiting while the queue holds more than `limit` bytes.
+    async fn send_within(
         &self,
         mut frame: Bytes,
         delivery: Delivery,
+        limit: usize,
     ) -> Result<(), SinkClosed> {
         loop {
             let space = self.shared.space.notified();
             tokio::pin!(space);
             let admitted = {
                 let mut queue = self.shared.lock_queue();
-                let admitted = self.shared.admit(&mut queue, frame, delivery);
+                let admitted = self.shared.admit(&mut queue, frame, delivery, limit);
                 if matches!(admitted, Err(TrySend::Full(_))) {
                     // Register before unlocking so no wake-up is lost, and make sure
                     // someone drains: corked frames wait for no one.
@@ -157,7 +176,8 @@ impl FrameSink {
     pub(crate) fn try_send(&self, frame: Bytes, delivery: Delivery) -> Result<(), TrySend> {
         let claimed = {
             let mut queue = self.shared.lock_queue();
-            self.shared.admit(&mut queue, frame, delivery)?
+            self.shared
+                .admit(&mut queue, frame, delivery, MAX_QUEUED_BYTES)?
         };
         if claimed {
             // No waker needed: if the socket is full, the writer task takes over and waits
@@ -225,13 +245,20 @@ impl Shared {
         self.io.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `frame` for `delivery` if there is room. `Ok(true)`: the caller now owns
-    /// writing and must call [`write_claimed`](Self::write_claimed).
-    fn admit(&self, queue: &mut Queue, frame: Bytes, delivery: Delivery) -> Result<bool, TrySend> {
+    /// Queues `frame` for `delivery` if the queue holds no more than `limit` bytes with it
+    /// (or nothing). `Ok(true)`: the caller now owns writing and must call
+    /// [`write_claimed`](Self::write_claimed).
+    fn admit(
+        &self,
+        queue: &mut Queue,
+        frame: Bytes,
+        delivery: Delivery,
+        limit: usize,
+    ) -> Result<bool, TrySend> {
         if queue.closing || queue.failed {
             return Err(TrySend::Closed);
         }
-        if queue.batch.remaining > 0 && queue.batch.remaining + frame.len() > MAX_QUEUED_BYTES {
+        if queue.batch.remaining > 0 && queue.batch.remaining + frame.len() > limit {
             return Err(TrySend::Full(frame));
         }
         queue.batch.push(frame);
@@ -538,6 +565,27 @@ mod tests {
             .send(Bytes::from_static(b"x"), Delivery::Background)
             .await
             .is_err());
+    }
+
+    #[tokio::test]
+    async fn a_stream_waits_where_a_reply_still_gets_into_the_queue() {
+        // Nobody reads the pipe and no writer task runs: what is queued stays queued.
+        let (client, _server) = tokio::io::duplex(16);
+        let (sink, _writer) = FrameSink::new(client);
+        let items = || Bytes::from(vec![0u8; MAX_QUEUED_STREAM_BYTES / 2 + 1]);
+        sink.send_stream_items(items()).await.unwrap();
+        let second = sink.send_stream_items(items());
+        tokio::pin!(second);
+        assert!(
+            futures::poll!(second.as_mut()).is_pending(),
+            "a stream's items wait past their share of the queue"
+        );
+        let reply = sink.send(items(), Delivery::Background);
+        tokio::pin!(reply);
+        assert!(
+            futures::poll!(reply.as_mut()).is_ready(),
+            "a reply is queued up to the whole queue's limit"
+        );
     }
 
     #[test]

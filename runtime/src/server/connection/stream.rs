@@ -278,7 +278,7 @@ async fn send_items(opened: &OpenedStream, frames: Bytes, count: u64) -> Result<
     opened.sent_bytes.increment(frames.len() as u64);
     opened
         .sink
-        .send(frames, Delivery::Background)
+        .send_stream_items(frames)
         .await
         .map_err(|_| ())?;
     opened.items.increment(count);
