@@ -10,6 +10,9 @@ use wirecall::{RunningServer, Server, ServerTlsConfig};
 // The shared `UserService` fixture: the service every command here talks to.
 use wirecall_test_support::{UserServiceServer, Users};
 
+mod output;
+use output::{assert_exit, stderr, stdout};
+
 async fn server() -> RunningServer {
     Server::builder()
         .serve(UserServiceServer::new(Users::default()))
@@ -32,25 +35,6 @@ async fn wirecall(args: &[&str], stdin: &str) -> Output {
     input.write_all(stdin.as_bytes()).await.unwrap();
     drop(input);
     child.wait_with_output().await.unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 fn json(output: &Output) -> serde_json::Value {

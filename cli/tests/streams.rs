@@ -11,6 +11,9 @@ use wirecall::{RunningServer, Server};
 use wirecall_test_support::feed::{FeedImpl, FeedServer};
 use wirecall_test_support::{eventually, quiet_panics_starting_with, PATIENCE};
 
+mod output;
+use output::{assert_exit, stderr, stdout};
+
 async fn serve(feed: FeedImpl) -> RunningServer {
     Server::builder()
         .serve(FeedServer::new(feed))
@@ -28,25 +31,6 @@ async fn wirecall(args: &[&str]) -> Output {
         .output()
         .await
         .expect("the binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 /// Each stdout line as JSON.

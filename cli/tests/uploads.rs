@@ -15,6 +15,9 @@ use wirecall::{RunningServer, Server, Streaming};
 use wirecall_test_support::feed::{FeedImpl, FeedServer};
 use wirecall_test_support::{eventually, PATIENCE};
 
+mod output;
+use output::{assert_exit, stderr, stdout};
+
 /// A sum that lets the test see how its upload ended, which the `Feed` fixture does not.
 #[wirecall::service]
 trait Tally {
@@ -126,25 +129,6 @@ impl Session {
             .expect("a line of output")
             .unwrap()
     }
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 #[track_caller]
