@@ -44,14 +44,21 @@ where
     S: Stream<Item = U::Item> + Send,
 {
     let mut items = std::pin::pin!(items);
+    // Each item's buffer starts at the size of the one before: an upload's items are usually
+    // alike, and a 64 KiB chunk encoded into a buffer grown from a few bytes was copied many
+    // times over on the way.
+    let mut size_hint = 64;
     loop {
         // Paid for first: without credit, the caller's producer is not asked for more.
         credit.spend().await;
         let Some(item) = items.next().await else {
             break;
         };
-        let frame = match encode::<U>(connection, request_id, item) {
-            Ok(frame) => frame,
+        let frame = match encode::<U>(connection, request_id, item, size_hint) {
+            Ok(frame) => {
+                size_hint = frame.len();
+                frame
+            }
             Err(err) => {
                 // The caller's item cannot travel: the stream fails with why, and the
                 // server is told to stop.
@@ -74,13 +81,15 @@ where
     let _ = connection.sink.send(end, Delivery::Now).await;
 }
 
+/// Frames `item`, in a buffer with room for `size_hint` bytes at first.
 fn encode<U: ItemMessage>(
     connection: &Connection,
     request_id: u64,
     item: U::Item,
+    size_hint: usize,
 ) -> Result<bytes::Bytes, Error> {
     let (message, _) = U::from_item(item);
-    let mut frame = FrameBuf::with_capacity(64);
+    let mut frame = FrameBuf::with_capacity(size_hint);
     connection.codec.encode(&message, frame.payload_writer())?;
     let send_limit = connection
         .send_limit
