@@ -24,11 +24,11 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::thread::LocalKey;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::Decoder;
 
-use crate::transport::frame::{Frame, FrameCodec, FrameError};
+use crate::transport::frame::{Frame, FrameCodec, FrameError, FRAME_OVERHEAD};
 use crate::transport::spare_buffers::SpareBuffers;
 
 /// The capacity of a pooled server read buffer: room for a few small frames per read. The
@@ -41,6 +41,13 @@ const CLIENT_READ_BUFFER: usize = 1024;
 
 /// The most one read offers to take (see [`FrameReader::adapt_read_size`]).
 const MAX_READ: usize = 64 * 1024;
+
+/// The rest of a frame from which on a read takes only that rest: the next frame then starts
+/// a buffer of its own, and a large frame is never copied to make room for it.
+const LARGE_REST: usize = 16 * 1024;
+
+/// The largest frame whose size sizes the next buffer of a connection in a burst.
+const MAX_FRAME_HINT: usize = 128 * 1024;
 
 /// The most a read into the stack scratch (no buffer held) takes.
 const MAX_PARKED_READ: usize = 8 * 1024;
@@ -120,6 +127,9 @@ pub(crate) struct FrameReader<R> {
     /// much (the peer sends in bursts), halved back towards the policy's buffer size after
     /// one that took less than a quarter of it.
     read_size: usize,
+    /// The length of the last frame decoded, prefix included: a burst of large frames reads
+    /// each into a buffer of about its size.
+    last_frame: usize,
     /// The buffers this reader left in a burst, to read into again once their frames are
     /// gone (let go when the connection calms down).
     spare: SpareBuffers,
@@ -135,6 +145,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             buffer: BytesMut::new(),
             buffer_size: 0,
             read_size: policy.capacity(),
+            last_frame: 0,
             spare: SpareBuffers::default(),
             eof: false,
         }
@@ -155,7 +166,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         loop {
             if !self.buffer.is_empty() {
                 match self.codec.decode(&mut self.buffer) {
-                    Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
+                    Ok(Some(frame)) => {
+                        self.last_frame = FRAME_OVERHEAD + frame.payload.len();
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
                     Ok(None) => {}
                     Err(err) => return Poll::Ready(Some(Err(err))),
                 }
@@ -170,11 +184,16 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     "the stream ended inside a frame",
                 )))));
             }
-            let read = if self.buffer.capacity() == 0 {
+            // A connection in a burst reads into a buffer even when its last one is used up
+            // (a large frame filled it exactly): reading without one would copy the next
+            // frame in from 8 KiB of stack at a time.
+            let bursting = self.read_size > self.policy.capacity();
+            let read = if self.buffer.capacity() == 0 && !bursting {
                 self.poll_read_parked(cx)
             } else {
-                self.make_room();
-                tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buffer)
+                let limit = self.make_room();
+                let mut room = (&mut self.buffer).limit(limit);
+                tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut room)
             };
             match ready!(read) {
                 Ok(0) => self.eof = true,
@@ -189,20 +208,37 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// are gone, else in a buffer left earlier whose frames are gone, else in a new one. A
     /// quiet connection reads into what its buffer has left (reserving would cost it an
     /// allocation now and then).
-    fn make_room(&mut self) {
+    ///
+    /// Returns how much the read may take: the rest of a large frame only, so that the next
+    /// frame starts a buffer of its own rather than being copied out of this one's tail.
+    fn make_room(&mut self) -> usize {
         let len = self.buffer.len();
         let missing = self.codec.missing(&self.buffer);
-        let wanted_room = if self.read_size > self.policy.capacity() {
+        let bursting = self.read_size > self.policy.capacity();
+        let limit = if len > 0 && missing >= LARGE_REST {
+            missing
+        } else {
+            usize::MAX
+        };
+        let wanted_room = if bursting {
             missing.max(self.read_size / 4)
         } else {
             missing.max(1)
         };
         if self.buffer.capacity() - len >= wanted_room {
-            return;
+            return limit;
         }
-        let wanted = (len + missing).max(self.read_size);
+        // A burst of large frames reads each into a buffer of its size: the read then ends
+        // where the frame does.
+        let hint = if bursting && len == 0 && self.last_frame <= MAX_FRAME_HINT {
+            self.last_frame
+        } else {
+            0
+        };
+        let wanted = (len + missing).max(self.read_size).max(hint);
+        let limit = limit.min(wanted - len);
         if self.buffer.try_reclaim(wanted - len) {
-            return;
+            return limit;
         }
         let (mut next, size) = self
             .spare
@@ -214,6 +250,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if left_size > 0 {
             self.spare.keep(left, left_size);
         }
+        limit
     }
 
     /// Doubles the next read's offer after a read of at least that much, up to
