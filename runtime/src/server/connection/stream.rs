@@ -248,28 +248,24 @@ fn produce_into(
     let start = batch.begin();
     let polled =
         std::panic::catch_unwind(AssertUnwindSafe(|| items.poll_encode(cx, batch.payload())));
-    let last = match polled {
-        Ok(Poll::Ready(Some(Ok(last)))) => last,
-        other => {
-            batch.abandon(start);
-            return match other {
-                Ok(Poll::Pending) => Poll::Pending,
-                Ok(Poll::Ready(None)) => Poll::Ready(Produced::Exhausted),
-                Ok(Poll::Ready(Some(Err(call_error)))) => {
-                    Poll::Ready(Produced::Ended(failed(call_error)))
-                }
-                Err(panic) => Poll::Ready(Produced::Ended(panicked(opened, panic.as_ref()))),
-                Ok(Poll::Ready(Some(Ok(_)))) => unreachable!("matched above"),
-            };
+    let produced = match polled {
+        Ok(Poll::Ready(Some(Ok(last)))) => {
+            return Poll::Ready(match batch.finish(start) {
+                Ok(()) => Produced::Item { last },
+                Err(err) => Produced::Ended(Ended::Failed(
+                    ErrorCode::FrameTooLarge,
+                    format!("a stream item {err} that the client accepts (its max_frame_len)"),
+                )),
+            })
         }
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(None)) => Poll::Ready(Produced::Exhausted),
+        Ok(Poll::Ready(Some(Err(call_error)))) => Poll::Ready(Produced::Ended(failed(call_error))),
+        Err(panic) => Poll::Ready(Produced::Ended(panicked(opened, panic.as_ref()))),
     };
-    Poll::Ready(match batch.finish(start) {
-        Ok(()) => Produced::Item { last },
-        Err(err) => Produced::Ended(Ended::Failed(
-            ErrorCode::FrameTooLarge,
-            format!("a stream item {err} that the client accepts (its max_frame_len)"),
-        )),
-    })
+    // No item: whatever the producer began writing is cut off again.
+    batch.abandon(start);
+    produced
 }
 
 /// Queues a batch of `count` items: the writer task coalesces a busy stream's batches into
