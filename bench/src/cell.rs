@@ -155,6 +155,11 @@ pub enum Workload {
     /// U1: one upload (client stream) of 64 KiB chunks on one connection, answered once with
     /// the bytes the server received.
     Upload,
+    /// I1: W2's one connection with 256 calls in flight, server and client each run under
+    /// callgrind, twice, at two call counts: the instructions per call of each process are
+    /// the difference over the difference in calls, so start-up, connecting and shutting
+    /// down cancel out.
+    Instructions,
 }
 
 /// How a stream cell's clients size each stream's credit window.
@@ -225,7 +230,7 @@ pub const UPLOAD_RAW_WINDOW: u32 = {
 
 impl Workload {
     /// Every workload variant, in table order.
-    pub const ALL: [Workload; 19] = [
+    pub const ALL: [Workload; 20] = [
         Workload::Sequential(Case::Dictionary),
         Workload::Sequential(Case::User),
         Workload::Sequential(Case::Users10),
@@ -263,6 +268,7 @@ impl Workload {
         },
         Workload::UnaryBesideStream,
         Workload::Upload,
+        Workload::Instructions,
     ];
 
     /// The id used on the command line and in the results: `W1-1obj`, `W2-4x64`, `W3`, ...
@@ -302,6 +308,7 @@ impl Workload {
             Workload::Streams { .. } => "S2".to_owned(),
             Workload::UnaryBesideStream => "S3".to_owned(),
             Workload::Upload => "U1".to_owned(),
+            Workload::Instructions => "I1".to_owned(),
         }
     }
 
@@ -391,6 +398,8 @@ pub struct Scale {
     pub upload_chunks: u64,
     /// U1 chunks in the untimed upload before it.
     pub upload_warmup_chunks: u64,
+    /// I1 timed calls of its short run and of its long run.
+    pub instruction_calls: [usize; 2],
     /// Connection attempts in progress at once while opening W4 and W6 connections; keeps the
     /// listen backlog from overflowing (an overflow costs a 1 s SYN retransmit).
     pub connect_fan_out: usize,
@@ -419,6 +428,8 @@ impl Scale {
         // 1 GiB.
         upload_chunks: 16_384,
         upload_warmup_chunks: 64,
+        // 20,000 calls between the runs: about 5 s of callgrind for wirecall, 25 s for tonic.
+        instruction_calls: [5_000, 25_000],
         connect_fan_out: 64,
     };
 
@@ -443,6 +454,7 @@ impl Scale {
         beside_stream_calls: 50,
         upload_chunks: 40,
         upload_warmup_chunks: 4,
+        instruction_calls: [64, 192],
         connect_fan_out: 8,
     };
 }
@@ -487,7 +499,7 @@ mod tests {
             .collect();
         assert_eq!(
             ids.join(" "),
-            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3 U1"
+            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3 U1 I1"
         );
         assert!(!Target::Tarpc(TarpcFormat::Bincode).supports(Workload::UnaryBesideStream));
         assert!(!Target::Tarpc(TarpcFormat::MessagePack).supports(Workload::Upload));

@@ -20,6 +20,9 @@ use crate::systems::tonic::TonicRpc;
 use crate::systems::wirecall::WirecallRpc;
 use crate::systems::{collect_latencies, BenchResult, BesideStream, Rpc};
 
+/// I1's calls in flight on its one connection, as in W2-1x256.
+const INSTRUCTIONS_IN_FLIGHT: usize = 256;
+
 /// What one workload measured, before the process adds its memory figures.
 struct Measured {
     calls: usize,
@@ -101,6 +104,8 @@ pub async fn run(
             .allocations
             .map(|n| n as f64 / measured.calls.max(1) as f64),
         allocs_server_per_call: None,
+        instructions_server_per_call: None,
+        instructions_client_per_call: None,
         alone_p50_us: measured.alone.as_mut().and_then(|l| l.quantile_us(0.50)),
         alone_p99_us: measured.alone.as_mut().and_then(|l| l.quantile_us(0.99)),
         stream_items_per_s: measured.stream_items_per_s,
@@ -124,6 +129,8 @@ async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> Ben
         Workload::Streams { streams, .. } => server_streams(rpc, streams, scale).await,
         Workload::UnaryBesideStream => unary_beside_stream(rpc, scale).await,
         Workload::Upload => upload(rpc, scale).await,
+        // The parent sets `pipelined_calls` to the run's count.
+        Workload::Instructions => pipelined(rpc, 1, INSTRUCTIONS_IN_FLIGHT, scale).await,
     }
 }
 

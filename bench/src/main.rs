@@ -5,9 +5,11 @@
 
 mod alloc_count;
 mod cell;
+mod cell_run;
 mod client;
 mod discovery;
 mod events;
+mod instructions;
 mod load;
 mod measure;
 mod model;

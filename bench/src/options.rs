@@ -170,6 +170,9 @@ pub struct ClientArgs {
     /// Tiny counts (the smoke run)
     #[arg(long)]
     smoke: bool,
+    /// I1: the timed calls of this run (the parent runs each side at two counts)
+    #[arg(long, value_name = "N")]
+    calls: Option<usize>,
 }
 
 /// A parsed and checked command line.
@@ -277,17 +280,23 @@ impl Sub {
                 workload: args.target.workload,
                 lifetime: Duration::from_secs(args.lifetime_secs),
             }),
-            Sub::Client(args) => Ok(Command::Client {
-                target: args.target.target()?,
-                workload: args.target.workload,
-                addr: args.addr,
-                scale: if args.smoke {
+            Sub::Client(args) => {
+                let mut scale = if args.smoke {
                     Scale::SMOKE
                 } else {
                     Scale::FULL
-                },
-                deadline: Duration::from_secs(args.deadline_secs),
-            }),
+                };
+                if let Some(calls) = args.calls {
+                    scale.pipelined_calls = calls;
+                }
+                Ok(Command::Client {
+                    target: args.target.target()?,
+                    workload: args.target.workload,
+                    addr: args.addr,
+                    scale,
+                    deadline: Duration::from_secs(args.deadline_secs),
+                })
+            }
         }
     }
 }

@@ -20,7 +20,8 @@ pub struct CellResult {
     /// The workload variant id (`W1-1obj`, `W2-1x256`, `W3`, ...).
     pub workload: String,
     /// Calls (W3: connections, W6: one-way messages, S1 and S2: stream items, S3: calls
-    /// beside the stream, U1: uploaded chunks) in the timed phase.
+    /// beside the stream, U1: uploaded chunks) in the timed phase; I1: the calls its long
+    /// run made beyond its short one (its `secs` is the long run's, under callgrind).
     pub calls: u64,
     /// Length of the timed phase.
     pub secs: f64,
@@ -59,6 +60,12 @@ pub struct CellResult {
     /// W8: the server process's heap allocations per call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocs_server_per_call: Option<f64>,
+    /// I1: the server process's instructions per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_server_per_call: Option<f64>,
+    /// I1: the client process's instructions per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_client_per_call: Option<f64>,
     /// S3: median call latency without the stream (`p50_us` is beside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alone_p50_us: Option<f64>,
@@ -187,6 +194,16 @@ fn metrics(workload: Workload) -> Vec<Metric> {
                     let total = r.allocs_client_per_call? + r.allocs_server_per_call?;
                     Some(total - user_value_allocations(&r.system))
                 },
+            },
+        ],
+        Workload::Instructions => vec![
+            Metric {
+                label: "server instructions per call",
+                value: |r| r.instructions_server_per_call,
+            },
+            Metric {
+                label: "client instructions per call",
+                value: |r| r.instructions_client_per_call,
             },
         ],
         Workload::Streams { .. } => vec![
@@ -481,6 +498,8 @@ mod tests {
             server_counted: None,
             allocs_client_per_call: None,
             allocs_server_per_call: None,
+            instructions_server_per_call: None,
+            instructions_client_per_call: None,
             alone_p50_us: None,
             alone_p99_us: None,
             stream_items_per_s: None,
