@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::AbortHandle;
-use tokio::sync::Semaphore;
 
+use super::slots::Slots;
 use crate::id_hash::IdMap;
 use crate::stream::credit::{CreditError, SendCredit};
 use crate::stream::upload::UploadQueue;
@@ -35,16 +35,14 @@ pub(super) enum UploadTarget {
 /// own): a server holds many connections, and each shared allocation costs every one of them.
 pub(super) struct InFlight {
     calls: Mutex<IdMap<u64, Running>>,
-    /// One permit per call that may start; every call holds one ([`CallSlot`]) until it ends,
-    /// so all permits back means no call is running.
-    slots: Semaphore,
-    limit: u32,
+    /// One slot per call that may start; every call holds one ([`CallSlot`]) until it ends,
+    /// so all slots free means no call is running.
+    slots: Slots,
     /// Likewise for streams, which have a limit of their own: a stream lives on the client's
     /// Credit, Cancel and upload frames, so an `Open` over the limit is refused rather than
     /// made to wait (waiting stops reading the connection, and the streams holding the slots
     /// would then wait for frames nobody reads).
-    streams: Semaphore,
-    stream_limit: u32,
+    streams: Slots,
 }
 
 /// A running call's or stream's place in its connection's limit, given back when dropped
@@ -57,9 +55,9 @@ pub(super) struct CallSlot {
 impl Drop for CallSlot {
     fn drop(&mut self) {
         if self.stream {
-            self.in_flight.streams.add_permits(1);
+            self.in_flight.streams.give_back();
         } else {
-            self.in_flight.slots.add_permits(1);
+            self.in_flight.slots.give_back();
         }
     }
 }
@@ -67,18 +65,12 @@ impl Drop for CallSlot {
 impl InFlight {
     /// Allows `limit` calls and `stream_limit` streams at once (at least one of each).
     pub(super) fn new(limit: usize, stream_limit: usize) -> Self {
-        // A semaphore holds at most `MAX_PERMITS` (less than `u32::MAX` on 32-bit targets).
-        let most = u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX);
-        let limit = u32::try_from(limit).unwrap_or(u32::MAX).clamp(1, most);
-        let stream_limit = u32::try_from(stream_limit)
-            .unwrap_or(u32::MAX)
-            .clamp(1, most);
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+        let stream_limit = u32::try_from(stream_limit).unwrap_or(u32::MAX);
         Self {
             calls: Mutex::default(),
-            slots: Semaphore::new(limit as usize),
-            limit,
-            streams: Semaphore::new(stream_limit as usize),
-            stream_limit,
+            slots: Slots::new(limit),
+            streams: Slots::new(stream_limit),
         }
     }
 
@@ -91,43 +83,34 @@ impl InFlight {
 
     /// A slot for a new call, if one is free.
     pub(super) fn try_slot(self: &Arc<Self>) -> Option<CallSlot> {
-        let permit = self.slots.try_acquire().ok()?;
-        permit.forget();
-        Some(self.slot_of(false))
+        self.slots.try_take().then(|| self.slot_of(false))
     }
 
     /// A slot for a new stream, if one is free.
     pub(super) fn try_stream_slot(self: &Arc<Self>) -> Option<CallSlot> {
-        let permit = self.streams.try_acquire().ok()?;
-        permit.forget();
-        Some(self.slot_of(true))
+        self.streams.try_take().then(|| self.slot_of(true))
     }
 
     /// The most streams open at once.
     pub(super) fn stream_limit(&self) -> u32 {
-        self.stream_limit
+        self.streams.limit()
     }
 
     /// Waits for a free slot.
     pub(super) async fn slot(self: &Arc<Self>) -> CallSlot {
-        // The semaphore is never closed, so acquiring only waits.
-        if let Ok(permit) = self.slots.acquire().await {
-            permit.forget();
-        }
+        self.slots.take().await;
         self.slot_of(false)
     }
 
     /// Whether no call or stream is running.
     pub(super) fn none_running(&self) -> bool {
-        self.slots.available_permits() == self.limit as usize
-            && self.streams.available_permits() == self.stream_limit as usize
+        self.slots.all_free() && self.streams.all_free()
     }
 
     /// Waits until no call or stream is running.
     pub(super) async fn finished(&self) {
-        // The permits go back when this returns: nothing is left to start anyway.
-        let _calls = self.slots.acquire_many(self.limit).await;
-        let _streams = self.streams.acquire_many(self.stream_limit).await;
+        self.slots.all_returned().await;
+        self.streams.all_returned().await;
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, IdMap<u64, Running>> {

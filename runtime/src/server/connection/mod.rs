@@ -22,6 +22,7 @@ mod handshake;
 mod in_flight;
 mod rejected;
 mod reply;
+mod slots;
 mod state;
 mod stream;
 
