@@ -14,7 +14,6 @@ use tokio::time::Instant;
 use super::args::{CallArgs, EncodeArgs, RawArgs};
 use super::connection::Connection;
 use super::dial::Redial;
-use super::exchange::sent_or_failed;
 use super::item_stream::ItemStream;
 use super::outgoing::Outgoing;
 use super::pending;
@@ -611,8 +610,9 @@ impl ChannelShared {
                 let started = connection.hello.is_some().then(Instant::now);
                 let (request_id, frame) =
                     connection.encode_request(method, &args, left, &outgoing)?;
-                let sent = connection.exchange(method, request_id, frame, left, outgoing.trace);
-                let result = sent_or_failed(sent).await;
+                let result = connection
+                    .exchange(method, request_id, frame, left, outgoing.trace)
+                    .await;
                 match result {
                     Err(_) if !sent_again && connection.refused_early_calls() => {
                         sent_again = true;

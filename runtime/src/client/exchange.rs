@@ -4,18 +4,22 @@
 //! thousand idle connections with a call each hold ten thousand), and a block keeps every
 //! value it captured and every future it awaited in its state for its whole life. This one
 //! holds what the wait needs and nothing else: the request id (the reply waits in the call's
-//! slot in the connection's table, see `pending.rs`), the deadline, and (boxed, rarely set)
-//! a send still waiting for room or the call's span. The deadline has no timer of its own:
+//! slot in the connection's table, see `pending.rs`), the deadline, the request frame until
+//! the first poll sends it, and (boxed, rarely set) a send still waiting for room or the
+//! call's span.
+//!
+//! The first poll registers the call together with the caller's waker, then sends: the
+//! table is visited once on the way out and once to take the reply, where registering and
+//! a first poll that found nothing visited it twice on the way out. The deadline has no timer of its own:
 //! the connection's reader sweeps every call's deadline (see `deadlines.rs`) and completes a
 //! call that runs out with [`Error::Timeout`], through the same slot.
 
-use std::future::{Future, Ready};
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::future::Either;
 use tokio::time::Instant;
 use tracing::Span;
 
@@ -34,9 +38,10 @@ const SAME_DEADLINE: Duration = Duration::from_millis(5);
 pub(super) type WaitingSend<'a> = Pin<Box<dyn Future<Output = Result<(), SinkClosed>> + Send + 'a>>;
 
 impl Connection {
-    /// Registers the call and sends its request frame now; the returned future waits for the
-    /// reply, at most `timeout`, and resolves to its payload (after its metadata, which goes
-    /// to [`reply_metadata`]). Dropping the future before then cancels the call.
+    /// The call's wait for its reply, at most `timeout`, resolving to the reply's payload
+    /// (after its metadata, which goes to [`reply_metadata`]). Its first poll registers the
+    /// call and sends its request frame; dropping it after that, before the reply, cancels
+    /// the call.
     pub(super) fn exchange(
         &self,
         method: MethodId,
@@ -44,7 +49,7 @@ impl Connection {
         frame: Bytes,
         timeout: Option<Duration>,
         trace: Option<TraceContext>,
-    ) -> Result<Exchange<'_>, Error> {
+    ) -> Exchange<'_> {
         // No span value at all unless a subscriber (or `log`) may want it.
         let span = crate::call_span::wanted().then(|| {
             tracing::debug_span!(
@@ -57,51 +62,61 @@ impl Connection {
                 span_id = trace.map(|t| t.span_id_hex()),
             )
         });
-        let deadline = timeout.map(|after| Instant::now() + after);
-        self.pending.register(request_id, deadline.zip(timeout))?;
+        Exchange {
+            connection: self,
+            method,
+            request_id,
+            timeout,
+            unsent: Some(frame),
+            sending: None,
+            deadline: None,
+            span: span.filter(|span| !span.is_disabled()).map(Box::new),
+            cancel_on_drop: false,
+        }
+    }
+
+    /// Registers call `request_id` with the caller's waker and sends its frame: one trip
+    /// through the pending table where registering and a first poll took two. Returns the
+    /// send still waiting for room in the write queue, if it is full.
+    fn register_and_send(
+        &self,
+        request_id: u64,
+        frame: Bytes,
+        deadline: Option<(Instant, Duration)>,
+        cx: &Context<'_>,
+    ) -> Result<Option<WaitingSend<'_>>, Error> {
+        self.pending
+            .register(request_id, deadline, Some(cx.waker().clone()))?;
         // A lone call writes its own frame; among many, the writer task batches them.
         let delivery = if self.pending.len() <= 1 {
             Delivery::Now
         } else {
             Delivery::Background
         };
-        let send = || self.sink.try_send(frame, delivery);
-        let sent = match &span {
-            Some(span) => span.in_scope(send),
-            None => send(),
-        };
-        let sending = match sent {
-            Ok(()) => None,
-            Err(TrySend::Full(frame)) => {
-                Some(Box::pin(self.sink.send(frame, delivery)) as WaitingSend<'_>)
-            }
+        match self.sink.try_send(frame, delivery) {
+            Ok(()) => Ok(None),
+            Err(TrySend::Full(frame)) => Ok(Some(
+                Box::pin(self.sink.send(frame, delivery)) as WaitingSend<'_>
+            )),
             Err(TrySend::Closed) => {
                 self.pending.remove(request_id);
-                return Err(self.pending.closed_error());
+                Err(self.pending.closed_error())
             }
-        };
-        Ok(Exchange::new(
-            self,
-            Sent {
-                method,
-                request_id,
-                timeout,
-                deadline,
-                sending,
-                span,
-            },
-        ))
+        }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// A sent call waiting for its reply, at most until its deadline. Dropped before it ends
-    /// (cancelled, or timed out), it withdraws the call and sends the server a `Cancel`.
+    /// A call waiting for its reply, at most until its deadline. Dropped after its first
+    /// poll and before it ends (cancelled, or timed out), it withdraws the call and sends
+    /// the server a `Cancel`.
     pub(super) struct Exchange<'a> {
         connection: &'a Connection,
         method: MethodId,
         request_id: u64,
         timeout: Option<Duration>,
+        // The request frame, until the first poll sends it.
+        unsent: Option<Bytes>,
         // The frame, when the write queue was full as it was sent.
         sending: Option<WaitingSend<'a>>,
         // When the call times out (the reader enforces it).
@@ -124,33 +139,6 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// What [`Exchange::new`] needs besides the connection.
-pub(super) struct Sent<'a> {
-    pub(super) method: MethodId,
-    pub(super) request_id: u64,
-    pub(super) timeout: Option<Duration>,
-    pub(super) deadline: Option<Instant>,
-    pub(super) sending: Option<WaitingSend<'a>>,
-    /// The call's span, when a subscriber wants it.
-    pub(super) span: Option<Span>,
-}
-
-impl<'a> Exchange<'a> {
-    /// Waits for the reply to a call already registered (and sent, or waiting to be).
-    pub(super) fn new(connection: &'a Connection, sent: Sent<'a>) -> Self {
-        Self {
-            connection,
-            method: sent.method,
-            request_id: sent.request_id,
-            timeout: sent.timeout,
-            sending: sent.sending,
-            deadline: sent.deadline,
-            span: sent.span.filter(|span| !span.is_disabled()).map(Box::new),
-            cancel_on_drop: true,
-        }
-    }
-}
-
 impl Future for Exchange<'_> {
     type Output = Result<Bytes, Error>;
 
@@ -158,6 +146,28 @@ impl Future for Exchange<'_> {
         let this = self.project();
         let _entered = this.span.as_deref().map(Span::enter);
         let connection = *this.connection;
+        if let Some(frame) = this.unsent.take() {
+            // The clock starts here, where the request is sent.
+            let deadline = this.timeout.map(|after| Instant::now() + after);
+            *this.deadline = deadline;
+            match connection.register_and_send(
+                *this.request_id,
+                frame,
+                deadline.zip(*this.timeout),
+                cx,
+            ) {
+                Ok(sending) => {
+                    *this.cancel_on_drop = true;
+                    *this.sending = sending;
+                    // Registered with this poll's waker, and sent: the reply (or the end)
+                    // wakes the task. A waiting send still needs its first poll below.
+                    if this.sending.is_none() {
+                        return Poll::Pending;
+                    }
+                }
+                Err(err) => return Poll::Ready(Err(err)),
+            }
+        }
         // A reply read before the reader swept the deadline counts even if the deadline
         // passed meanwhile (as with `tokio::time::timeout`); a timeout comes as the result.
         let frame = ready!(poll_reply(connection, *this.request_id, this.sending, cx));
@@ -182,18 +192,6 @@ impl Future for Exchange<'_> {
             }
             other => other,
         })
-    }
-}
-
-/// The future of a call [`Connection::exchange`] sent, or of the error that kept it from being
-/// sent. Awaiting this instead of matching on the `Result` across the wait keeps the caller's
-/// future from holding both.
-pub(super) fn sent_or_failed(
-    sent: Result<Exchange<'_>, Error>,
-) -> Either<Exchange<'_>, Ready<Result<Bytes, Error>>> {
-    match sent {
-        Ok(exchange) => Either::Left(exchange),
-        Err(err) => Either::Right(std::future::ready(Err(err))),
     }
 }
 

@@ -164,13 +164,15 @@ impl PendingCalls {
     }
 
     /// Registers call `id`, to time out at `deadline` (after its timeout) if it has one, or
-    /// fails when the connection has already closed.
+    /// fails when the connection has already closed. `waker`, the caller's task, is woken
+    /// when the outcome comes, as if the caller had polled already.
     pub(crate) fn register(
         &self,
         id: u64,
         deadline: Option<(Instant, std::time::Duration)>,
+        waker: Option<Waker>,
     ) -> Result<(), Error> {
-        self.register_slot(id, Slot::Waiting(None), deadline)
+        self.register_slot(id, Slot::Waiting(waker), deadline)
     }
 
     /// Registers server stream `id`, which has granted the server `window.items` items, to
@@ -472,20 +474,20 @@ mod tests {
     #[test]
     fn close_all_fails_waiting_calls_and_refuses_new_ones() {
         let pending = PendingCalls::default();
-        pending.register(1, None).unwrap();
+        pending.register(1, None, None).unwrap();
         pending.close_all(Closed::new("peer reset", None));
         assert!(matches!(
             outcome(&pending, 1),
             Some(Err(Error::ConnectionClosed { reason, code: None })) if reason == "peer reset"
         ));
-        assert!(pending.register(2, None).is_err());
+        assert!(pending.register(2, None, None).is_err());
         assert_eq!(pending.len(), 0);
     }
 
     #[test]
     fn the_first_closing_is_the_one_callers_see() {
         let pending = PendingCalls::default();
-        pending.register(1, None).unwrap();
+        pending.register(1, None, None).unwrap();
         pending.close_all(Closed::new("shutting down", Some(ErrorCode::ShuttingDown)));
         pending.close_all(Closed::new("closed by its owner", None));
         assert!(matches!(
@@ -496,7 +498,7 @@ mod tests {
             }))
         ));
         assert!(matches!(
-            pending.register(2, None),
+            pending.register(2, None, None),
             Err(Error::ConnectionClosed {
                 code: Some(ErrorCode::ShuttingDown),
                 ..
@@ -509,8 +511,12 @@ mod tests {
         let pending = PendingCalls::default();
         let after = std::time::Duration::from_millis(50);
         let now = Instant::now();
-        pending.register(1, Some((now + after, after))).unwrap();
-        pending.register(2, Some((now + after, after))).unwrap();
+        pending
+            .register(1, Some((now + after, after)), None)
+            .unwrap();
+        pending
+            .register(2, Some((now + after, after)), None)
+            .unwrap();
         assert!(pending.complete(2, Frame::control(FrameKind::Response, 2)));
         assert!(pending.expire(now).is_empty());
         assert_eq!(pending.expire(now + after), [1]);
@@ -527,8 +533,8 @@ mod tests {
     #[test]
     fn a_reply_completes_only_its_own_call() {
         let pending = PendingCalls::default();
-        pending.register(1, None).unwrap();
-        pending.register(2, None).unwrap();
+        pending.register(1, None, None).unwrap();
+        pending.register(2, None, None).unwrap();
         assert!(pending.complete(2, Frame::control(FrameKind::Response, 2)));
         assert!(!pending.complete(2, Frame::control(FrameKind::Response, 2)));
         assert!(outcome(&pending, 1).is_none());
@@ -539,8 +545,8 @@ mod tests {
     #[test]
     fn a_caller_that_gives_up_after_its_reply_came_sends_no_cancel() {
         let pending = PendingCalls::default();
-        pending.register(1, None).unwrap();
-        pending.register(2, None).unwrap();
+        pending.register(1, None, None).unwrap();
+        pending.register(2, None, None).unwrap();
         assert!(pending.complete(1, Frame::control(FrameKind::Response, 1)));
         // Call 1's reply waits in its slot: dropping the call only frees it.
         assert!(!pending.remove(1));
@@ -564,7 +570,7 @@ mod tests {
         let woken = Arc::new(Count(AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&woken));
         let pending = PendingCalls::default();
-        pending.register(1, None).unwrap();
+        pending.register(1, None, None).unwrap();
         assert!(pending
             .poll_reply(1, &mut Context::from_waker(&waker))
             .is_pending());
