@@ -7,13 +7,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::builder::{ServerBuilder, TokenSource};
 use super::descriptor_budget;
-use super::layer::{AuthorizeLayer, Core, Dispatch, InFlightLimitLayer};
+use super::layer::{AuthorizeLayer, CallBudget, Core, Dispatch, InFlightLimitLayer};
 use super::listener::{accept_loop, Listener};
 use super::metrics;
 use super::registration;
@@ -81,7 +80,7 @@ impl ServerBuilder {
             .config
             .max_connections
             .unwrap_or_else(descriptor_budget::default_max_connections);
-        let calls = Arc::new(Semaphore::new(self.config.max_in_flight));
+        let calls = Arc::new(CallBudget::new(self.config.max_in_flight));
         let dispatch = Dispatch::new(Arc::clone(&router));
         let core = match self.layers.wrap(dispatch.clone()) {
             Some(layered) => Core::Layered(layered),

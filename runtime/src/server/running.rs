@@ -132,7 +132,7 @@ impl RunningServer {
 
     /// Calls currently running on the server, over all connections.
     pub fn in_flight(&self) -> usize {
-        self.shared.config.max_in_flight - self.shared.calls.available_permits()
+        self.shared.calls.running()
     }
 
     /// Serves a stream that your code connected (or accepted) itself as one more connection

@@ -8,12 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::config::ServerConfig;
-use super::layer::Pipeline;
+use super::layer::{CallBudget, Pipeline};
 use super::metrics;
 use super::registration;
 use super::router::Router;
@@ -31,8 +30,8 @@ pub(crate) struct Shared {
     pub(crate) connections: AtomicUsize,
     /// The connection limit in force (configured, or derived from the descriptor limit).
     pub(crate) max_connections: usize,
-    /// One permit per call running on the server (`max_in_flight`).
-    pub(crate) calls: Arc<Semaphore>,
+    /// The calls running on the server, against `max_in_flight`.
+    pub(crate) calls: Arc<CallBudget>,
     /// Stop accepting and stop reading new calls.
     pub(crate) shutdown: CancellationToken,
     /// The grace period is over: abort whatever still runs.

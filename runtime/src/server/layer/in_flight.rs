@@ -1,27 +1,77 @@
 //! The per-server limit of calls in flight as a layer: a call beyond it fails at once with
-//! [`CallError::Overloaded`] (load shedding, not queueing); an admitted call holds its permit
-//! until its future completes or is dropped.
+//! [`CallError::Overloaded`] (load shedding, not queueing); an admitted call holds its
+//! admission until its future completes or is dropped.
 
 use std::future::{ready, Future, Ready};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::Either;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service};
 
 use crate::error::CallError;
 use crate::server::request::{Reply, Request};
 
-/// Adds [`InFlightLimit`] with the server's semaphore (one permit per call).
+/// The server's calls in flight, counted against `max_in_flight`.
+///
+/// A count in an atomic rather than a tokio `Semaphore`: nobody ever waits for room (a call
+/// over the limit is refused), and the semaphore took its wait list's lock on every
+/// release, which every call paid.
+#[derive(Debug)]
+pub(crate) struct CallBudget {
+    free: AtomicUsize,
+    limit: usize,
+}
+
+impl CallBudget {
+    /// Room for `limit` calls at once.
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            free: AtomicUsize::new(limit),
+            limit,
+        }
+    }
+
+    /// Calls admitted and not yet finished.
+    pub(crate) fn running(&self) -> usize {
+        self.limit - self.free.load(Ordering::Acquire)
+    }
+
+    /// Admits one more call, if there is room.
+    fn try_admit(self: &Arc<Self>) -> Option<Admission> {
+        self.free
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
+                free.checked_sub(1)
+            })
+            .ok()?;
+        Some(Admission {
+            budget: Arc::clone(self),
+        })
+    }
+}
+
+/// One admitted call's place in the budget, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    budget: Arc<CallBudget>,
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.budget.free.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Adds [`InFlightLimit`] with the server's budget.
 #[derive(Clone)]
 pub(crate) struct InFlightLimitLayer {
-    calls: Arc<Semaphore>,
+    calls: Arc<CallBudget>,
 }
 
 impl InFlightLimitLayer {
-    pub(crate) fn new(calls: Arc<Semaphore>) -> Self {
+    pub(crate) fn new(calls: Arc<CallBudget>) -> Self {
         Self { calls }
     }
 }
@@ -40,7 +90,7 @@ impl<S> Layer<S> for InFlightLimitLayer {
 /// Refuses calls beyond the limit.
 #[derive(Clone)]
 pub(crate) struct InFlightLimit<S> {
-    calls: Arc<Semaphore>,
+    calls: Arc<CallBudget>,
     inner: S,
 }
 
@@ -96,10 +146,10 @@ where
     }
 }
 
-/// A permit for one more call, or the refusal.
+/// An admission for one more call, or the refusal.
 #[inline]
-fn admit(calls: &Arc<Semaphore>, request: &Request) -> Result<OwnedSemaphorePermit, CallError> {
-    Arc::clone(calls).try_acquire_owned().map_err(|_| {
+fn admit(calls: &Arc<CallBudget>, request: &Request) -> Result<Admission, CallError> {
+    calls.try_admit().ok_or_else(|| {
         tracing::warn!(method = %request.method_id(), "server at max_in_flight; refusing a call");
         CallError::Overloaded(
             "the server is at its limit of calls in flight; retry later".to_owned(),
@@ -108,11 +158,11 @@ fn admit(calls: &Arc<Semaphore>, request: &Request) -> Result<OwnedSemaphorePerm
 }
 
 pin_project_lite::pin_project! {
-    /// An admitted call: the inner future, holding its permit until it completes.
+    /// An admitted call: the inner future, holding its admission until it completes.
     pub(crate) struct Admitted<F> {
         #[pin]
         inner: F,
-        permit: Option<OwnedSemaphorePermit>,
+        permit: Option<Admission>,
     }
 }
 

@@ -10,7 +10,7 @@ mod in_flight;
 
 pub(crate) use authorize::AuthorizeLayer;
 pub(crate) use dispatch::{Core, Dispatch};
-pub(crate) use in_flight::InFlightLimitLayer;
+pub(crate) use in_flight::{CallBudget, InFlightLimitLayer};
 
 /// The service every call goes through: authorisation, the in-flight limit, then the user's
 /// layers (if any) around the dispatcher. Each piece is always ready, so the server calls it
