@@ -20,7 +20,7 @@ use super::deadlines::{Deadlines, Expiry};
 use super::stream_slot::{StreamNext, StreamSlot};
 use super::upload_sender::UploadSender;
 use crate::stream::credit::SendCredit;
-use crate::stream::window::WindowSize;
+use crate::stream::window::{Neighbours, WindowSize};
 
 use crate::error::{Error, ErrorCode};
 use crate::id_hash::IdMap;
@@ -47,6 +47,9 @@ struct State {
     waiting: usize,
     /// How many of `calls` are [`Slot::Stream`]: they share the connection's window bytes.
     streams: usize,
+    /// Calls (not streams) registered so far: while this moves, the streams keep their
+    /// windows small (see `stream::window`).
+    calls_started: u64,
     /// The deadlines of the calls that have one; a call that times out is completed with
     /// [`Error::Timeout`] by [`PendingCalls::expire`].
     deadlines: Deadlines,
@@ -228,7 +231,9 @@ impl PendingCalls {
         if let Some(closed) = &state.closed {
             return Err(closed.error());
         }
-        state.streams += usize::from(matches!(slot, Slot::Stream(_)));
+        let stream = matches!(slot, Slot::Stream(_));
+        state.streams += usize::from(stream);
+        state.calls_started += u64::from(!stream);
         state.calls.insert(id, slot);
         state.waiting += 1;
         self.waiting.store(state.waiting, Ordering::Relaxed);
@@ -271,9 +276,14 @@ impl PendingCalls {
     /// off the table); until then, `cx` is woken when one comes.
     pub(crate) fn poll_stream(&self, id: u64, cx: &mut Context<'_>) -> Poll<StreamNext> {
         let mut state = self.lock();
-        let streams = state.streams;
+        let neighbours = Neighbours {
+            streams: state.streams,
+            calls_started: state.calls_started,
+            // `waiting` counts the streams that have not ended too.
+            call_waiting: state.waiting > state.streams,
+        };
         let next = match state.calls.get_mut(&id) {
-            Some(Slot::Stream(stream)) => match stream.next(streams) {
+            Some(Slot::Stream(stream)) => match stream.next(neighbours) {
                 Some(next) => next,
                 None => {
                     if !stream

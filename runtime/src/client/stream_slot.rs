@@ -11,7 +11,7 @@ use std::task::Waker;
 use super::upload_sender::UploadSender;
 use crate::error::Error;
 use crate::stream::credit::CreditError;
-use crate::stream::window::{ReceiveWindow, WindowSize};
+use crate::stream::window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::transport::frame::Frame;
 
 /// A server stream, as its connection's pending table holds it.
@@ -85,10 +85,10 @@ impl StreamSlot {
 
     /// The next item, or the end once every item has been taken; `None` while there is
     /// neither. Taking an item may grant credit (none once the server has ended the stream),
-    /// sized with `streams` open on the connection.
-    pub(super) fn next(&mut self, streams: usize) -> Option<StreamNext> {
+    /// sized with `neighbours` on the connection.
+    pub(super) fn next(&mut self, neighbours: Neighbours) -> Option<StreamNext> {
         if let Some(item) = self.items.pop_front() {
-            let grant = self.window.take(streams).filter(|_| self.end.is_none());
+            let grant = self.window.take(neighbours).filter(|_| self.end.is_none());
             return Some(StreamNext::Item(item, grant));
         }
         self.end.take().map(StreamNext::End)
@@ -115,12 +115,18 @@ mod tests {
             slot.push(item()).unwrap();
         }
         assert!(slot.push(item()).is_err(), "a fifth item had no credit");
-        assert!(matches!(slot.next(1), Some(StreamNext::Item(_, None))));
-        assert!(matches!(slot.next(1), Some(StreamNext::Item(_, Some(2)))));
+        assert!(matches!(
+            slot.next(Neighbours::ALONE),
+            Some(StreamNext::Item(_, None))
+        ));
+        assert!(matches!(
+            slot.next(Neighbours::ALONE),
+            Some(StreamNext::Item(_, Some(2)))
+        ));
         slot.push(item()).unwrap();
         slot.push(item()).unwrap();
         assert!(slot.push(item()).is_err());
-        assert!(slot.next(1).is_some());
+        assert!(slot.next(Neighbours::ALONE).is_some());
     }
 
     #[test]
@@ -132,8 +138,14 @@ mod tests {
         });
         slot.push(item()).unwrap();
         slot.end = Some(Ok(Frame::control(FrameKind::End, 1)));
-        assert!(matches!(slot.next(1), Some(StreamNext::Item(_, None))));
-        assert!(matches!(slot.next(1), Some(StreamNext::End(Ok(_)))));
-        assert!(slot.next(1).is_none());
+        assert!(matches!(
+            slot.next(Neighbours::ALONE),
+            Some(StreamNext::Item(_, None))
+        ));
+        assert!(matches!(
+            slot.next(Neighbours::ALONE),
+            Some(StreamNext::End(Ok(_)))
+        ));
+        assert!(slot.next(Neighbours::ALONE).is_none());
     }
 }

@@ -19,7 +19,7 @@ use futures::Stream;
 use super::credit::credit_frame;
 use super::item::ItemMessage;
 use super::streaming::Streaming;
-use super::window::{ReceiveWindow, WindowSize};
+use super::window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::codec::Codec;
 use crate::transport::writer::FrameSink;
 
@@ -163,7 +163,10 @@ impl UploadQueue {
             let mut state = self.lock();
             match state.items.pop_front() {
                 Some(item) => {
-                    let grant = state.window.take(1).filter(|_| !state.ended);
+                    let grant = state
+                        .window
+                        .take(Neighbours::ALONE)
+                        .filter(|_| !state.ended);
                     (item, grant)
                 }
                 None if state.ended => return Poll::Ready(None),

@@ -8,6 +8,13 @@
 //! the largest item seen so far, never below the configured items and never above
 //! [`MAX_STREAM_CREDIT`]. Small items get a deep window, large ones keep the configured one;
 //! the sender needs to know nothing of it (its credit is just larger).
+//!
+//! A deep window has a price for the calls that share the connection: every byte of it can
+//! sit in the write queue and the socket buffers ahead of a reply, so a saturating stream
+//! with 1 MiB of credit made a call beside it several times slower. So while calls run
+//! beside the stream (a call waiting for its reply as the window decides, or any call
+//! started on the connection since it last decided), the window falls back to its
+//! configured items; it grows again once calls stop.
 
 use crate::wire::MAX_STREAM_CREDIT;
 
@@ -47,6 +54,29 @@ pub(crate) struct ReceiveWindow {
     connection: u32,
     /// The largest item received, in bytes with its overhead (0 until an item has come).
     largest: u32,
+    /// The connection's count of calls started, as of the last decision.
+    calls_seen: u64,
+}
+
+/// What else runs on a stream's connection, as the window decides.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Neighbours {
+    /// Streams open, this one included.
+    pub(crate) streams: usize,
+    /// Calls (not streams) started on the connection so far: a running count, compared
+    /// between decisions.
+    pub(crate) calls_started: u64,
+    /// Whether a call (not a stream) waits for its reply right now.
+    pub(crate) call_waiting: bool,
+}
+
+impl Neighbours {
+    /// A stream alone on its connection, as far as the window is told (an upload).
+    pub(crate) const ALONE: Neighbours = Neighbours {
+        streams: 1,
+        calls_started: 0,
+        call_waiting: false,
+    };
 }
 
 impl ReceiveWindow {
@@ -62,6 +92,7 @@ impl ReceiveWindow {
             budget: size.bytes,
             connection: size.connection,
             largest: 0,
+            calls_seen: 0,
         }
     }
 
@@ -90,14 +121,20 @@ impl ReceiveWindow {
         (self.budget.min(share) / self.largest).clamp(self.floor, MAX_STREAM_CREDIT)
     }
 
-    /// Counts an item the consumer took, with `streams` (this one included) open on the
-    /// connection; the credit to grant now, if any.
-    pub(crate) fn take(&mut self, streams: usize) -> Option<u32> {
+    /// Counts an item the consumer took, with `neighbours` on the connection; the credit to
+    /// grant now, if any.
+    pub(crate) fn take(&mut self, neighbours: Neighbours) -> Option<u32> {
         self.taken += 1;
         if self.taken < (self.window / 2).max(1) {
             return None;
         }
-        let target = self.target(streams);
+        let calls_beside = neighbours.call_waiting || neighbours.calls_started != self.calls_seen;
+        self.calls_seen = neighbours.calls_started;
+        let target = if calls_beside {
+            self.floor
+        } else {
+            self.target(neighbours.streams)
+        };
         // Growing adds credit at once; shrinking holds back taken items until the window is
         // down to its target, so that what was granted is never taken back.
         let grow = target.saturating_sub(self.window);
@@ -126,8 +163,8 @@ mod tests {
         let mut window = ReceiveWindow::granted(size(4, 0));
         assert!((0..4).all(|_| window.receive(1024)));
         assert!(!window.receive(1024), "a fifth item had no credit");
-        assert_eq!(window.take(1), None);
-        assert_eq!(window.take(1), Some(2));
+        assert_eq!(window.take(Neighbours::ALONE), None);
+        assert_eq!(window.take(Neighbours::ALONE), Some(2));
         assert!(window.receive(1024) && window.receive(1024));
         assert!(!window.receive(1024));
     }
@@ -137,7 +174,7 @@ mod tests {
         let mut window = ReceiveWindow::granted(size(1, 0));
         assert!(window.receive(10));
         assert!(!window.receive(10));
-        assert_eq!(window.take(1), Some(1));
+        assert_eq!(window.take(Neighbours::ALONE), Some(1));
         assert!(window.receive(10));
     }
 
@@ -146,8 +183,12 @@ mod tests {
         // 1 KiB items and a budget of 64 of them: 64 items.
         let mut window = ReceiveWindow::granted(size(4, 64 * (1024 + ITEM_OVERHEAD)));
         assert!((0..4).all(|_| window.receive(1024)));
-        assert_eq!(window.take(1), None);
-        assert_eq!(window.take(1), Some(2 + 60), "the two taken, and 60 more");
+        assert_eq!(window.take(Neighbours::ALONE), None);
+        assert_eq!(
+            window.take(Neighbours::ALONE),
+            Some(2 + 60),
+            "the two taken, and 60 more"
+        );
         assert!((0..62).all(|_| window.receive(1024)));
         assert!(!window.receive(1024), "the window is 64 items");
     }
@@ -156,17 +197,61 @@ mod tests {
     fn a_larger_item_shrinks_the_window_as_items_are_taken() {
         let mut window = ReceiveWindow::granted(size(2, 16 * (1024 + ITEM_OVERHEAD)));
         assert!(window.receive(1024) && window.receive(1024));
-        assert_eq!(window.take(1), Some(15), "grown to 16 items of 1 KiB");
-        assert_eq!(window.take(1), None);
+        assert_eq!(
+            window.take(Neighbours::ALONE),
+            Some(15),
+            "grown to 16 items of 1 KiB"
+        );
+        assert_eq!(window.take(Neighbours::ALONE), None);
         // 8 KiB items: the target is 2 items. What was granted stays granted.
         assert!((0..15).all(|_| window.receive(8 * 1024)));
         assert!(!window.receive(8 * 1024));
         assert!(
-            (0..13).all(|_| window.take(1).is_none()),
+            (0..13).all(|_| window.take(Neighbours::ALONE).is_none()),
             "the window sheds 14 items on its way down to 2"
         );
         assert_eq!(window.window, 2);
-        assert_eq!(window.take(1), Some(1));
+        assert_eq!(window.take(Neighbours::ALONE), Some(1));
+    }
+
+    #[test]
+    fn calls_beside_the_stream_keep_the_window_at_its_configured_items() {
+        let mut window = ReceiveWindow::granted(size(4, 64 * (1024 + ITEM_OVERHEAD)));
+        let beside = |calls_started| Neighbours {
+            streams: 1,
+            calls_started,
+            call_waiting: false,
+        };
+        assert!((0..4).all(|_| window.receive(1024)));
+        assert_eq!(window.take(beside(1)), None);
+        assert_eq!(window.take(beside(2)), Some(2), "a call started: no growth");
+        assert_eq!(window.window, 4);
+        assert!(window.receive(1024) && window.receive(1024));
+        assert_eq!(window.take(beside(2)), None);
+        assert_eq!(
+            window.take(beside(2)),
+            Some(2 + 60),
+            "no call since the last grant: grown to the budget"
+        );
+        assert!((0..62).all(|_| window.receive(1024)));
+        // Calls again: each half window taken is shed, until the window is back at 4.
+        let mut calls = 2;
+        for expected in [32, 16, 8, 4] {
+            let half = window.window / 2;
+            for _ in 0..half {
+                calls += 1;
+                assert_eq!(window.take(beside(calls)), None);
+            }
+            assert_eq!(window.window, expected);
+        }
+        calls += 1;
+        assert!(window.take(beside(calls)).is_none());
+        calls += 1;
+        assert_eq!(
+            window.take(beside(calls)),
+            Some(2),
+            "at 4, taken items go back"
+        );
     }
 
     #[test]
