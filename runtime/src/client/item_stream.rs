@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::Stream;
 use tokio::time::Instant;
+use tracing::Span;
 
 use super::connection::Connection;
 use super::stream_slot::StreamNext;
@@ -48,6 +49,11 @@ pub struct ItemStream<T> {
     /// The stream has yielded its end (or its error): it yields nothing more, and sends no
     /// `Cancel` when dropped.
     ended: bool,
+    /// The call's span, entered while the stream is polled and closed when it is dropped;
+    /// only there when a subscriber wants it (boxed: a stream without one stays small).
+    span: Option<Box<Span>>,
+    /// Items yielded, for the span.
+    items: u64,
     _item: PhantomData<fn() -> T>,
 }
 
@@ -57,6 +63,8 @@ pub(super) struct OpenedStream {
     pub(super) method: MethodId,
     pub(super) timeout: Option<Duration>,
     pub(super) deadline: Option<Instant>,
+    /// The call's span, when a subscriber wants it.
+    pub(super) span: Option<Span>,
 }
 
 fn decode_item<M: ItemMessage>(codec: Codec, payload: &Bytes) -> Result<M::Item, Error> {
@@ -78,7 +86,20 @@ impl<T> ItemStream<T> {
             deadline: opened.deadline,
             decode: decode_item::<M>,
             ended: false,
+            span: opened.span.filter(|span| !span.is_disabled()).map(Box::new),
+            items: 0,
             _item: PhantomData,
+        }
+    }
+
+    /// Records how the stream ended on its span: `ok`, `cancelled`, or `error` and the error.
+    fn record_end(&self, outcome: &str, error: Option<&Error>) {
+        if let Some(span) = &self.span {
+            span.record("items", self.items);
+            span.record("outcome", outcome);
+            if let Some(error) = error {
+                span.record("error", tracing::field::display(error));
+            }
         }
     }
 
@@ -166,6 +187,25 @@ impl<T> Stream for ItemStream<T> {
         if self.ended {
             return Poll::Ready(None);
         }
+        let span = self.span.take();
+        let entered = span.as_deref().map(Span::enter);
+        let next = self.next_item(cx);
+        drop(entered);
+        self.span = span;
+        if let Poll::Ready(item) = &next {
+            match item {
+                Some(Ok(_)) => self.items += 1,
+                Some(Err(err)) => self.record_end("error", Some(err)),
+                None => self.record_end("ok", None),
+            }
+        }
+        next
+    }
+}
+
+impl<T> ItemStream<T> {
+    /// The next item, the end (`None`) or the one error, as `poll_next` yields them.
+    fn next_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Error>>> {
         let next = match self.connection.pending.poll_stream(self.request_id, cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(next) => next,
@@ -199,6 +239,9 @@ impl<T> Stream for ItemStream<T> {
 
 impl<T> Drop for ItemStream<T> {
     fn drop(&mut self) {
+        if !self.ended {
+            self.record_end("cancelled", None);
+        }
         self.cancel();
     }
 }

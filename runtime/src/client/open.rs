@@ -100,6 +100,23 @@ impl Connection {
             upload,
             deadline.zip(timeout),
         )?;
+        // No span value at all unless a subscriber (or `log`) may want it.
+        let trace = outgoing.trace;
+        let span = crate::call_span::wanted().then(|| {
+            tracing::debug_span!(
+                "wirecall.call",
+                side = "client",
+                stream = true,
+                %method,
+                request_id,
+                codec = %self.codec,
+                trace_id = trace.map(|t| t.trace_id_hex()),
+                span_id = trace.map(|t| t.span_id_hex()),
+                items = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                error = tracing::field::Empty,
+            )
+        });
         // From here the stream is registered: dropped (or failed), it cancels itself.
         let stream = ItemStream::new::<M>(
             Arc::clone(&self),
@@ -108,6 +125,7 @@ impl Connection {
                 method,
                 timeout,
                 deadline,
+                span,
             },
         );
         if self.sink.send(frame, Delivery::Now).await.is_err() {
