@@ -1,11 +1,13 @@
 //! Ready-made tower layers on both sides, through the public API: timeout, concurrency limit,
 //! rate limit and load shedding on the server and on the channel, an interceptor that refuses
-//! calls from their metadata, a layer that adds metadata, and the error each one maps to.
+//! calls from their metadata, a layer that adds metadata, and the error each one maps to;
+//! channel layers around opening stream calls.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use tower::ServiceBuilder;
 use wirecall::{CallContext, CallError, Channel, Error, ErrorCode, RunningServer, ServerBuilder};
 
@@ -15,6 +17,10 @@ trait Work {
     async fn sleep(&self, ms: u64) -> u64;
     /// The value of one metadata key of this call.
     async fn header(&self, key: String) -> Option<String>;
+    /// `count` copies of the value of metadata key `key` (empty when absent), as a stream.
+    async fn echo_header(&self, key: String, count: u64) -> wirecall::Streaming<String>;
+    /// How many numbers were uploaded.
+    async fn count(&self, numbers: wirecall::Streaming<u64>) -> u64;
 }
 
 /// Counts the calls running now and the most that ever ran at once.
@@ -46,6 +52,17 @@ impl Work for Worker {
 
     async fn header(&self, key: String) -> Option<String> {
         CallContext::with_current(|call| call.metadata().get(&key).map(str::to_owned)).flatten()
+    }
+
+    async fn echo_header(&self, key: String, count: u64) -> wirecall::Streaming<String> {
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        let value = self.header(key).await.unwrap_or_default();
+        wirecall::Streaming::from_iter(std::iter::repeat_n(value, count as usize))
+    }
+
+    async fn count(&self, numbers: wirecall::Streaming<u64>) -> u64 {
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        numbers.count().await as u64
     }
 }
 
@@ -352,5 +369,76 @@ async fn a_channel_layer_can_add_metadata_and_wirecall_errors_pass_through() {
     }
     assert_eq!(remote_code(client.sleep(0).await), ErrorCode::Overloaded);
     assert_eq!(slow.await.unwrap().unwrap(), 300);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn channel_layers_see_stream_opens_and_their_metadata_reaches_the_server() {
+    let worker = Worker::default();
+    let (server, _) = start(&worker, |b| b).await;
+    let opens = Arc::new(AtomicUsize::new(0));
+    let client = channel(&server, |c| {
+        let opens = Arc::clone(&opens);
+        c.layer(tower::util::MapRequestLayer::new(
+            move |mut call: wirecall::client::Request| {
+                if call.is_stream() {
+                    opens.fetch_add(1, Ordering::SeqCst);
+                }
+                call.insert_metadata("tenant", "acme").unwrap();
+                call
+            },
+        ))
+    })
+    .await;
+    let items: Vec<String> = client
+        .echo_header("tenant".to_owned(), 3)
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(items, ["acme", "acme", "acme"]);
+    let uploaded = client.count(futures::stream::iter(0..5u64)).await.unwrap();
+    assert_eq!(uploaded, 5);
+    // A unary call is no stream open.
+    assert_eq!(
+        client.header("tenant".to_owned()).await.unwrap().as_deref(),
+        Some("acme")
+    );
+    assert_eq!(
+        opens.load(Ordering::SeqCst),
+        2,
+        "the server stream and the upload"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_channel_layer_that_refuses_a_stream_open_sends_nothing() {
+    let worker = Worker::default();
+    let (server, _) = start(&worker, |b| b).await;
+    let client = channel(&server, |c| {
+        c.layer(tower::filter::FilterLayer::new(
+            |call: wirecall::client::Request| {
+                if call.is_stream() {
+                    Err("streams are not allowed here")
+                } else {
+                    Ok(call)
+                }
+            },
+        ))
+    })
+    .await;
+    let refused = client.echo_header("tenant".to_owned(), 3).await;
+    assert!(
+        matches!(&refused, Err(Error::Layer { code: ErrorCode::LayerFailed, cause })
+            if cause.to_string().contains("streams are not allowed")),
+        "{refused:?}"
+    );
+    let refused = client.count(futures::stream::iter(0..5u64)).await;
+    assert!(matches!(refused, Err(Error::Layer { .. })), "{refused:?}");
+    // Unary calls still pass, and no stream ever reached the server.
+    assert_eq!(client.sleep(0).await.unwrap(), 0);
+    assert_eq!(worker.finished.load(Ordering::SeqCst), 1);
     server.shutdown().await;
 }

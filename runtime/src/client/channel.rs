@@ -19,6 +19,7 @@ use super::outgoing::Outgoing;
 use super::pending;
 use super::request::{Reply, Request};
 use super::settings::FIRST_BACKOFF;
+use super::stream_opener::{typed_stream, ErasedStream, OpenParts, StreamOpener};
 use crate::codec::{Codec, WireMessage};
 use crate::error::Error;
 use crate::layers::circuit_breaker::circuits::Circuits;
@@ -200,8 +201,10 @@ impl Channel {
     /// [`with_timeout`](Self::with_timeout). Dropping the stream cancels the call.
     ///
     /// Generated clients call this for each method that returns `Streaming<T>`, with `M` its
-    /// item message; layers added with [`ChannelBuilder::layer`](crate::ChannelBuilder::layer)
-    /// do not see streams yet.
+    /// item message. Layers added with [`ChannelBuilder::layer`](crate::ChannelBuilder::layer)
+    /// see the open as a [`Request`](crate::client::Request) whose
+    /// [`is_stream`](crate::client::Request::is_stream) is true, and its reply once the stream
+    /// is open; the items do not pass them.
     pub async fn open_stream<A: WireMessage, M: ItemMessage>(
         &self,
         method: MethodId,
@@ -272,11 +275,57 @@ impl Channel {
         M: ItemMessage,
         S: Stream<Item = U::Item> + Send + 'static,
     {
+        if self.layers.is_some() {
+            let opener = StreamOpener::new(
+                move |connection: Arc<Connection>, parts: OpenParts| async move {
+                    let OpenParts {
+                        args,
+                        timeout,
+                        metadata,
+                        trace,
+                    } = parts;
+                    let outgoing = Outgoing {
+                        metadata: metadata.as_deref(),
+                        trace,
+                    };
+                    let stream = connection
+                        .open_upload::<U, M, _, S>(method, args, items, timeout, &outgoing)
+                        .await?;
+                    Ok(Box::new(stream) as ErasedStream)
+                },
+            );
+            return self
+                .open_layered(method, args, timeout, metadata, opener)
+                .await;
+        }
         let outgoing = Outgoing::new(metadata, self.shared.trace);
         let connection = self.shared.connection().await?;
         connection
             .open_upload::<U, M, _, S>(method, args, items, timeout, &outgoing)
             .await
+    }
+
+    /// Opens a stream call through the channel's layers: they see its open as a
+    /// [`Request`], and the opened stream comes back in the [`Reply`].
+    async fn open_layered<A: WireMessage, T: 'static>(
+        &self,
+        method: MethodId,
+        args: A,
+        timeout: Option<Duration>,
+        metadata: Option<&Metadata>,
+        opener: StreamOpener,
+    ) -> Result<ItemStream<T>, Error> {
+        let request = Request::new(
+            method,
+            false,
+            CallArgs::new(args),
+            timeout,
+            metadata.map(|metadata| Arc::new(metadata.clone())),
+            Outgoing::new(metadata, self.shared.trace).trace,
+        )
+        .opening(opener);
+        let reply = Box::pin(self.send(request)).await?;
+        typed_stream(reply.stream)
     }
 
     /// The deadline of a stream of `method` opened with `timeout`: the shorter of it and the
@@ -312,6 +361,29 @@ impl Channel {
         timeout: Option<Duration>,
         metadata: Option<&Metadata>,
     ) -> Result<ItemStream<M::Item>, Error> {
+        if self.layers.is_some() {
+            let opener = StreamOpener::new(
+                move |connection: Arc<Connection>, parts: OpenParts| async move {
+                    let OpenParts {
+                        args,
+                        timeout,
+                        metadata,
+                        trace,
+                    } = parts;
+                    let outgoing = Outgoing {
+                        metadata: metadata.as_deref(),
+                        trace,
+                    };
+                    let stream = connection
+                        .open_stream::<M, _>(method, args, timeout, &outgoing)
+                        .await?;
+                    Ok(Box::new(stream) as ErasedStream)
+                },
+            );
+            return self
+                .open_layered(method, args, timeout, metadata, opener)
+                .await;
+        }
         let outgoing = Outgoing::new(metadata, self.shared.trace);
         let connection = self.shared.connection().await?;
         connection
@@ -541,8 +613,25 @@ impl ChannelShared {
             metadata,
             trace,
             args,
+            opener,
             ..
         } = request;
+        if let Some(opener) = opener {
+            let connection = self.connection().await?;
+            let codec = connection.codec;
+            let parts = OpenParts {
+                args,
+                timeout,
+                metadata,
+                trace,
+            };
+            let stream = opener.open(connection, parts).await?;
+            return Ok(Reply {
+                payload: Bytes::new(),
+                codec,
+                stream: Some(stream),
+            });
+        }
         let outgoing = Outgoing {
             metadata: metadata.as_deref(),
             trace,
@@ -554,10 +643,15 @@ impl ChannelShared {
             return Ok(Reply {
                 payload: Bytes::new(),
                 codec,
+                stream: None,
             });
         }
         let (payload, codec) = self.send_call(method, args, timeout, outgoing).await?;
-        Ok(Reply { payload, codec })
+        Ok(Reply {
+            payload,
+            codec,
+            stream: None,
+        })
     }
 
     pub(super) fn current(&self) -> Arc<Connection> {

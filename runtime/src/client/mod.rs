@@ -35,6 +35,7 @@ mod reader;
 pub mod reply_metadata;
 pub(crate) mod request;
 mod settings;
+mod stream_opener;
 mod stream_slot;
 mod upload;
 mod upload_sender;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::args::CallArgs;
+use super::stream_opener::{ErasedStream, StreamOpener};
 use crate::codec::Codec;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
@@ -17,6 +18,9 @@ use crate::trace::TraceContext;
 /// ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer)): the method, its deadline, the
 /// metadata it carries (a layer may add to it) and its arguments, encoded only when the
 /// innermost service sends them.
+///
+/// Opening a stream call is a `Request` too ([`is_stream`](Self::is_stream)): its [`Reply`]
+/// comes once the stream is open, so layers see the open, not the items.
 ///
 /// A balanced channel ([`BalancedChannel`](crate::discovery::BalancedChannel)) sends the same
 /// `Request` type through its own layers (once per call) and then through the layers of the
@@ -39,6 +43,8 @@ pub struct Request {
     /// its `retries` bound a balanced channel's failover.
     pub(crate) policy: Option<Arc<MethodState>>,
     pub(crate) args: CallArgs,
+    /// Set for a stream call: opens it once the connection is known.
+    pub(crate) opener: Option<StreamOpener>,
 }
 
 impl fmt::Debug for Request {
@@ -46,6 +52,7 @@ impl fmt::Debug for Request {
         f.debug_struct("Request")
             .field("method", &self.method)
             .field("one_way", &self.one_way)
+            .field("stream", &self.opener.is_some())
             .field("idempotent", &self.idempotent)
             .field("timeout", &self.timeout)
             .field("metadata", &self.metadata)
@@ -74,7 +81,14 @@ impl Request {
             raw_codec: None,
             policy: None,
             args,
+            opener: None,
         }
+    }
+
+    /// The same request, opening a stream call with `opener`.
+    pub(crate) fn opening(mut self, opener: StreamOpener) -> Self {
+        self.opener = Some(opener);
+        self
     }
 
     /// The same call once more, for one attempt on one endpoint, with what is left of its
@@ -85,6 +99,7 @@ impl Request {
             metadata: self.metadata.clone(),
             policy: self.policy.clone(),
             args: self.args.clone(),
+            opener: self.opener.clone(),
             ..*self
         }
     }
@@ -97,6 +112,13 @@ impl Request {
     /// Whether it is a one-way call (no reply is awaited; its [`Reply`] is empty).
     pub fn is_one_way(&self) -> bool {
         self.one_way
+    }
+
+    /// Whether it opens a stream call (a server stream, an upload, or both): its [`Reply`]
+    /// comes once the stream is open, with an empty payload, and the items then flow to the
+    /// caller without passing the layers again.
+    pub fn is_stream(&self) -> bool {
+        self.opener.is_some()
     }
 
     /// Whether the method is marked `#[idempotent]`, so that a balanced channel may send a
@@ -133,11 +155,22 @@ impl Request {
 
 /// A successful reply, as it leaves the innermost service: still encoded, decoded by the
 /// generated method once it has passed every layer. Errors (the server's included) travel as
-/// the layers' errors instead.
-#[derive(Debug)]
+/// the layers' errors instead. The reply to a stream call's open carries the opened stream
+/// (and an empty payload).
 pub struct Reply {
     pub(crate) payload: Bytes,
     pub(crate) codec: Codec,
+    pub(crate) stream: Option<ErasedStream>,
+}
+
+impl fmt::Debug for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reply")
+            .field("payload", &self.payload)
+            .field("codec", &self.codec)
+            .field("stream", &self.stream.is_some())
+            .finish()
+    }
 }
 
 impl Reply {
