@@ -1,5 +1,6 @@
 //! [`ItemStream`]: the caller's side of a server stream.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -13,7 +14,7 @@ use tokio::time::Instant;
 use tracing::Span;
 
 use super::connection::Connection;
-use super::stream_slot::StreamNext;
+use super::stream_slot::{StreamNext, Taken};
 use crate::codec::Codec;
 use crate::error::{Error, ErrorCode};
 use crate::method::MethodId;
@@ -54,6 +55,14 @@ pub struct ItemStream<T> {
     span: Option<Box<Span>>,
     /// Items yielded, for the span.
     items: u64,
+    /// Items moved here from the stream's slot, not yet yielded: one visit to the
+    /// connection's table takes every item read meanwhile.
+    ready: VecDeque<Frame>,
+    /// Items yielded since the slot last counted them (credit is granted as items are
+    /// yielded).
+    taken: u32,
+    /// After how many taken items the slot is to count them (credit is due then).
+    report_after: u32,
     _item: PhantomData<fn() -> T>,
 }
 
@@ -88,6 +97,9 @@ impl<T> ItemStream<T> {
             ended: false,
             span: opened.span.filter(|span| !span.is_disabled()).map(Box::new),
             items: 0,
+            ready: VecDeque::new(),
+            taken: 0,
+            report_after: u32::MAX,
             _item: PhantomData,
         }
     }
@@ -206,34 +218,63 @@ impl<T> Stream for ItemStream<T> {
 impl<T> ItemStream<T> {
     /// The next item, the end (`None`) or the one error, as `poll_next` yields them.
     fn next_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Error>>> {
-        let next = match self.connection.pending.poll_stream(self.request_id, cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(next) => next,
-        };
-        Poll::Ready(match next {
-            StreamNext::Item(frame, grant) => {
-                if let Some(granted) = grant {
-                    self.connection
-                        .sink
-                        .send_control(credit_frame(self.request_id, granted));
+        if self.ready.is_empty() {
+            let taken = std::mem::take(&mut self.taken);
+            let next =
+                self.connection
+                    .pending
+                    .poll_stream(self.request_id, taken, &mut self.ready, cx);
+            match next {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(StreamNext::Items {
+                    grant,
+                    report_after,
+                }) => {
+                    self.grant(grant);
+                    self.report_after = report_after;
                 }
-                match (self.decode)(self.codec, &frame.payload) {
-                    Ok(item) => Some(Ok(item)),
-                    Err(err) => {
-                        // The rest of the stream cannot be trusted either.
-                        self.cancel();
-                        Some(Err(err))
-                    }
+                Poll::Ready(StreamNext::End(end)) => {
+                    self.ended = true;
+                    return Poll::Ready(match end {
+                        Ok(frame) => self.end_error(frame).map(Err),
+                        Err(err) => Some(Err(err)),
+                    });
                 }
             }
-            StreamNext::End(end) => {
-                self.ended = true;
-                match end {
-                    Ok(frame) => self.end_error(frame).map(Err),
-                    Err(err) => Some(Err(err)),
-                }
+        }
+        // Nothing moved (only credit was due): the slot wakes this task when items come.
+        let Some(frame) = self.ready.pop_front() else {
+            return Poll::Pending;
+        };
+        self.taken += 1;
+        if self.taken >= self.report_after {
+            let Taken {
+                grant,
+                report_after,
+            } = self
+                .connection
+                .pending
+                .stream_taken(self.request_id, std::mem::take(&mut self.taken));
+            self.grant(grant);
+            self.report_after = report_after;
+        }
+        Poll::Ready(match (self.decode)(self.codec, &frame.payload) {
+            Ok(item) => Some(Ok(item)),
+            Err(err) => {
+                // The rest of the stream cannot be trusted either.
+                self.cancel();
+                Some(Err(err))
             }
         })
+    }
+
+    /// Sends the server the credit due, if any.
+    fn grant(&self, grant: Option<u32>) {
+        if let Some(granted) = grant {
+            self.connection
+                .sink
+                .send_control(credit_frame(self.request_id, granted));
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! no allocation per call, and the slot's state is guarded by the lock the table takes
 //! anyway. A completed slot stays until its caller takes the outcome (or gives up).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -17,7 +18,7 @@ use std::task::{Context, Poll, Waker};
 use tokio::time::Instant;
 
 use super::deadlines::{Deadlines, Expiry};
-use super::stream_slot::{StreamNext, StreamSlot};
+use super::stream_slot::{StreamNext, StreamSlot, Taken};
 use super::upload_sender::UploadSender;
 use crate::stream::credit::SendCredit;
 use crate::stream::window::{Neighbours, WindowSize};
@@ -85,6 +86,16 @@ impl State {
         };
         self.waiting -= 1;
         (waker, true)
+    }
+
+    /// What else runs on the connection, for a stream's window.
+    fn neighbours(&self) -> Neighbours {
+        Neighbours {
+            streams: self.streams,
+            calls_started: self.calls_started,
+            // `waiting` counts the streams that have not ended too.
+            call_waiting: self.waiting > self.streams,
+        }
     }
 
     fn is_waiting(&self, id: u64) -> bool {
@@ -272,38 +283,55 @@ impl PendingCalls {
         }
     }
 
-    /// The next item or the end of stream `id` once there is one (the end takes the stream
-    /// off the table); until then, `cx` is woken when one comes.
-    pub(crate) fn poll_stream(&self, id: u64, cx: &mut Context<'_>) -> Poll<StreamNext> {
+    /// Visits stream `id` for its consumer: counts the `taken` items it took since its last
+    /// visit, and moves the items waiting into `out`, or hands it the end once every item
+    /// is out (the end takes the stream off the table). Until either comes, and whenever
+    /// nothing was moved, `cx` is woken when something comes.
+    pub(crate) fn poll_stream(
+        &self,
+        id: u64,
+        taken: u32,
+        out: &mut VecDeque<Frame>,
+        cx: &mut Context<'_>,
+    ) -> Poll<StreamNext> {
         let mut state = self.lock();
-        let neighbours = Neighbours {
-            streams: state.streams,
-            calls_started: state.calls_started,
-            // `waiting` counts the streams that have not ended too.
-            call_waiting: state.waiting > state.streams,
-        };
+        let neighbours = state.neighbours();
         let next = match state.calls.get_mut(&id) {
-            Some(Slot::Stream(stream)) => match stream.next(neighbours) {
-                Some(next) => next,
-                None => {
-                    if !stream
+            Some(Slot::Stream(stream)) => {
+                let next = stream.next(out, taken, neighbours);
+                if out.is_empty()
+                    && !matches!(next, Some(StreamNext::End(_)))
+                    && !stream
                         .waker
                         .as_ref()
                         .is_some_and(|w| w.will_wake(cx.waker()))
-                    {
-                        stream.waker = Some(cx.waker().clone());
-                    }
-                    return Poll::Pending;
+                {
+                    stream.waker = Some(cx.waker().clone());
                 }
-            },
+                next
+            }
             // Only polled for a registered stream that has not taken its end yet.
             _ => return Poll::Ready(StreamNext::End(Err(state.closed_error()))),
         };
-        if matches!(next, StreamNext::End(_)) {
+        if matches!(next, Some(StreamNext::End(_))) {
             state.calls.remove(&id);
             state.streams -= 1;
         }
-        Poll::Ready(next)
+        next.map_or(Poll::Pending, Poll::Ready)
+    }
+
+    /// Counts `taken` items the consumer of stream `id` took from what it was handed: the
+    /// credit due now, and when to report again.
+    pub(crate) fn stream_taken(&self, id: u64, taken: u32) -> Taken {
+        let mut state = self.lock();
+        let neighbours = state.neighbours();
+        match state.calls.get_mut(&id) {
+            Some(Slot::Stream(stream)) => stream.taken(taken, neighbours),
+            _ => Taken {
+                grant: None,
+                report_after: u32::MAX,
+            },
+        }
     }
 
     /// Delivers an item of stream `id`; an item for a stream that is not open (it was

@@ -29,12 +29,22 @@ pub(super) struct StreamSlot {
     pub(super) upload: Option<UploadSender>,
 }
 
-/// What the consumer of a stream gets next.
+/// What the consumer of a stream gets when it visits the slot.
 pub(crate) enum StreamNext {
-    /// An item, and the credit to grant the server now, if any.
-    Item(Frame, Option<u32>),
+    /// Items were moved to the consumer: the credit to grant the server now, if any, and
+    /// how many items the consumer may take before it is to report them (credit is due).
+    Items {
+        grant: Option<u32>,
+        report_after: u32,
+    },
     /// The stream's end: its End or Error frame, or the client's error.
     End(Result<Frame, Error>),
+}
+
+/// The credit due for items the consumer took, and when to report again.
+pub(crate) struct Taken {
+    pub(crate) grant: Option<u32>,
+    pub(crate) report_after: u32,
 }
 
 impl StreamSlot {
@@ -83,15 +93,50 @@ impl StreamSlot {
         Ok(self.waker.take())
     }
 
-    /// The next item, or the end once every item has been taken; `None` while there is
-    /// neither. Taking an item may grant credit (none once the server has ended the stream),
-    /// sized with `neighbours` on the connection.
-    pub(super) fn next(&mut self, neighbours: Neighbours) -> Option<StreamNext> {
-        if let Some(item) = self.items.pop_front() {
-            let grant = self.window.take(neighbours).filter(|_| self.end.is_none());
-            return Some(StreamNext::Item(item, grant));
+    /// Counts `taken` items the consumer took (credit is granted as they are taken, not as
+    /// they are moved to it), sized with `neighbours` on the connection; no credit once the
+    /// server has ended the stream.
+    pub(super) fn taken(&mut self, taken: u32, neighbours: Neighbours) -> Taken {
+        let mut granted = 0u32;
+        for _ in 0..taken {
+            if let Some(grant) = self.window.take(neighbours) {
+                granted = granted.saturating_add(grant);
+            }
         }
-        self.end.take().map(StreamNext::End)
+        Taken {
+            grant: (granted > 0 && self.end.is_none()).then_some(granted),
+            report_after: self.window.until_grant(),
+        }
+    }
+
+    /// Moves every item waiting into `out`, after counting `taken` items the consumer took
+    /// since its last visit; the end once every item has been moved; `None` while there is
+    /// neither. One visit (one lock of the table) for all the items read meanwhile.
+    pub(super) fn next(
+        &mut self,
+        out: &mut VecDeque<Frame>,
+        taken: u32,
+        neighbours: Neighbours,
+    ) -> Option<StreamNext> {
+        let Taken {
+            grant,
+            report_after,
+        } = self.taken(taken, neighbours);
+        if !self.items.is_empty() {
+            out.append(&mut self.items);
+            return Some(StreamNext::Items {
+                grant,
+                report_after,
+            });
+        }
+        match self.end.take() {
+            Some(end) => Some(StreamNext::End(end)),
+            None if grant.is_some() => Some(StreamNext::Items {
+                grant,
+                report_after,
+            }),
+            None => None,
+        }
     }
 }
 
@@ -104,8 +149,14 @@ mod tests {
         Frame::control(FrameKind::Item, 1)
     }
 
+    fn next(slot: &mut StreamSlot, taken: u32) -> (usize, Option<StreamNext>) {
+        let mut out = VecDeque::new();
+        let next = slot.next(&mut out, taken, Neighbours::ALONE);
+        (out.len(), next)
+    }
+
     #[test]
-    fn credit_is_granted_back_half_a_window_at_a_time() {
+    fn credit_is_granted_as_items_are_taken_half_a_window_at_a_time() {
         let mut slot = StreamSlot::new(WindowSize {
             items: 4,
             bytes: 0,
@@ -115,18 +166,26 @@ mod tests {
             slot.push(item()).unwrap();
         }
         assert!(slot.push(item()).is_err(), "a fifth item had no credit");
+        // All four move at once; none is taken yet, so no credit.
+        let (moved, visit) = next(&mut slot, 0);
+        assert_eq!(moved, 4);
         assert!(matches!(
-            slot.next(Neighbours::ALONE),
-            Some(StreamNext::Item(_, None))
+            visit,
+            Some(StreamNext::Items {
+                grant: None,
+                report_after: 2
+            })
         ));
-        assert!(matches!(
-            slot.next(Neighbours::ALONE),
-            Some(StreamNext::Item(_, Some(2)))
-        ));
+        assert!(
+            slot.push(item()).is_err(),
+            "moved items still hold their credit"
+        );
+        // Two taken: half the window goes back.
+        let taken = slot.taken(2, Neighbours::ALONE);
+        assert_eq!(taken.grant, Some(2));
         slot.push(item()).unwrap();
         slot.push(item()).unwrap();
         assert!(slot.push(item()).is_err());
-        assert!(slot.next(Neighbours::ALONE).is_some());
     }
 
     #[test]
@@ -138,14 +197,12 @@ mod tests {
         });
         slot.push(item()).unwrap();
         slot.end = Some(Ok(Frame::control(FrameKind::End, 1)));
-        assert!(matches!(
-            slot.next(Neighbours::ALONE),
-            Some(StreamNext::Item(_, None))
-        ));
-        assert!(matches!(
-            slot.next(Neighbours::ALONE),
-            Some(StreamNext::End(Ok(_)))
-        ));
-        assert!(slot.next(Neighbours::ALONE).is_none());
+        let (moved, visit) = next(&mut slot, 0);
+        assert_eq!(moved, 1);
+        assert!(matches!(visit, Some(StreamNext::Items { grant: None, .. })));
+        let (moved, visit) = next(&mut slot, 1);
+        assert_eq!(moved, 0);
+        assert!(matches!(visit, Some(StreamNext::End(Ok(_)))));
+        assert!(next(&mut slot, 0).1.is_none());
     }
 }

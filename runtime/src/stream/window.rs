@@ -121,6 +121,11 @@ impl ReceiveWindow {
         (self.budget.min(share) / self.largest).clamp(self.floor, MAX_STREAM_CREDIT)
     }
 
+    /// How many more items the consumer may take before credit is next due.
+    pub(crate) fn until_grant(&self) -> u32 {
+        (self.window / 2).max(1).saturating_sub(self.taken).max(1)
+    }
+
     /// Counts an item the consumer took, with `neighbours` on the connection; the credit to
     /// grant now, if any.
     pub(crate) fn take(&mut self, neighbours: Neighbours) -> Option<u32> {
