@@ -10,10 +10,18 @@
 //!   An error before the first item is answered as a unary call's; a stream that fails after
 //!   it ends with a line `{"error": {...}}`, the body a unary call would have answered. The
 //!   time limit bounds the whole stream; a client that disconnects cancels it.
-//! - Request headers `wirecall-meta-{key}` become call metadata `{key}`; reply metadata comes
-//!   back as `wirecall-meta-{key}` response headers.
-//! - Bodies are limited in size ([`GatewayBuilder::max_body_bytes`], 413 past it) and calls in
-//!   time ([`GatewayBuilder::time_limit`], 504 past it).
+//! - A method that takes an upload (an argument of type `Streaming<T>`: client or
+//!   bidirectional streaming) takes a newline-delimited JSON body: the first line is the
+//!   argument object of its other arguments (`{}` if none), each following line one item,
+//!   sent as soon as it is read, so the body streams through in bounded memory. A
+//!   client-streaming method answers as a unary call does, a bidirectional one as a server
+//!   stream does. A line that is not JSON or not an item (or over the body limit) ends the
+//!   call: 400 (413) with its number in `line`, or an error line if the answer has started.
+//! - Request headers `wirecall-meta-{key}` become call metadata `{key}`; a unary call's reply
+//!   metadata comes back as `wirecall-meta-{key}` response headers. (Streams and uploads
+//!   answer without: a stream's frames carry no reply metadata yet.)
+//! - Bodies are limited in size ([`GatewayBuilder::max_body_bytes`], 413 past it; for an
+//!   upload, each line is) and calls in time ([`GatewayBuilder::time_limit`], 504 past it).
 //! - `GET /openapi.json` is an OpenAPI 3.1 document of every method; `GET /services.json` the
 //!   reflected schemas; `GET /` an explorer page (no external assets) to pick a method, fill
 //!   its arguments and call it.
@@ -37,14 +45,18 @@
 //! # }
 //! ```
 
+mod body_lines;
+mod json_shape;
 mod openapi;
 mod status;
 mod stream;
+mod time_limit;
+mod upload;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRequest as _, Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -58,6 +70,8 @@ use wirecall::{Caller, Channel, Codec, Error, MethodId};
 
 pub use status::{status_for, GatewayError};
 pub use stream::NDJSON;
+use time_limit::CallTimeLimit;
+use upload::UploadCall;
 
 /// The prefix of headers that carry call metadata, both ways.
 pub const METADATA_HEADER_PREFIX: &str = "wirecall-meta-";
@@ -79,7 +93,9 @@ impl Default for GatewayBuilder {
 }
 
 impl GatewayBuilder {
-    /// The largest request body accepted (default 1 MiB); a larger one gets 413.
+    /// The largest request body accepted (default 1 MiB); a larger one gets 413. For a
+    /// method that takes an upload it bounds each line of the body instead (the arguments,
+    /// and each item), since the body as a whole streams through without being held.
     pub fn max_body_bytes(mut self, max: usize) -> Self {
         self.max_body_bytes = max;
         self
@@ -87,7 +103,8 @@ impl GatewayBuilder {
 
     /// How long one call may take (default 30 s); it is also the call's deadline on the
     /// server. A call past it gets 504. For a server stream it bounds the whole stream: one
-    /// cut off after its first item ends with an error line.
+    /// cut off after its first item ends with an error line. For a method that takes an
+    /// upload it bounds the upload and the answer together.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = limit;
         self
@@ -230,16 +247,39 @@ impl Gateway {
         axum::serve(listener, self.router()).await
     }
 
-    fn method(&self, service: &str, method: &str) -> Result<&MethodSchema, GatewayError> {
+    /// The upstream, carrying the request's `wirecall-meta-{key}` headers as call metadata.
+    fn upstream_with_metadata(&self, headers: &HeaderMap) -> Result<Upstream, GatewayError> {
+        let mut upstream = self.inner.upstream.clone();
+        for (name, value) in headers {
+            let Some(key) = name.as_str().strip_prefix(METADATA_HEADER_PREFIX) else {
+                continue;
+            };
+            let value = value.to_str().map_err(|_| {
+                GatewayError::BadBody(format!("header {name} is not visible ASCII"))
+            })?;
+            upstream = upstream
+                .with_metadata(key, value)
+                .map_err(|error| GatewayError::BadBody(format!("header {name}: {error}")))?;
+        }
+        Ok(upstream)
+    }
+
+    /// The service and the method an HTTP path names.
+    fn method(
+        &self,
+        service: &str,
+        method: &str,
+    ) -> Result<(&ServiceSchema, &MethodSchema), GatewayError> {
         let schema = self
             .inner
             .schemas
             .iter()
             .find(|schema| schema.name == service)
             .ok_or_else(|| GatewayError::NotFound(format!("no service named `{service}`")))?;
-        schema
+        let method = schema
             .method(method)
-            .ok_or_else(|| GatewayError::NotFound(format!("{service} has no method `{method}`")))
+            .ok_or_else(|| GatewayError::NotFound(format!("{service} has no method `{method}`")))?;
+        Ok((schema, method))
     }
 }
 
@@ -258,37 +298,47 @@ async fn services_json(State(gateway): State<Gateway>) -> Json<Vec<ServiceSchema
 async fn call(
     State(gateway): State<Gateway>,
     Path((service, method)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Result<Response, GatewayError> {
-    let schema = gateway.method(&service, &method)?.clone();
-    let (args, arguments) = check_body(&schema, &body)?;
-    let mut upstream = gateway.inner.upstream.clone();
-    for (name, value) in &headers {
-        let Some(key) = name.as_str().strip_prefix(METADATA_HEADER_PREFIX) else {
-            continue;
-        };
-        let value = value
-            .to_str()
-            .map_err(|_| GatewayError::BadBody(format!("header {name} is not visible ASCII")))?;
-        upstream = upstream
-            .with_metadata(key, value)
-            .map_err(|error| GatewayError::BadBody(format!("header {name}: {error}")))?;
+    let (service, schema) = gateway.method(&service, &method)?;
+    // What checking an upload's items takes: the item's type and the service's named types.
+    let upload = schema
+        .upload
+        .clone()
+        .map(|item| (item, service.types.clone()));
+    let schema = schema.clone();
+    let (parts, body) = request.into_parts();
+    let upstream = gateway.upstream_with_metadata(&parts.headers)?;
+    let config = &gateway.inner.config;
+    if let Some((item, types)) = upload {
+        return upload::upload_response(UploadCall {
+            upstream,
+            method: schema,
+            item,
+            types,
+            body,
+            max_line: config.max_body_bytes,
+            time: CallTimeLimit::starting_now(config.time_limit),
+        })
+        .await;
     }
-    let limit = gateway.inner.config.time_limit;
+    let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
+        Ok(body) => body,
+        // Over the body limit (413), or broken off: axum's own answer.
+        Err(rejection) => return Ok(rejection.into_response()),
+    };
+    let (args, arguments) = check_body(&schema, &body)?;
+    let time = CallTimeLimit::starting_now(config.time_limit);
     if schema.server_stream {
-        return stream::stream_response(upstream, schema, arguments, limit).await;
+        return stream::stream_response(upstream, schema, arguments, time).await;
     }
     if schema.oneway {
-        tokio::time::timeout(limit, upstream.notify_raw(&schema, args))
-            .await
-            .map_err(|_| GatewayError::TimeLimit(limit))??;
+        time.bound(upstream.notify_raw(&schema, args)).await??;
         return Ok(StatusCode::ACCEPTED.into_response());
     }
-    let (reply, metadata) =
-        tokio::time::timeout(limit, with_reply_metadata(upstream.call_raw(&schema, args)))
-            .await
-            .map_err(|_| GatewayError::TimeLimit(limit))?;
+    let (reply, metadata) = time
+        .bound(with_reply_metadata(upstream.call_raw(&schema, args)))
+        .await?;
     let reply: Value = serde_json::from_slice(&reply?).map_err(|error| {
         GatewayError::Call(Error::Config(format!("reply is not JSON: {error}")))
     })?;
@@ -321,21 +371,26 @@ fn check_body(method: &MethodSchema, body: &[u8]) -> Result<(Bytes, Value), Gate
     }
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| GatewayError::BadBody(format!("the body is not JSON: {error}")))?;
-    let Value::Object(object) = &value else {
-        return Err(GatewayError::BadBody(
-            "the body must be a JSON object keyed by argument name".to_owned(),
-        ));
+    check_arguments(method, &value).map_err(GatewayError::BadBody)?;
+    Ok((Bytes::copy_from_slice(body), value))
+}
+
+/// Whether `value` is an argument object of `method`: an object with only known argument
+/// names (missing ones take their defaults); if not, why.
+fn check_arguments(method: &MethodSchema, value: &Value) -> Result<(), String> {
+    let Value::Object(object) = value else {
+        return Err("the arguments must be a JSON object keyed by argument name".to_owned());
     };
     if let Some(unknown) = object
         .keys()
         .find(|key| !method.args.iter().any(|arg| &arg.name == *key))
     {
         let names: Vec<&str> = method.args.iter().map(|arg| arg.name.as_str()).collect();
-        return Err(GatewayError::BadBody(format!(
+        return Err(format!(
             "unknown argument `{unknown}`; {} takes: {}",
             method.name,
             names.join(", ")
-        )));
+        ));
     }
-    Ok((Bytes::copy_from_slice(body), value))
+    Ok(())
 }

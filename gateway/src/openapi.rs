@@ -1,12 +1,14 @@
 //! The OpenAPI 3.1 document, from the reflected schemas: one `POST` operation per method,
-//! its arguments as the request body and its reply as the 200 response (a server stream's:
-//! `application/x-ndjson`, each line an item); the `#[wirecall::message]` types as components
-//! (OpenAPI 3.1 schemas are JSON Schema 2020-12).
+//! its arguments as the request body (a method that takes an upload: `application/x-ndjson`,
+//! the arguments and then one item a line) and its reply as the 200 response (a server
+//! stream's: `application/x-ndjson`, each line an item); the `#[wirecall::message]` types as
+//! components (OpenAPI 3.1 schemas are JSON Schema 2020-12).
 
 use crate::stream::NDJSON;
 use serde_json::{json, Map, Value};
 use wirecall::reflect::{
-    method_json_schemas, type_json_schema, type_json_schemas, ReplySchema, ServiceSchema,
+    method_json_schemas, type_json_schema, type_json_schemas, MethodSchema, ReplySchema,
+    ServiceSchema,
 };
 
 const COMPONENTS: &str = "#/components/schemas/";
@@ -14,6 +16,9 @@ const COMPONENTS: &str = "#/components/schemas/";
 /// Marks the operation of a server-streaming method, for tools that read the document
 /// (OpenAPI 3.1 has no field for a response that is a sequence).
 const SERVER_STREAM_EXTENSION: &str = "x-wirecall-server-stream";
+
+/// Marks the operation of a method that takes an upload, whose request body is a sequence.
+const UPLOAD_EXTENSION: &str = "x-wirecall-upload";
 
 pub fn document(schemas: &[ServiceSchema]) -> Value {
     let mut paths = Map::new();
@@ -89,14 +94,14 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
                 "tags": [schema.name],
                 "summary": summary,
                 "description": method.doc,
-                "requestBody": {
-                    "required": true,
-                    "content": { "application/json": { "schema": bodies.args } },
-                },
+                "requestBody": request_body(method, bodies.args),
                 "responses": responses,
             });
             if method.server_stream {
                 operation[SERVER_STREAM_EXTENSION] = Value::Bool(true);
+            }
+            if method.upload.is_some() {
+                operation[UPLOAD_EXTENSION] = Value::Bool(true);
             }
             paths.insert(
                 format!("/{}/{}", schema.name, method.name),
@@ -114,6 +119,26 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
         "tags": schemas.iter().map(|schema| json!({ "name": schema.name, "description": schema.doc })).collect::<Vec<_>>(),
         "paths": paths,
         "components": { "schemas": components },
+    })
+}
+
+/// The request body: the argument object (`args`), or for a method that takes an upload,
+/// newline-delimited JSON of the argument object and then the items. (As for a stream's
+/// response, the media type's `schema` describes one line.)
+fn request_body(method: &MethodSchema, args: Value) -> Value {
+    let Some(item) = &method.upload else {
+        return json!({
+            "required": true,
+            "content": { "application/json": { "schema": args } },
+        });
+    };
+    json!({
+        "required": true,
+        "description": "newline-delimited JSON: the first line is the object of the other \
+            arguments ({} if none), each following line one item of the upload, sent as it \
+            is read; the end of the body ends the upload. Blank lines are skipped and counted: \
+            a bad line is refused with 400 and its number in `line`",
+        "content": { NDJSON: { "schema": { "anyOf": [args, type_json_schema(item, COMPONENTS)] } } },
     })
 }
 

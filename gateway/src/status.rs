@@ -31,6 +31,24 @@ pub enum GatewayError {
     /// The request body is not what the method takes.
     #[error("{0}")]
     BadBody(String),
+    /// A line of an upload's body (numbered from 1, blank lines counted) is not what the
+    /// method takes: its arguments on the first line, one item on each after it.
+    #[error("line {line}: {message}")]
+    BadLine {
+        /// The line's number.
+        line: u64,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A line of an upload's body is longer than the gateway's body limit
+    /// ([`GatewayBuilder::max_body_bytes`](crate::GatewayBuilder::max_body_bytes)).
+    #[error("line {line} is longer than the gateway's limit of {max} bytes")]
+    LineTooLong {
+        /// The line's number.
+        line: u64,
+        /// The limit.
+        max: usize,
+    },
     /// The call failed.
     #[error(transparent)]
     Call(#[from] Error),
@@ -54,6 +72,14 @@ impl GatewayError {
             Self::BadBody(message) => (
                 StatusCode::BAD_REQUEST,
                 json!({ "error": "BadRequest", "code": 2, "message": message }),
+            ),
+            Self::BadLine { line, .. } => (
+                StatusCode::BAD_REQUEST,
+                json!({ "error": "BadRequest", "code": 2, "message": self.to_string(), "line": line }),
+            ),
+            Self::LineTooLong { line, .. } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({ "error": "PayloadTooLarge", "message": self.to_string(), "line": line }),
             ),
             Self::TimeLimit(_) => (
                 StatusCode::GATEWAY_TIMEOUT,

@@ -1,5 +1,6 @@
 //! Server-streaming methods over HTTP: the items as newline-delimited JSON
-//! (`application/x-ndjson`), one item per line, each written as it arrives.
+//! (`application/x-ndjson`), one item per line, each written as it arrives. A bidirectional
+//! method's items are answered the same way (`upload.rs` opens it).
 //!
 //! The status is decided by the stream's first item: an error before it (a bad argument, an
 //! unknown method, the deadline) is answered like a unary call's, with its status and body; an
@@ -8,7 +9,8 @@
 //! body a unary call would have answered. Nothing follows that line.
 
 use std::convert::Infallible;
-use std::time::Duration;
+use std::future::Future;
+use std::pin::Pin;
 
 use axum::body::Body;
 use axum::http::header::CONTENT_TYPE;
@@ -22,15 +24,18 @@ use wirecall::policy::{DeclaredPolicy, MethodPolicy};
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::{Caller, Error, MethodId};
 
+use crate::time_limit::CallTimeLimit;
 use crate::{GatewayError, Upstream};
 
-/// The media type of a server stream's response.
+/// The media type of a server stream's response and of an upload's request body:
+/// newline-delimited JSON, one JSON value per line.
 pub const NDJSON: &str = "application/x-ndjson";
 
-/// The declaration a balanced channel opens the gateway's streams under: none of their own
+/// The declaration the gateway opens streams and uploads under: none of their own
 /// (the gateway knows methods by reflection, not from a trait), so only run-time policy
 /// overrides for every method apply, as they would to a call.
-static UNDECLARED: DeclaredPolicy = DeclaredPolicy::new("", "", false, MethodPolicy::new());
+pub(crate) static UNDECLARED: DeclaredPolicy =
+    DeclaredPolicy::new("", "", false, MethodPolicy::new());
 
 impl Upstream {
     /// Opens a server stream with JSON arguments; each item is its whole item message.
@@ -54,34 +59,59 @@ impl Upstream {
     }
 }
 
-/// Opens `method` on `upstream` and answers with its items as they come. `limit` bounds the
-/// wait for the first item; the upstream's own deadline (the same limit) bounds the whole
-/// stream.
+/// Something other than the server that can end an answer early: for a method that takes
+/// an upload, a line of the request body that cannot be sent (`upload.rs`). It resolves with
+/// the error the call ends with, or never.
+pub(crate) type Interruption = Pin<Box<dyn Future<Output = GatewayError> + Send>>;
+
+/// Opens `method` on `upstream` and answers with its items as they come. The time limit
+/// bounds the wait for the first item; the upstream's own deadline (the same limit) bounds
+/// the whole stream.
 pub(crate) async fn stream_response(
     upstream: Upstream,
     method: MethodSchema,
     args: Value,
-    limit: Duration,
+    time: CallTimeLimit,
 ) -> Result<Response, GatewayError> {
-    let (items, first) = tokio::time::timeout(limit, async {
-        let mut items = upstream.open_stream(&method, args).await?;
-        let first = items.next().await;
-        Ok::<_, Error>((items, first))
-    })
-    .await
-    .map_err(|_| GatewayError::TimeLimit(limit))??;
+    let items = time.bound(upstream.open_stream(&method, args)).await??;
+    items_response(items, method.reply, Box::pin(std::future::pending()), time).await
+}
+
+/// Answers an opened stream's items (read with `reply`, the method's reply schema) as
+/// newline-delimited JSON, each written as it arrives, until the stream ends, fails, or is
+/// `interrupted`. The status is decided by the first item, which `time` bounds.
+pub(crate) async fn items_response(
+    mut items: ItemStream<Value>,
+    reply: ReplySchema,
+    mut interrupted: Interruption,
+    time: CallTimeLimit,
+) -> Result<Response, GatewayError> {
+    let first = time
+        .bound(async {
+            tokio::select! {
+                // Biased: once the upload is known to be broken, no answer to it is shown.
+                biased;
+                error = &mut interrupted => Err(error),
+                first = items.next() => Ok(first),
+            }
+        })
+        .await??;
     let first = match first {
         None => Bytes::new(),
-        Some(message) => line(&item_value(&method.reply, message?)?),
+        Some(message) => line(&item_value(&reply, message?)?),
     };
-    let rest = stream::unfold(Some((items, method.reply)), |state| async move {
-        let (mut items, reply) = state?;
-        let next = match items.next().await? {
-            Ok(message) => match item_value(&reply, message) {
-                Ok(value) => return Some((line(&value), Some((items, reply)))),
-                Err(error) => error,
+    let rest = stream::unfold(Some((items, reply, interrupted)), |state| async move {
+        let (mut items, reply, mut interrupted) = state?;
+        let next = tokio::select! {
+            biased;
+            error = &mut interrupted => error,
+            next = items.next() => match next? {
+                Ok(message) => match item_value(&reply, message) {
+                    Ok(value) => return Some((line(&value), Some((items, reply, interrupted)))),
+                    Err(error) => error,
+                },
+                Err(error) => GatewayError::Call(error),
             },
-            Err(error) => GatewayError::Call(error),
         };
         // The stream's end: its error, then nothing.
         Some((error_line(&next), None))
@@ -98,7 +128,7 @@ pub(crate) async fn stream_response(
 
 /// What one item message carries, read with the method's reply schema as a unary reply is:
 /// the value (`null` for `()`), or the method's application error.
-fn item_value(reply: &ReplySchema, message: Value) -> Result<Value, GatewayError> {
+pub(crate) fn item_value(reply: &ReplySchema, message: Value) -> Result<Value, GatewayError> {
     let mut message = message;
     let mut take = |field: &str| message.get_mut(field).map(Value::take).unwrap_or_default();
     match reply {
