@@ -14,7 +14,7 @@ use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::{Channel, Codec, MethodId};
 
 use crate::connect::ConnectOptions;
-use crate::describe::{fetch_method, type_name};
+use crate::describe::fetch_method;
 use crate::error::CliError;
 use crate::upload_lines::UploadSource;
 
@@ -244,7 +244,7 @@ fn check_args(method: &MethodSchema, args: &Value) -> Result<Bytes, CliError> {
         let names: Vec<String> = method
             .args
             .iter()
-            .map(|arg| format!("{}: {}", arg.name, type_name(&arg.ty)))
+            .map(|arg| format!("{}: {}", arg.name, arg.ty))
             .collect();
         if names.is_empty() {
             format!("{} takes no arguments; pass {{}}", method.name)

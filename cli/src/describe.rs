@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use wirecall::reflect::{
     proto_file, MethodSchema, ReflectionClient, ReplySchema, ServiceSchema, TypeDef, TypeKind,
-    TypeRef, VariantShape,
+    VariantShape,
 };
 
 use crate::connect::ConnectOptions;
@@ -141,7 +141,7 @@ pub fn render_schema(schema: &ServiceSchema) -> String {
         let args: Vec<String> = method
             .args
             .iter()
-            .map(|arg| format!("{}: {}", arg.name, type_name(&arg.ty)))
+            .map(|arg| format!("{}: {}", arg.name, arg.ty))
             .collect();
         let reply = match (reply_type(&method.reply), method.server_stream) {
             // A stream always has items, even of `()`.
@@ -153,7 +153,7 @@ pub fn render_schema(schema: &ServiceSchema) -> String {
         // Beside the arguments, not among them: the upload is not a key of the arguments'
         // JSON object, and `call` reads it from its own input.
         if let Some(item) = &method.upload {
-            let _ = write!(marks, "  [upload: stream {}]", type_name(item));
+            let _ = write!(marks, "  [upload: stream {item}]");
         }
         if method.oneway {
             marks.push_str("  [one-way]");
@@ -177,11 +177,12 @@ pub fn render_schema(schema: &ServiceSchema) -> String {
 fn reply_type(reply: &ReplySchema) -> Option<String> {
     match reply {
         ReplySchema::Unit => None,
-        ReplySchema::Value(ty) => Some(type_name(ty)),
+        ReplySchema::Value(ty) => Some(ty.to_string()),
         ReplySchema::Result { ok, err } => Some(format!(
             "Result<{}, {}>",
-            ok.as_ref().map_or_else(|| "()".to_owned(), type_name),
-            type_name(err)
+            ok.as_ref()
+                .map_or_else(|| "()".to_owned(), ToString::to_string),
+            err
         )),
     }
 }
@@ -193,7 +194,7 @@ fn render_type(out: &mut String, def: &TypeDef) {
             let _ = writeln!(out, "struct {} {{", def.name);
             for field in fields {
                 doc(out, "  ", &field.doc);
-                let _ = writeln!(out, "  {}: {},", field.name, type_name(&field.ty));
+                let _ = writeln!(out, "  {}: {},", field.name, field.ty);
             }
         }
         TypeKind::Enum { values } => {
@@ -214,13 +215,13 @@ fn render_type(out: &mut String, def: &TypeDef) {
                 doc(out, "  ", &variant.doc);
                 let body = match &variant.shape {
                     VariantShape::Unit => String::new(),
-                    VariantShape::Newtype(ty) => format!("({})", type_name(ty)),
+                    VariantShape::Newtype(ty) => format!("({ty})"),
                     VariantShape::Fields {
                         named: false,
                         fields,
                     } => {
                         let types: Vec<String> =
-                            fields.iter().map(|field| type_name(&field.ty)).collect();
+                            fields.iter().map(|field| field.ty.to_string()).collect();
                         format!("({})", types.join(", "))
                     }
                     VariantShape::Fields {
@@ -229,7 +230,7 @@ fn render_type(out: &mut String, def: &TypeDef) {
                     } => {
                         let fields: Vec<String> = fields
                             .iter()
-                            .map(|field| format!("{}: {}", field.name, type_name(&field.ty)))
+                            .map(|field| format!("{}: {}", field.name, field.ty))
                             .collect();
                         format!(" {{ {} }}", fields.join(", "))
                     }
@@ -244,39 +245,6 @@ fn render_type(out: &mut String, def: &TypeDef) {
 fn doc(out: &mut String, indent: &str, text: &str) {
     for line in text.lines() {
         let _ = writeln!(out, "{indent}// {line}");
-    }
-}
-
-/// A type as a Rust programmer would write it.
-pub fn type_name(ty: &TypeRef) -> String {
-    match ty {
-        TypeRef::Bool => "bool".into(),
-        TypeRef::U8 => "u8".into(),
-        TypeRef::U16 => "u16".into(),
-        TypeRef::U32 => "u32".into(),
-        TypeRef::U64 => "u64".into(),
-        TypeRef::I8 => "i8".into(),
-        TypeRef::I16 => "i16".into(),
-        TypeRef::I32 => "i32".into(),
-        TypeRef::I64 => "i64".into(),
-        TypeRef::F32 => "f32".into(),
-        TypeRef::F64 => "f64".into(),
-        TypeRef::Char => "char".into(),
-        TypeRef::String => "String".into(),
-        TypeRef::Bytes => "Bytes".into(),
-        TypeRef::Duration => "Duration".into(),
-        TypeRef::Timestamp => "SystemTime".into(),
-        TypeRef::Option(inner) => format!("Option<{}>", type_name(inner)),
-        TypeRef::List(inner) => format!("Vec<{}>", type_name(inner)),
-        TypeRef::Set(inner) => format!("Set<{}>", type_name(inner)),
-        TypeRef::Array { element, len } => format!("[{}; {len}]", type_name(element)),
-        TypeRef::Map { key, value } => format!("Map<{}, {}>", type_name(key), type_name(value)),
-        TypeRef::Tuple(elements) => {
-            let names: Vec<String> = elements.iter().map(type_name).collect();
-            format!("({})", names.join(", "))
-        }
-        TypeRef::Named(name) => name.clone(),
-        TypeRef::Opaque(rust) => rust.clone(),
     }
 }
 

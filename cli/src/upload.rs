@@ -12,7 +12,6 @@ use tokio::sync::oneshot;
 use wirecall::client::ItemStream;
 
 use crate::call::{print_answer, PreparedCall};
-use crate::describe::type_name;
 use crate::error::CliError;
 use crate::stream::print_each_item;
 use crate::upload_lines::{json_lines, LineError, UploadSource};
@@ -94,7 +93,7 @@ fn line_error(prepared: &PreparedCall, source: &UploadSource, error: LineError) 
                 .method
                 .upload
                 .as_ref()
-                .map_or_else(|| "value".to_owned(), type_name),
+                .map_or_else(|| "value".to_owned(), ToString::to_string),
             source: error,
         },
         LineError::Unreadable { line, error } => CliError::UploadUnreadable {

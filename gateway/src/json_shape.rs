@@ -115,7 +115,7 @@ pub(crate) fn check(value: &Value, ty: &TypeRef, types: &[TypeDef]) -> Result<()
     if fits {
         Ok(())
     } else {
-        Err(ShapeMismatch::new(type_name(ty), value))
+        Err(ShapeMismatch::new(ty.to_string(), value))
     }
 }
 
@@ -232,39 +232,6 @@ fn describe(value: &Value) -> String {
         Value::String(_) => "a string".to_owned(),
         Value::Array(elements) => format!("an array of {}", elements.len()),
         Value::Object(_) => "an object".to_owned(),
-    }
-}
-
-/// A type as Rust writes it, as the CLI's `describe` shows it.
-pub(crate) fn type_name(ty: &TypeRef) -> String {
-    match ty {
-        TypeRef::Bool => "bool".into(),
-        TypeRef::U8 => "u8".into(),
-        TypeRef::U16 => "u16".into(),
-        TypeRef::U32 => "u32".into(),
-        TypeRef::U64 => "u64".into(),
-        TypeRef::I8 => "i8".into(),
-        TypeRef::I16 => "i16".into(),
-        TypeRef::I32 => "i32".into(),
-        TypeRef::I64 => "i64".into(),
-        TypeRef::F32 => "f32".into(),
-        TypeRef::F64 => "f64".into(),
-        TypeRef::Char => "char".into(),
-        TypeRef::String => "String".into(),
-        TypeRef::Bytes => "Bytes".into(),
-        TypeRef::Duration => "Duration".into(),
-        TypeRef::Timestamp => "SystemTime".into(),
-        TypeRef::Option(inner) => format!("Option<{}>", type_name(inner)),
-        TypeRef::List(inner) => format!("Vec<{}>", type_name(inner)),
-        TypeRef::Set(inner) => format!("Set<{}>", type_name(inner)),
-        TypeRef::Array { element, len } => format!("[{}; {len}]", type_name(element)),
-        TypeRef::Map { key, value } => format!("Map<{}, {}>", type_name(key), type_name(value)),
-        TypeRef::Tuple(elements) => {
-            let names: Vec<String> = elements.iter().map(type_name).collect();
-            format!("({})", names.join(", "))
-        }
-        TypeRef::Named(name) => name.clone(),
-        TypeRef::Opaque(rust) => rust.clone(),
     }
 }
 

@@ -64,6 +64,24 @@ impl Upstream {
 /// the error the call ends with, or never.
 pub(crate) type Interruption = Pin<Box<dyn Future<Output = GatewayError> + Send>>;
 
+/// The first item (or end) of an answer, within `time`, unless the upload is `interrupted`
+/// first.
+pub(crate) async fn first_item(
+    items: &mut ItemStream<Value>,
+    interrupted: &mut Interruption,
+    time: CallTimeLimit,
+) -> Result<Option<Result<Value, Error>>, GatewayError> {
+    time.bound(async {
+        tokio::select! {
+            // Biased: once the upload is known to be broken, no answer to it is shown.
+            biased;
+            error = interrupted => Err(error),
+            first = items.next() => Ok(first),
+        }
+    })
+    .await?
+}
+
 /// Opens `method` on `upstream` and answers with its items as they come. The time limit
 /// bounds the wait for the first item; the upstream's own deadline (the same limit) bounds
 /// the whole stream.
@@ -86,16 +104,7 @@ pub(crate) async fn items_response(
     mut interrupted: Interruption,
     time: CallTimeLimit,
 ) -> Result<Response, GatewayError> {
-    let first = time
-        .bound(async {
-            tokio::select! {
-                // Biased: once the upload is known to be broken, no answer to it is shown.
-                biased;
-                error = &mut interrupted => Err(error),
-                first = items.next() => Ok(first),
-            }
-        })
-        .await??;
+    let first = first_item(&mut items, &mut interrupted, time).await?;
     let first = match first {
         None => Bytes::new(),
         Some(message) => line(&item_value(&reply, message?)?),

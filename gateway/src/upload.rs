@@ -31,7 +31,7 @@ use wirecall::{Caller, Error, ErrorCode, MethodId};
 
 use crate::body_lines::{BodyLines, LineReadError};
 use crate::json_shape;
-use crate::stream::{item_value, items_response, Interruption, UNDECLARED};
+use crate::stream::{first_item, item_value, items_response, Interruption, UNDECLARED};
 use crate::time_limit::CallTimeLimit;
 use crate::{check_arguments, GatewayError, Upstream};
 
@@ -154,7 +154,7 @@ fn upload_items(
                 json_shape::check(&value, &item, &types)
                     .map(|()| value)
                     .map_err(|mismatch| {
-                        let expected = json_shape::type_name(&item);
+                        let expected = item.to_string();
                         format!("the item is not a {expected}: {mismatch}")
                     })
             });
@@ -212,15 +212,7 @@ async fn single_reply_response(
     mut interrupted: Interruption,
     time: CallTimeLimit,
 ) -> Result<Response, GatewayError> {
-    let first = time
-        .bound(async {
-            tokio::select! {
-                biased;
-                error = &mut interrupted => Err(error),
-                first = answer.next() => Ok(first),
-            }
-        })
-        .await??;
+    let first = first_item(&mut answer, &mut interrupted, time).await?;
     let Some(message) = first else {
         return Err(GatewayError::Call(Error::Remote {
             code: ErrorCode::ProtocolViolation,

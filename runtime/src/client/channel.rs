@@ -278,16 +278,8 @@ impl Channel {
         if self.layers.is_some() {
             let opener = StreamOpener::new(
                 move |connection: Arc<Connection>, parts: OpenParts| async move {
-                    let OpenParts {
-                        args,
-                        timeout,
-                        metadata,
-                        trace,
-                    } = parts;
-                    let outgoing = Outgoing {
-                        metadata: metadata.as_deref(),
-                        trace,
-                    };
+                    let (args, timeout, outgoing) = parts.split();
+                    let outgoing = outgoing.borrowed();
                     let stream = connection
                         .open_upload::<U, M, _, S>(method, args, items, timeout, &outgoing)
                         .await?;
@@ -364,16 +356,8 @@ impl Channel {
         if self.layers.is_some() {
             let opener = StreamOpener::new(
                 move |connection: Arc<Connection>, parts: OpenParts| async move {
-                    let OpenParts {
-                        args,
-                        timeout,
-                        metadata,
-                        trace,
-                    } = parts;
-                    let outgoing = Outgoing {
-                        metadata: metadata.as_deref(),
-                        trace,
-                    };
+                    let (args, timeout, outgoing) = parts.split();
+                    let outgoing = outgoing.borrowed();
                     let stream = connection
                         .open_stream::<M, _>(method, args, timeout, &outgoing)
                         .await?;

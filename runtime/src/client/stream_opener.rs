@@ -15,6 +15,7 @@ use std::time::Duration;
 use super::args::CallArgs;
 use super::connection::Connection;
 use super::item_stream::ItemStream;
+use super::outgoing::Outgoing;
 use crate::error::{Error, ErrorCode};
 use crate::metadata::Metadata;
 use crate::trace::TraceContext;
@@ -25,6 +26,32 @@ pub(crate) struct OpenParts {
     pub(crate) timeout: Option<Duration>,
     pub(crate) metadata: Option<Arc<Metadata>>,
     pub(crate) trace: Option<TraceContext>,
+}
+
+impl OpenParts {
+    /// The arguments, the deadline, and what the Open frame carries besides.
+    pub(crate) fn split(self) -> (CallArgs, Option<Duration>, OwnedOutgoing) {
+        let outgoing = OwnedOutgoing {
+            metadata: self.metadata,
+            trace: self.trace,
+        };
+        (self.args, self.timeout, outgoing)
+    }
+}
+
+/// What an Open frame carries besides the arguments, owned by the opener's future.
+pub(crate) struct OwnedOutgoing {
+    metadata: Option<Arc<Metadata>>,
+    trace: Option<TraceContext>,
+}
+
+impl OwnedOutgoing {
+    pub(crate) fn borrowed(&self) -> Outgoing<'_> {
+        Outgoing {
+            metadata: self.metadata.as_deref(),
+            trace: self.trace,
+        }
+    }
 }
 
 /// An opened stream, type-erased: an [`ItemStream`] of the call's item type.

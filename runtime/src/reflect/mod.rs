@@ -22,6 +22,7 @@ mod registry;
 pub(crate) mod schema;
 mod service;
 mod std_impls;
+mod type_name;
 
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
