@@ -48,16 +48,7 @@ impl Slots {
 
     /// Takes a slot, waiting for one to come back if none is free.
     pub(super) async fn take(&self) {
-        loop {
-            // Registered before the check, so a slot given back in between still wakes it.
-            let notified = self.returned.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.try_take() {
-                return;
-            }
-            notified.await;
-        }
+        self.wait_until(|| self.try_take()).await;
     }
 
     /// Gives a taken slot back.
@@ -76,11 +67,17 @@ impl Slots {
     /// Waits until every slot is free.
     pub(super) async fn all_returned(&self) {
         self.draining.store(true, Ordering::SeqCst);
+        self.wait_until(|| self.all_free()).await;
+    }
+
+    /// Waits until `done` holds, checking it again each time a slot comes back.
+    async fn wait_until(&self, mut done: impl FnMut() -> bool) {
         loop {
+            // Registered before the check, so a slot given back in between still wakes it.
             let notified = self.returned.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.all_free() {
+            if done() {
                 return;
             }
             notified.await;
