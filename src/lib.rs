@@ -105,9 +105,9 @@ pub use wirecall_runtime::transport::Transport;
 pub use wirecall_runtime::wire;
 pub use wirecall_runtime::{
     method_id, CallError, CallTarget, Caller, Channel, ChannelBuilder, Codec, CodecError, Error,
-    ErrorCode, FrameError, MethodDescriptor, MethodId, MethodShape, NegotiationError, PeerIdentity,
-    ReplyFuture, RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle,
-    Streaming, Token, WireMessage, PROTOCOL_VERSION,
+    ErrorCode, FrameError, MethodDescriptor, MethodId, MethodShape, NegotiationError, Outcome,
+    PeerIdentity, ReplyFuture, RunningServer, Server, ServerBuilder, Service, ServiceDescriptor,
+    ShutdownHandle, Streaming, Token, WireMessage, PROTOCOL_VERSION,
 };
 /// Stream calls (protocol version 3): [`Streaming`], what a handler of a method declared
 /// `-> wirecall::Streaming<T>` returns, and what travels for each item. The caller receives

@@ -119,6 +119,7 @@ fn variant(err: &Error) -> String {
         Error::UnknownMethod { .. } => "UnknownMethod".to_owned(),
         Error::FrameTooLarge { .. } => "FrameTooLarge".to_owned(),
         Error::ConnectionClosed { .. } => "ConnectionClosed".to_owned(),
+        Error::Unavailable { .. } => "Unavailable".to_owned(),
         Error::Timeout { .. } => "Timeout".to_owned(),
         Error::Remote { code, .. } => format!("Remote({code:?})"),
         other => format!("{other:?}")
@@ -134,6 +135,7 @@ fn variant(err: &Error) -> String {
 fn plausible_error(action: Action, err: &Error) -> bool {
     match err {
         Error::ConnectionClosed { .. }
+        | Error::Unavailable { .. }
         | Error::Timeout { .. }
         | Error::Connect { .. }
         | Error::Negotiation(_) => true,
@@ -331,6 +333,7 @@ async fn caller(
                         backoff = matches!(
                             err,
                             Error::ConnectionClosed { .. }
+                                | Error::Unavailable { .. }
                                 | Error::Connect { .. }
                                 | Error::Negotiation(_)
                         );

@@ -60,7 +60,7 @@ fn assert_every_variant_has_a_row(path: &str, name: &str, heading: &str) {
 
 #[test]
 fn every_error_variant_has_a_row() {
-    assert_every_variant_has_a_row("runtime/src/error.rs", "Error", "`wirecall::Error`");
+    assert_every_variant_has_a_row("runtime/src/error/mod.rs", "Error", "`wirecall::Error`");
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn every_wire_error_code_has_a_row() {
 #[test]
 fn every_call_error_variant_has_a_row() {
     assert_every_variant_has_a_row(
-        "runtime/src/error.rs",
+        "runtime/src/error/mod.rs",
         "CallError",
         "On the server: `CallError`",
     );
@@ -89,7 +89,7 @@ fn every_call_error_variant_has_a_row() {
 #[test]
 fn the_parser_sees_the_variants_it_must() {
     // Guards the test itself: a parser that found nothing would pass every check above.
-    let errors = variants("runtime/src/error.rs", "Error");
+    let errors = variants("runtime/src/error/mod.rs", "Error");
     for expected in [
         "Connect",
         "Negotiation",
@@ -104,4 +104,156 @@ fn the_parser_sees_the_variants_it_must() {
     assert!(!has_row(&section, "NotAVariant"));
     // `Conn` is a prefix of `Connect`, not a variant with a row.
     assert!(!has_row(&section, "Conn"));
+}
+
+/// The row of `variant` in the `wirecall::Error` table, split into its cells.
+fn error_row(variant: &str) -> Vec<&'static str> {
+    let section = section("`wirecall::Error`");
+    let line = section
+        .iter()
+        .find(|line| has_row(&[**line], variant))
+        .unwrap_or_else(|| panic!("no row for {variant}"));
+    line.split(" | ").collect()
+}
+
+#[test]
+fn the_outcome_column_says_what_error_outcome_returns() {
+    use std::time::Duration;
+    use wirecall::{method_id, Error, ErrorCode, NegotiationError, Outcome};
+
+    let method = method_id("S", "m");
+    let io = || std::io::Error::other("refused");
+    // One error of each variant (two where the outcome depends on a field), by the name of
+    // its row.
+    let errors = [
+        (
+            "Connect",
+            Error::Connect {
+                addr: "a".into(),
+                cause: io(),
+            },
+        ),
+        (
+            "Bind",
+            Error::Bind {
+                addr: "a".into(),
+                cause: io(),
+            },
+        ),
+        ("Negotiation", Error::Negotiation(NegotiationError::Busy)),
+        (
+            "HandlerPanicked",
+            Error::HandlerPanicked {
+                method,
+                message: String::new(),
+            },
+        ),
+        ("UnknownMethod", Error::UnknownMethod { method }),
+        ("FrameTooLarge", Error::FrameTooLarge { len: 2, max: 1 }),
+        (
+            "ConnectionClosed",
+            Error::ConnectionClosed {
+                reason: String::new(),
+                code: None,
+            },
+        ),
+        (
+            "ConnectionClosed",
+            Error::ConnectionClosed {
+                reason: String::new(),
+                code: Some(ErrorCode::ShuttingDown),
+            },
+        ),
+        (
+            "Unavailable",
+            Error::Unavailable {
+                reason: String::new(),
+                retry_after: None,
+            },
+        ),
+        (
+            "Timeout",
+            Error::Timeout {
+                after: Duration::from_secs(1),
+            },
+        ),
+        (
+            "Remote",
+            Error::Remote {
+                code: ErrorCode::Overloaded,
+                message: String::new(),
+            },
+        ),
+        (
+            "Remote",
+            Error::Remote {
+                code: ErrorCode::EncodeFailed,
+                message: String::new(),
+            },
+        ),
+        (
+            "Remote",
+            Error::Remote {
+                code: ErrorCode::LayerFailed,
+                message: String::new(),
+            },
+        ),
+        ("PermissionDenied", Error::PermissionDenied { method }),
+        (
+            "Layer",
+            Error::Layer {
+                code: ErrorCode::Overloaded,
+                cause: "shed".into(),
+            },
+        ),
+        (
+            "Layer",
+            Error::Layer {
+                code: ErrorCode::LayerFailed,
+                cause: "no".into(),
+            },
+        ),
+        ("Tls", Error::Tls(io())),
+        (
+            "NoEndpoints",
+            Error::NoEndpoints {
+                service: "S".into(),
+                reason: String::new(),
+            },
+        ),
+        (
+            "CircuitOpen",
+            Error::CircuitOpen {
+                method,
+                endpoint: None,
+                retry_after: Duration::ZERO,
+            },
+        ),
+        (
+            "StreamsUnsupported",
+            Error::StreamsUnsupported { method, version: 2 },
+        ),
+        (
+            "ConcurrencyLimit",
+            Error::ConcurrencyLimit {
+                service: "S",
+                method: "m",
+                limit: 1,
+            },
+        ),
+        ("Config", Error::Config(String::new())),
+    ];
+    for (variant, error) in errors {
+        let name = match error.outcome() {
+            Outcome::NotRun => "`NotRun`",
+            Outcome::MaybeRan => "`MaybeRan`",
+            Outcome::Ran => "`Ran`",
+        };
+        let row = error_row(variant);
+        assert!(
+            row[2].contains(name),
+            "the outcome cell of {variant} ({:?}) does not name {name}, which {error:?} gives",
+            row[2]
+        );
+    }
 }

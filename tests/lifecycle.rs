@@ -176,9 +176,7 @@ async fn closing_a_channel_finishes_its_calls_then_waits_for_the_connection_to_c
     eventually_async("new calls are refused", || async {
         match lab.add(1, 2).await {
             Ok(_) => false,
-            Err(Error::ConnectionClosed { reason, .. }) if reason.contains("Channel::close") => {
-                true
-            }
+            Err(Error::Unavailable { reason, .. }) if reason.contains("Channel::close") => true,
             Err(err) => panic!("{err}"),
         }
     })
@@ -195,7 +193,7 @@ async fn closing_a_channel_finishes_its_calls_then_waits_for_the_connection_to_c
     assert!(channel.is_closed());
     let err = lab.add(1, 2).await.unwrap_err();
     assert!(
-        matches!(&err, Error::ConnectionClosed { reason, .. } if reason.contains("Channel::close")),
+        matches!(&err, Error::Unavailable { reason, .. } if reason.contains("Channel::close")),
         "{err}"
     );
     eventually("the server sees the connection closed", || {

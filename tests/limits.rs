@@ -48,7 +48,7 @@ async fn a_channel_reconnects_after_the_server_restarts() {
                 assert_eq!(sum, 5);
                 true
             }
-            Err(Error::Connect { .. } | Error::ConnectionClosed { .. }) => false,
+            Err(Error::Connect { .. } | Error::Unavailable { .. }) => false,
             Err(other) => panic!("unexpected {other:?}"),
         }
     })
@@ -70,9 +70,10 @@ async fn a_channel_without_reconnect_stays_closed() {
         lab.channel().is_closed()
     })
     .await;
-    // A reconnecting channel would try to connect, and fail with `Error::Connect`.
+    // A reconnecting channel would try to connect, and fail with `Error::Connect`; this one
+    // does not send the call at all.
     let err = lab.add(1, 1).await.unwrap_err();
-    assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
 }
 
 /// A peer that completes the handshake and then never sends another byte.

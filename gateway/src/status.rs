@@ -108,6 +108,9 @@ impl GatewayError {
                         Error::ConcurrencyLimit { .. } => {
                             (StatusCode::SERVICE_UNAVAILABLE, "ConcurrencyLimit")
                         }
+                        Error::Unavailable { .. } => {
+                            (StatusCode::SERVICE_UNAVAILABLE, "Unavailable")
+                        }
                         _ => (StatusCode::BAD_GATEWAY, "Unavailable"),
                     };
                     (

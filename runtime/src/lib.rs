@@ -69,7 +69,7 @@ pub use caller::Caller;
 pub use client::{Channel, ChannelBuilder};
 pub use codec::{Codec, CodecError, WireMessage};
 pub use context::CallContext;
-pub use error::{BoxError, CallError, Error, ErrorCode};
+pub use error::{BoxError, CallError, Error, ErrorCode, Outcome};
 pub use layers::next::Next;
 pub use metadata::{Metadata, MetadataError, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES};
 pub use method::{method_id, MethodDescriptor, MethodId, MethodShape, ServiceDescriptor};

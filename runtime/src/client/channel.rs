@@ -646,7 +646,7 @@ impl ChannelShared {
     /// The connection to use for a call: the current one, or a new one if it closed.
     async fn connection(&self) -> Result<Arc<Connection>, Error> {
         if self.closed_by_owner.load(Ordering::Acquire) {
-            return Err(Error::closed(CLOSED_BY_OWNER));
+            return Err(Error::unsent(CLOSED_BY_OWNER));
         }
         let current = self.current();
         match &self.redial {
@@ -745,11 +745,14 @@ impl ChannelShared {
         }
         let now = Instant::now();
         if now < backoff.not_before {
-            return Err(Error::closed(format!(
-                "{}; the next reconnect attempt is in {:?}",
-                current.closed_reason(),
-                backoff.not_before - now
-            )));
+            let wait = backoff.not_before - now;
+            return Err(Error::Unavailable {
+                reason: format!(
+                    "{}; the next reconnect attempt is in {wait:?}",
+                    current.closed_reason()
+                ),
+                retry_after: Some(wait),
+            });
         }
         match redial.settings.dial(&redial.target).await {
             Ok(connection) => {

@@ -207,7 +207,7 @@ impl Connection {
         timeout: Option<Duration>,
     ) -> Result<(), Error> {
         if self.pending.is_closed() {
-            return Err(self.pending.closed_error());
+            return Err(self.pending.unsent_error());
         }
         let send = self.sink.send(frame, Delivery::Background);
         match timeout {
@@ -216,7 +216,7 @@ impl Connection {
                 .map_err(|_| Error::Timeout { after })?,
             None => send.await,
         }
-        .map_err(|_| self.pending.closed_error())
+        .map_err(|_| self.pending.unsent_error())
     }
 
     pub(super) fn encode<E: EncodeArgs + ?Sized>(

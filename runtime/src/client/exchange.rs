@@ -100,7 +100,7 @@ impl Connection {
             )),
             Err(TrySend::Closed) => {
                 self.pending.remove(request_id);
-                Err(self.pending.closed_error())
+                Err(self.pending.unsent_error())
             }
         }
     }
@@ -205,7 +205,7 @@ fn poll_reply(
     if let Some(send) = sending {
         match send.as_mut().poll(cx) {
             Poll::Ready(Ok(())) => *sending = None,
-            Poll::Ready(Err(_)) => return Poll::Ready(Err(connection.pending.closed_error())),
+            Poll::Ready(Err(_)) => return Poll::Ready(Err(connection.pending.unsent_error())),
             // Not sent yet, so no reply: but the deadline or the connection's end may have
             // ended the call meanwhile.
             Poll::Pending => {}

@@ -26,7 +26,6 @@ mod deadlines;
 mod dial;
 mod early;
 mod exchange;
-pub(crate) mod failure;
 mod item_stream;
 mod open;
 mod outgoing;

@@ -129,7 +129,7 @@ impl Connection {
             },
         );
         if self.sink.send(frame, Delivery::Now).await.is_err() {
-            return Err(self.pending.closed_error());
+            return Err(self.pending.unsent_error());
         }
         self.sink
             .send_control(credit_frame(request_id, self.stream_window.items));

@@ -11,9 +11,8 @@ use tokio::time::Instant;
 
 use super::metrics;
 use super::table::MethodState;
-use crate::client::failure::Failure;
 use crate::client::request::{Reply, Request};
-use crate::error::Error;
+use crate::error::{Error, Failure};
 
 /// The pause before the first retry on a direct channel; it doubles each time, within the
 /// deadline. A connection that just broke is dialled again by the retry, and a server that

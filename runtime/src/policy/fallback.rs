@@ -2,7 +2,7 @@
 
 use super::declared::DeclaredPolicy;
 use super::metrics;
-use crate::error::{Error, ErrorCode};
+use crate::error::{Error, Failure};
 
 /// Whether a failed call of a method with a fallback (`#[wirecall(fallback = path)]`) is
 /// answered by the fallback: when no answer came for a reason outside the method itself
@@ -15,22 +15,7 @@ use crate::error::{Error, ErrorCode};
 /// panicked, codec and configuration errors. The method's application errors (`Ok(Err(e))`)
 /// are answers, never fallbacks.
 pub fn takes_fallback(error: &Error) -> bool {
-    match error {
-        Error::Connect { .. }
-        | Error::Negotiation(_)
-        | Error::Tls(_)
-        | Error::ConnectionClosed { .. }
-        | Error::Timeout { .. }
-        | Error::NoEndpoints { .. }
-        | Error::CircuitOpen { .. }
-        | Error::ConcurrencyLimit { .. } => true,
-        Error::Endpoint { cause, .. } => takes_fallback(cause),
-        Error::Remote { code, .. } | Error::Layer { code, .. } => matches!(
-            code,
-            ErrorCode::Overloaded | ErrorCode::ShuttingDown | ErrorCode::DeadlineExceeded
-        ),
-        _ => false,
-    }
+    Failure::of(error).takes_fallback()
 }
 
 /// For generated clients: whether `error` goes to the method's fallback, counted and logged
@@ -49,6 +34,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::error::ErrorCode;
     use crate::method::method_id;
 
     #[test]

@@ -14,10 +14,9 @@ use tokio::time::Instant;
 use tower::retry::budget::Budget;
 
 use super::pool::{InFlight, Inner, Slot};
-use crate::client::failure::Failure;
 use crate::client::{Channel, Reply, Request};
 use crate::codec::Codec;
-use crate::error::Error;
+use crate::error::{Error, Failure, Outcome};
 use crate::policy::metrics as policy_metrics;
 
 /// The innermost service of a balanced channel's own layers: balancing and failover.
@@ -100,13 +99,16 @@ impl Inner {
                 continue;
             }
             let failure = Failure::of(&err);
-            if failure == Failure::Answered {
+            if !failure.unreachable()
+                && !failure.may_retry(true)
+                && failure.outcome != Outcome::MaybeRan
+            {
                 // The server answered (an error of the call itself): nothing to fail over.
                 slot.calls.fetch_add(1, Ordering::Relaxed);
                 return Err(err);
             }
             slot.failures.fetch_add(1, Ordering::Relaxed);
-            if failure.connection_broke() {
+            if failure.unreachable() {
                 self.eject(&slot, &err);
             }
             let err = Error::Endpoint {

@@ -1,6 +1,6 @@
 //! Which errors count against a method's circuit: [`counts_as_failure`].
 
-use crate::error::{Error, ErrorCode};
+use crate::error::{Error, Failure};
 
 /// Whether `error` counts as a failure of the method for a circuit breaker: it says that the
 /// endpoint could not take the call, or not in time.
@@ -27,21 +27,7 @@ use crate::error::{Error, ErrorCode};
 /// A one-way call can only fail while it is sent, so only those errors count for it; once
 /// it is sent it counts as a success.
 pub fn counts_as_failure(error: &Error) -> bool {
-    match error {
-        Error::Connect { .. }
-        | Error::ConnectionClosed { .. }
-        | Error::Negotiation(_)
-        | Error::Tls(_)
-        | Error::Timeout { .. }
-        | Error::HandlerPanicked { .. } => true,
-        Error::Remote { code, .. } => matches!(
-            code,
-            ErrorCode::DeadlineExceeded | ErrorCode::Overloaded | ErrorCode::ShuttingDown
-        ),
-        Error::Layer { code, .. } => *code == ErrorCode::DeadlineExceeded,
-        Error::Endpoint { cause, .. } => counts_as_failure(cause),
-        _ => false,
-    }
+    Failure::of(error).counts_against_circuit()
 }
 
 #[cfg(test)]
@@ -50,6 +36,7 @@ mod tests {
 
     use super::*;
     use crate::codec::CodecError;
+    use crate::error::ErrorCode;
     use crate::method::method_id;
     use crate::negotiate::NegotiationError;
 

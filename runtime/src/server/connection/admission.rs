@@ -186,7 +186,6 @@ pub(super) fn start_call(
             sent_bytes: shared.metrics.sent_bytes.clone(),
             items: shared.metrics.stream_items.clone(),
             open: shared.metrics.streams_open.clone(),
-            force: shared.force.clone(),
             span,
             upload,
         };

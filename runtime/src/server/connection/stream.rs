@@ -15,7 +15,6 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use futures::future::{AbortHandle, Abortable, Aborted};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::gauge::InFlightGauge;
@@ -51,8 +50,6 @@ pub(super) struct OpenedStream {
     pub(super) items: ::metrics::Counter,
     /// Streams open, server-wide: this one counts until its task ends.
     pub(super) open: ::metrics::Gauge,
-    /// Cancelled when the server stops its calls at the end of a shutdown's grace period.
-    pub(super) force: CancellationToken,
     pub(super) span: Option<tracing::Span>,
     /// The items the client uploads, for a method that takes them.
     pub(super) upload: Option<Arc<UploadQueue>>,
@@ -99,13 +96,10 @@ where
                     opened.deadline_ms
                 ),
             ),
-            // Stopped by the end of a shutdown's grace period: the client is told why.
-            Some(Err(Aborted)) if opened.force.is_cancelled() => Ended::Failed(
-                ErrorCode::ShuttingDown,
-                "the server is shutting down and ended the stream after its grace period"
-                    .to_owned(),
-            ),
-            // Cancelled by the client, or the connection is gone: nothing to send.
+            // Cancelled by the client, the connection is gone, or stopped at the end of a
+            // shutdown's grace period: nothing to send. In the last case the connection then
+            // closes without its goodbye, so the client reads the stream as cut off (it may have
+            // run), as it reads a unary call stopped the same way.
             Some(Err(Aborted)) => {
                 record(&opened, Outcome::Cancelled);
                 return;

@@ -1,4 +1,7 @@
-//! The caller-facing [`Error`], the wire [`ErrorCode`]s and the server-side [`CallError`].
+//! The caller-facing [`Error`], the wire [`ErrorCode`]s and the server-side [`CallError`];
+//! `classify.rs` decides what each error says about its call ([`Outcome`]).
+
+mod classify;
 
 use std::time::Duration;
 
@@ -7,6 +10,8 @@ use crate::method::MethodId;
 use crate::negotiate::NegotiationError;
 use crate::transport::frame::FrameError;
 
+pub(crate) use classify::Failure;
+pub use classify::Outcome;
 pub use wirecall_wire::ErrorCode;
 
 // Display rule for every error type of the runtime (Rust API guidelines, C-GOOD-ERR): a
@@ -161,6 +166,18 @@ pub enum Error {
         /// (`None`: it closed or broke without one).
         code: Option<ErrorCode>,
     },
+    /// The call was not sent: the channel's connection is down and the channel waits before
+    /// dialling again (`retry_after` says how long), the connection closed and the channel
+    /// does not reconnect, or the channel was closed with `Channel::close`. The server never
+    /// saw the call, so it may be sent again, here later or elsewhere now.
+    #[error("the call was not sent: {reason}")]
+    Unavailable {
+        /// Why, as far as the client knows.
+        reason: String,
+        /// When the channel dials again, if it is waiting to (`None`: it will not, or it
+        /// dials on the next call).
+        retry_after: Option<Duration>,
+    },
     /// No reply arrived before the call's deadline. The server was told to stop the work.
     #[error("no reply within {after:?}")]
     Timeout {
@@ -314,6 +331,14 @@ impl Error {
         Self::ConnectionClosed {
             reason: reason.into(),
             code: None,
+        }
+    }
+
+    /// A call that was not sent, for `reason`, with no redial planned.
+    pub(crate) fn unsent(reason: impl Into<String>) -> Self {
+        Self::Unavailable {
+            reason: reason.into(),
+            retry_after: None,
         }
     }
 
