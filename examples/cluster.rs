@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wirecall::discovery::{Balance, BalancedChannel, Registration, Registry, StaticRegistry};
+use wirecall::discovery::{Balance, Registration, Registry, StaticRegistry};
 use wirecall::{Channel, RunningServer, Server};
 
 /// A service whose answer says which server ran the call.
@@ -117,12 +117,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         servers.push(server);
     }
 
-    let channel = BalancedChannel::builder()
+    let channel = Channel::balanced()
         .balance(balance)
         .channel(Channel::builder().timeout(Duration::from_secs(2)))
         .discover(&registry, GreeterClient::SERVICE_NAME)
         .await?;
-    let client = GreeterClient::over(channel.clone());
+    let client = GreeterClient::new(channel.clone());
     while channel.endpoints().len() < servers.len() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

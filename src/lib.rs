@@ -104,10 +104,10 @@ pub use wirecall_runtime::transport::Transport;
 /// is the normative description; this is the code both the runtime and the macros use.
 pub use wirecall_runtime::wire;
 pub use wirecall_runtime::{
-    method_id, CallError, CallTarget, Caller, Channel, ChannelBuilder, Codec, CodecError, Error,
-    ErrorCode, FrameError, MethodDescriptor, MethodId, MethodShape, NegotiationError, Outcome,
-    PeerIdentity, ReplyFuture, RunningServer, Server, ServerBuilder, Service, ServiceDescriptor,
-    ShutdownHandle, Streaming, Token, WireMessage, PROTOCOL_VERSION,
+    method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode,
+    FrameError, MethodDescriptor, MethodId, MethodShape, NegotiationError, Outcome, PeerIdentity,
+    ReplyFuture, RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle,
+    Streaming, Token, WireMessage, PROTOCOL_VERSION,
 };
 /// Stream calls (protocol version 3): [`Streaming`], what a handler of a method declared
 /// `-> wirecall::Streaming<T>` returns, and what travels for each item. The caller receives
@@ -121,9 +121,10 @@ pub use wirecall_runtime::{
 /// Service discovery and load balancing: registries ([`discovery::StaticRegistry`], and
 /// `discovery::Etcd` and `discovery::ZooKeeper` with the `etcd` and `zookeeper` features),
 /// the [`discovery::Registration`] record a server publishes with
-/// [`ServerBuilder::register`], and [`discovery::BalancedChannel`], which generated clients
-/// use through `{Trait}Client::discover`. See the book's "Discovery and load balancing"
-/// chapter.
+/// [`ServerBuilder::register`], and the options of a balanced [`Channel`]
+/// ([`discovery::BalancedChannelBuilder`], from [`Channel::balanced`]), which generated
+/// clients use through `{Trait}Client::discover`. See the book's "Discovery and load
+/// balancing" chapter.
 pub mod discovery {
     pub use wirecall_runtime::discovery::*;
 }
@@ -148,11 +149,12 @@ pub mod layers {
 pub mod policy {
     pub use wirecall_runtime::policy::*;
 }
-/// The client side beyond [`Channel`]: reading reply metadata, and what a channel's tower
-/// layers see ([`ChannelBuilder::layer`]).
+/// The client side beyond [`Channel`]: the [`client::Method`] a call names, a stream call's
+/// items, reading reply metadata, and what a channel's tower layers see
+/// ([`ChannelBuilder::layer`]).
 pub mod client {
     pub use wirecall_runtime::client::reply_metadata;
-    pub use wirecall_runtime::client::{ItemStream, Reply, Request};
+    pub use wirecall_runtime::client::{ItemStream, Method, Reply, Request};
 }
 /// The server side beyond [`Server`]: what a server's tower layers see
 /// ([`ServerBuilder::layer`]), the server's defaults, and the names and labels of the

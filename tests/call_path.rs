@@ -1,5 +1,5 @@
 //! One call path for every caller: a channel's tower layers apply to its calls, raw calls and
-//! one-way calls alike, on a direct [`Channel`] and on a [`BalancedChannel`]. On a balanced
+//! one-way calls alike, on a direct [`Channel`] and on a balanced [`Channel`]. On a balanced
 //! channel its own layers run once per call and the endpoint options' layers once per
 //! attempt, failovers included.
 
@@ -10,12 +10,11 @@ use std::time::Duration;
 use tower::layer::util::Stack;
 use tower::util::BoxLayer;
 use tower::{Service, ServiceBuilder};
-use wirecall::client::{Reply, Request};
+use wirecall::client::{Method, Reply, Request};
 use wirecall::discovery::StaticRegistry;
-use wirecall::discovery::{BalancedChannel, BalancedChannelBuilder, Registration, Registry};
+use wirecall::discovery::{BalancedChannelBuilder, Registration, Registry};
 use wirecall::{
-    method_id, BoxError, CallContext, Channel, ChannelBuilder, Codec, Error, ErrorCode, Next,
-    RunningServer,
+    BoxError, CallContext, Channel, ChannelBuilder, Codec, Error, ErrorCode, Next, RunningServer,
 };
 
 const TENANT: &str = "x-tenant";
@@ -86,7 +85,7 @@ impl Fleet {
     }
 
     /// A balanced channel over both servers, once it knows both.
-    async fn balanced(&self, builder: BalancedChannelBuilder) -> BalancedChannel {
+    async fn balanced(&self, builder: BalancedChannelBuilder) -> Channel {
         let channel = builder.discover(&self.registry, "Probe").await.unwrap();
         eventually("both endpoints to be known", || {
             channel.endpoints().len() == 2
@@ -133,44 +132,38 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
-/// A direct or a balanced channel, called the three ways a channel can be called.
+/// A direct or a balanced channel, called the three ways a channel can be called: the same
+/// calls on both, since they are the same type.
 enum Via {
     Direct(Channel),
-    Balanced(BalancedChannel),
+    Balanced(Channel),
 }
 
 impl Via {
-    async fn call(&self) -> Result<Option<String>, Error> {
+    fn channel(&self) -> &Channel {
         match self {
-            Via::Direct(channel) => {
-                ProbeClient::new(channel.clone())
-                    .header(TENANT.into())
-                    .await
-            }
-            Via::Balanced(channel) => {
-                ProbeClient::over(channel.clone())
-                    .header(TENANT.into())
-                    .await
-            }
+            Via::Direct(channel) | Via::Balanced(channel) => channel,
         }
     }
 
+    async fn call(&self) -> Result<Option<String>, Error> {
+        ProbeClient::new(self.channel().clone())
+            .header(TENANT.into())
+            .await
+    }
+
     async fn call_raw(&self) -> Result<Option<String>, Error> {
-        let method = method_id("Probe", "header");
+        static HEADER: Method = Method::new("Probe", "header").idempotent();
         let args = bytes::Bytes::from(format!(r#"{{"key":"{TENANT}"}}"#));
-        let reply = match self {
-            Via::Direct(channel) => channel.call_raw(method, args).await?,
-            Via::Balanced(channel) => channel.call_raw(method, Codec::Json, args, true).await?,
-        };
+        let reply = self.channel().call_raw(&HEADER, Codec::Json, args).await?;
         let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
         Ok(reply["value"].as_str().map(str::to_owned))
     }
 
     async fn notify(&self) -> Result<(), Error> {
-        match self {
-            Via::Direct(channel) => ProbeClient::new(channel.clone()).note(TENANT.into()).await,
-            Via::Balanced(channel) => ProbeClient::over(channel.clone()).note(TENANT.into()).await,
-        }
+        ProbeClient::new(self.channel().clone())
+            .note(TENANT.into())
+            .await
     }
 }
 
@@ -260,7 +253,7 @@ async fn a_balanced_channels_own_metadata_layer_applies_to_every_kind_of_call() 
     let fleet = Fleet::start().await;
     let channel = fleet
         .balanced(
-            BalancedChannel::builder()
+            Channel::balanced()
                 .channel(Channel::builder().codec(Codec::Json))
                 .layer(add_tenant()),
         )
@@ -274,8 +267,7 @@ async fn an_endpoint_options_metadata_layer_applies_to_every_kind_of_balanced_ca
     let fleet = Fleet::start().await;
     let channel = fleet
         .balanced(
-            BalancedChannel::builder()
-                .channel(Channel::builder().codec(Codec::Json).layer(add_tenant())),
+            Channel::balanced().channel(Channel::builder().codec(Codec::Json).layer(add_tenant())),
         )
         .await;
     the_metadata_layer_applies_to_every_kind_of_call(&fleet, Via::Balanced(channel)).await;
@@ -323,7 +315,7 @@ async fn a_balanced_channels_own_timeout_layer_applies_to_every_kind_of_call() {
     let fleet = Fleet::start().await;
     let channel = fleet
         .balanced(
-            BalancedChannel::builder()
+            Channel::balanced()
                 .channel(Channel::builder().codec(Codec::Json))
                 .layer(timeout_over_slow()),
         )
@@ -338,9 +330,7 @@ async fn an_endpoint_options_timeout_layer_applies_to_every_kind_of_balanced_cal
     let endpoint = Channel::builder()
         .codec(Codec::Json)
         .layer(timeout_over_slow());
-    let channel = fleet
-        .balanced(BalancedChannel::builder().channel(endpoint))
-        .await;
+    let channel = fleet.balanced(Channel::balanced().channel(endpoint)).await;
     // The timeout is not a reason to fail over: each kind fails once, with the layer's code.
     let via = Via::Balanced(channel);
     for result in [
@@ -419,7 +409,7 @@ async fn a_balanced_channels_own_rate_limit_counts_every_call_of_the_channel() {
         Via::Balanced(
             fleet
                 .balanced(
-                    BalancedChannel::builder()
+                    Channel::balanced()
                         .channel(Channel::builder().codec(Codec::Json))
                         .layer(one_call_an_hour()),
                 )
@@ -439,11 +429,7 @@ async fn an_endpoint_options_rate_limit_limits_each_endpoint_and_calls_fail_over
     let endpoint = Channel::builder()
         .codec(Codec::Json)
         .layer(one_call_an_hour());
-    let via = Via::Balanced(
-        fleet
-            .balanced(BalancedChannel::builder().channel(endpoint))
-            .await,
-    );
+    let via = Via::Balanced(fleet.balanced(Channel::balanced().channel(endpoint)).await);
     // One call an hour per endpoint: two calls find room, the one shed on a used endpoint
     // fails over to the other; the third finds none.
     via.call().await.unwrap();
@@ -484,7 +470,7 @@ async fn a_failover_passes_the_per_attempt_layers_once_per_attempt_and_the_per_c
     let via = Via::Balanced(
         fleet
             .balanced(
-                BalancedChannel::builder()
+                Channel::balanced()
                     .channel(endpoint)
                     .layer(counting(Arc::clone(&per_call))),
             )

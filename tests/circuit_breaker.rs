@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use wirecall::discovery::{Balance, BalancedChannel, Registration, Registry, StaticRegistry};
+use wirecall::discovery::{Balance, Registration, Registry, StaticRegistry};
 use wirecall::layers::{CircuitBreakerConfig, CircuitBreakerLayer};
 use wirecall::{Channel, Error, RunningServer, Server};
 use wirecall_test_support::quiet_panics_starting_with;
@@ -314,7 +314,7 @@ async fn an_endpoint_breaker_takes_a_failing_endpoint_out_of_a_balanced_channel_
     let config = CircuitBreakerConfig::default()
         .minimum_calls(5)
         .open_window(Duration::from_secs(60));
-    let channel = BalancedChannel::builder()
+    let channel = Channel::balanced()
         .balance(Balance::RoundRobin)
         .channel(Channel::builder().layer(CircuitBreakerLayer::new(config).unwrap()))
         .discover(&registry, "Flaky")
@@ -324,7 +324,7 @@ async fn an_endpoint_breaker_takes_a_failing_endpoint_out_of_a_balanced_channel_
         channel.endpoints().len() == 3
     })
     .await;
-    let client = FlakyClient::over(channel);
+    let client = FlakyClient::new(channel);
 
     // Until its breaker opens, the calls that land on the failing endpoint fail (a panic is
     // an answer, not a reason to fail over).

@@ -75,7 +75,7 @@ async fn consistent_hash_sends_one_key_to_one_server() {
     wait_for_endpoints(&channel, 3, Duration::from_secs(5)).await;
     let mut owners = std::collections::HashSet::new();
     for key in 0..20 {
-        let keyed = cluster::ClusterClient::over(channel.with_hash_key(format!("user-{key}")));
+        let keyed = cluster::ClusterClient::new(channel.with_hash_key(format!("user-{key}")));
         let first = keyed.whoami(0).await.unwrap();
         for _ in 0..5 {
             assert_eq!(
@@ -127,14 +127,14 @@ async fn a_subsetting_client_calls_only_its_subset() {
         all.current().endpoints.len() == 5
     })
     .await;
-    let channel = wirecall::discovery::BalancedChannel::builder()
+    let channel = wirecall::Channel::balanced()
         .subset(2)
         .subset_seed(7)
         .discover(&registry, "Cluster")
         .await
         .unwrap();
     drop(all);
-    let client = cluster::ClusterClient::over(channel.clone());
+    let client = cluster::ClusterClient::new(channel.clone());
     assert_eq!(channel.endpoints().len(), 2, "{:?}", channel.endpoints());
     let counts = shares(&client, 100).await;
     assert_eq!(counts.len(), 2, "{counts:?}");

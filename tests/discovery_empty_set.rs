@@ -6,7 +6,7 @@ mod cluster;
 use std::time::Duration;
 
 use cluster::{wait_for_endpoints, ClusterClient, ClusterServer, Ledger, Node};
-use wirecall::discovery::{BalancedChannel, Registration, Registry, StaticRegistry};
+use wirecall::discovery::{Registration, Registry, StaticRegistry};
 use wirecall::{Channel, Error, RunningServer, Server};
 
 /// A server that is not registered by itself: the test registers and removes its record.
@@ -21,8 +21,8 @@ async fn unregistered_server(name: &str) -> RunningServer {
         .expect("bind a test server")
 }
 
-async fn balanced(registry: &Registry, accept_empty_set: bool) -> BalancedChannel {
-    BalancedChannel::builder()
+async fn balanced(registry: &Registry, accept_empty_set: bool) -> Channel {
+    Channel::balanced()
         .channel(Channel::builder().timeout(Duration::from_secs(5)))
         .accept_empty_set(accept_empty_set)
         .discover(registry, ClusterClient::SERVICE_NAME)
@@ -45,7 +45,7 @@ async fn the_last_endpoints_stay_when_the_registry_lists_none() {
     let server = unregistered_server("a").await;
     let record = register(&registry, &server);
     let channel = balanced(&registry, false).await;
-    let client = ClusterClient::over(channel.clone());
+    let client = ClusterClient::new(channel.clone());
     wait_for_endpoints(&channel, 1, Duration::from_secs(5)).await;
 
     record.deregister().await;
@@ -79,7 +79,7 @@ async fn a_channel_that_accepts_an_empty_set_follows_the_registry_to_zero() {
     let server = unregistered_server("a").await;
     let record = register(&registry, &server);
     let channel = balanced(&registry, true).await;
-    let client = ClusterClient::over(channel.clone());
+    let client = ClusterClient::new(channel.clone());
     wait_for_endpoints(&channel, 1, Duration::from_secs(5)).await;
 
     record.deregister().await;

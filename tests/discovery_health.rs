@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cluster::{shares, wait_for_endpoints, ClusterClient, ClusterServer, Ledger, Node};
 use tower::Service as _;
-use wirecall::discovery::{BalancedChannel, Registration, Registry, StaticRegistry};
+use wirecall::discovery::{Registration, Registry, StaticRegistry};
 use wirecall::health::{HealthReporter, ServingStatus};
 use wirecall::server::{Reply, Request};
 use wirecall::{Channel, Next, RunningServer, Server};
@@ -76,8 +76,8 @@ async fn start(registry: &Registry, name: &str, health: &HealthReporter) -> Star
     Started { server, checks }
 }
 
-async fn balanced(registry: &Registry, check_every: Option<Duration>) -> BalancedChannel {
-    let builder = BalancedChannel::builder()
+async fn balanced(registry: &Registry, check_every: Option<Duration>) -> Channel {
+    let builder = Channel::balanced()
         .channel(Channel::builder().timeout(Duration::from_secs(5)))
         .probe_backoff(Duration::from_millis(20), Duration::from_millis(50))
         .eager(true);
@@ -92,7 +92,7 @@ async fn balanced(registry: &Registry, check_every: Option<Duration>) -> Balance
 }
 
 /// Waits until the endpoint at `address` is (or is no longer) ejected.
-async fn wait_ejected(channel: &BalancedChannel, address: &str, ejected: bool) {
+async fn wait_ejected(channel: &Channel, address: &str, ejected: bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         let endpoints = channel.endpoints();
@@ -111,7 +111,7 @@ async fn wait_ejected(channel: &BalancedChannel, address: &str, ejected: bool) {
 }
 
 /// Every endpoint has its connection open (eager channels open them in the background).
-async fn wait_connected(client: &ClusterClient<BalancedChannel>, servers: usize) {
+async fn wait_connected(client: &ClusterClient, servers: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while shares(client, 60).await.len() < servers {
         assert!(
@@ -130,7 +130,7 @@ async fn active_checks_eject_an_endpoint_that_reports_not_serving_and_readmit_it
     let a = start(&registry, "a", &healthy).await;
     let b = start(&registry, "b", &sick).await;
     let channel = balanced(&registry, Some(Duration::from_millis(50))).await;
-    let client = ClusterClient::over(channel.clone());
+    let client = ClusterClient::new(channel.clone());
     wait_for_endpoints(&channel, 2, Duration::from_secs(5)).await;
     wait_connected(&client, 2).await;
 
@@ -162,7 +162,7 @@ async fn a_draining_server_leaves_rotation_before_it_deregisters() {
     let a = start(&registry, "a", &stays).await;
     let b = start(&registry, "b", &drains).await;
     let channel = balanced(&registry, Some(Duration::from_millis(50))).await;
-    let client = ClusterClient::over(channel.clone());
+    let client = ClusterClient::new(channel.clone());
     wait_for_endpoints(&channel, 2, Duration::from_secs(5)).await;
     wait_connected(&client, 2).await;
 
@@ -188,7 +188,7 @@ async fn without_active_checks_a_server_that_reports_not_serving_keeps_its_calls
     let b = start(&registry, "b", &two).await;
     two.set("Cluster", ServingStatus::NotServing);
     let channel = balanced(&registry, None).await;
-    let client = ClusterClient::over(channel.clone());
+    let client = ClusterClient::new(channel.clone());
     wait_for_endpoints(&channel, 2, Duration::from_secs(5)).await;
     // Off by default: only failed connections eject, and nothing asks for the status.
     wait_connected(&client, 2).await;
@@ -205,7 +205,7 @@ async fn a_server_without_the_health_service_is_judged_by_its_connection() {
         cluster::start_node(&registry, "b", Duration::from_secs(2)).await,
     ];
     let channel = balanced(&registry, Some(Duration::from_millis(30))).await;
-    let client = ClusterClient::over(channel.clone());
+    let client = ClusterClient::new(channel.clone());
     wait_for_endpoints(&channel, 2, Duration::from_secs(5)).await;
     wait_connected(&client, 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -226,7 +226,7 @@ async fn active_checks_never_eject_every_endpoint_in_rotation() {
     let a = start(&registry, "a", &one).await;
     let b = start(&registry, "b", &two).await;
     let channel = balanced(&registry, Some(Duration::from_millis(30))).await;
-    let client = ClusterClient::over(channel.clone());
+    let client = ClusterClient::new(channel.clone());
     wait_for_endpoints(&channel, 2, Duration::from_secs(5)).await;
     wait_connected(&client, 2).await;
 

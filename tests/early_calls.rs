@@ -363,7 +363,7 @@ async fn a_hostile_server_hello_fails_the_early_calls_without_a_hang() {
 
 #[tokio::test]
 async fn a_balanced_channel_sends_a_refused_early_call_again_on_its_endpoint_without_early_calls() {
-    use wirecall::discovery::{Balance, BalancedChannel, Registry, StaticRegistry};
+    use wirecall::discovery::{Balance, Registry, StaticRegistry};
 
     let offer = [Codec::MessagePack, Codec::Json];
     let before = user_server(&offer).await;
@@ -388,14 +388,14 @@ async fn a_balanced_channel_sends_a_refused_early_call_again_on_its_endpoint_wit
                 other.local_addr().to_string(),
             ),
     );
-    let balanced = BalancedChannel::builder()
+    let balanced = Channel::balanced()
         .balance(Balance::RoundRobin)
         .channel(Channel::builder().codecs(offer))
         .probe_backoff(Duration::from_millis(20), Duration::from_millis(50))
         .discover(&registry, UserServiceClient::SERVICE_NAME)
         .await
         .unwrap();
-    let users = UserServiceClient::over(balanced.clone());
+    let users = UserServiceClient::new(balanced.clone());
     // The refusal means the call never ran: the endpoint's channel dials again without early
     // calls and sends it once more (as a direct channel does), so no call fails and the
     // endpoint is never ejected.

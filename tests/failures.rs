@@ -341,8 +341,8 @@ async fn every_codec_reports_a_remote_decode_failure_as_bad_request() {
             .await
             .unwrap();
         // `add` takes two i64; send a UserModel-shaped struct instead.
-        let id = wirecall::method_id("Lab", "add");
-        let result: Result<Sum, Error> = channel.call(id, Garbage::default()).await;
+        let add = wirecall::client::Method::new("Lab", "add");
+        let result: Result<Sum, Error> = channel.call(&add, Garbage::default()).await;
         match (codec, result) {
             // Protobuf and JSON skip unknown fields and default missing ones (the schema
             // evolution rule): a valid, empty call. MessagePack arrays have the wrong types.

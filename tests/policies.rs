@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tower::util::BoxLayer;
 use tower::Service as _;
-use wirecall::discovery::{Balance, BalancedChannel, Registration, Registry, StaticRegistry};
+use wirecall::discovery::{Balance, Registration, Registry, StaticRegistry};
 use wirecall::policy::Policies;
 use wirecall::reflect::ReflectionClient;
 use wirecall::server::{Reply, Request};
@@ -222,13 +222,13 @@ async fn fleet(
     backends: &[Backend],
     shedders: &[Shedder],
     balance: Balance,
-) -> (Vec<RunningServer>, GuardedClient<BalancedChannel>) {
+) -> (Vec<RunningServer>, GuardedClient) {
     let registry = Registry::new(StaticRegistry::new());
     let mut servers = Vec::new();
     for (backend, shedder) in backends.iter().zip(shedders) {
         servers.push(serve(backend, shedder, Some(&registry)).await);
     }
-    let channel = BalancedChannel::builder()
+    let channel = Channel::balanced()
         .balance(balance)
         .discover(&registry, "Guarded")
         .await
@@ -237,7 +237,7 @@ async fn fleet(
         channel.endpoints().len() == servers.len()
     })
     .await;
-    (servers, GuardedClient::over(channel))
+    (servers, GuardedClient::new(channel))
 }
 
 async fn client(server: &RunningServer) -> GuardedClient {
@@ -298,7 +298,10 @@ async fn the_call_over_the_concurrency_limit_fails_at_once_without_reaching_the_
             method,
             limit,
         }) => {
-            assert_eq!((service, method, limit), ("Guarded", "hold", 50));
+            assert_eq!(
+                (service.as_str(), method.as_str(), limit),
+                ("Guarded", "hold", 50)
+            );
         }
         other => panic!("expected the concurrency limit, got {other:?}"),
     }

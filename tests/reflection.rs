@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bytes::Bytes;
+use wirecall::client::Method;
 use wirecall::reflect::{
     proto_file, ReflectionClient, ReflectionError, ReplySchema, ServiceSchema, TypeKind, TypeRef,
     VariantShape, REFLECTION_SERVICE,
@@ -303,7 +304,8 @@ async fn call_raw_carries_json_by_argument_name() {
         .unwrap();
     let reply = channel
         .call_raw(
-            method_id("Tags", "lookup"),
+            &Method::new("Tags", "lookup"),
+            Codec::Json,
             Bytes::from_static(br#"{"place":"dock"}"#),
         )
         .await
@@ -312,7 +314,8 @@ async fn call_raw_carries_json_by_argument_name() {
     assert_eq!(reply["err"], "no sighting at dock");
     let error = channel
         .call_raw(
-            method_id("Tags", "lookup"),
+            &Method::new("Tags", "lookup"),
+            Codec::Json,
             Bytes::from_static(b"[not json"),
         )
         .await
@@ -397,7 +400,11 @@ async fn the_proto_export_compiles_and_decodes_real_payloads_both_ways() {
         .await
         .unwrap();
     let reply = channel
-        .call_raw(method_id("Tags", "record"), Bytes::from(args))
+        .call_raw(
+            &Method::new("Tags", "record"),
+            Codec::Protobuf,
+            Bytes::from(args),
+        )
         .await
         .expect("the server decodes protoc's bytes");
     // ...and the server's reply read back by protoc.

@@ -291,7 +291,7 @@ async fn a_thousand_streams_share_one_connection() {
 async fn a_stream_call_to_a_unary_method_is_refused_with_its_shape() {
     let server = serve(FeedImpl::default()).await;
     let channel = Channel::connect(server.local_addr()).await.unwrap();
-    let add = wirecall::method_id("Feed", "add");
+    let add = wirecall::client::Method::new("Feed", "add");
     // The unary `add` opened as a stream: one error, naming the method's shape.
     #[wirecall::message]
     struct AddArgs {
@@ -299,7 +299,7 @@ async fn a_stream_call_to_a_unary_method_is_refused_with_its_shape() {
         b: u64,
     }
     let stream = channel
-        .open_stream::<AddArgs, NumbersItem>(add, AddArgs { a: 1, b: 2 })
+        .open_stream::<AddArgs, NumbersItem>(&add, AddArgs { a: 1, b: 2 })
         .await
         .unwrap();
     let items: Vec<_> = stream.collect().await;
@@ -312,13 +312,13 @@ async fn a_stream_call_to_a_unary_method_is_refused_with_its_shape() {
         other => panic!("{other:?}"),
     }
     // And the streaming `numbers` called as a unary method.
-    let numbers = wirecall::method_id("Feed", "numbers");
+    let numbers = wirecall::client::Method::new("Feed", "numbers");
     #[wirecall::message]
     struct NumbersArgs {
         count: u64,
     }
     let error = channel
-        .call::<NumbersArgs, NumbersItem>(numbers, NumbersArgs { count: 1 })
+        .call::<NumbersArgs, NumbersItem>(&numbers, NumbersArgs { count: 1 })
         .await
         .unwrap_err();
     assert!(
@@ -364,7 +364,7 @@ async fn a_balanced_channel_opens_each_stream_on_one_endpoint() {
             .unwrap();
         servers.push(server);
     }
-    let balanced = wirecall::discovery::BalancedChannel::builder()
+    let balanced = wirecall::Channel::balanced()
         .balance(Balance::RoundRobin)
         .discover(&registry, "Feed")
         .await
@@ -373,7 +373,7 @@ async fn a_balanced_channel_opens_each_stream_on_one_endpoint() {
         balanced.endpoints().len() == 2
     })
     .await;
-    let feed = FeedClient::over(balanced);
+    let feed = FeedClient::new(balanced);
     // Round robin: two streams, one on each endpoint, each whole from its own producer.
     let mut first = feed.endless().await.unwrap();
     let mut second = feed.endless().await.unwrap();

@@ -421,7 +421,10 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     // An unknown method: an Error frame for that request.
     let raw: Result<UserModel, wirecall::Error> = users
         .channel()
-        .call(method_id("UserService", "delete_user"), NoArgs {})
+        .call(
+            &wirecall::client::Method::new("UserService", "delete_user"),
+            NoArgs {},
+        )
         .await;
     assert!(matches!(raw, Err(wirecall::Error::UnknownMethod { .. })));
     let (_, down) = tap.recorded();

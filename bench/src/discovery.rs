@@ -1,4 +1,4 @@
-//! The discovery cell: calls/s, p99 and client CPU per call through a `BalancedChannel` over
+//! The discovery cell: calls/s, p99 and client CPU per call through a balanced `Channel` over
 //! three servers (static registry) against a direct `Channel` to one of them, in the same
 //! run; then a series of `kill -9`s of a fourth server registered with a 1 s lease, each timed
 //! from the kill to the first call that failed there and was retried elsewhere, to its
@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::process::Child;
-use wirecall::discovery::{
-    Balance, BalancedChannel, EndpointStats, Registration, Registry, StaticRegistry,
-};
+use wirecall::discovery::{Balance, EndpointStats, Registration, Registry, StaticRegistry};
 use wirecall::{Channel, Codec};
 
 use crate::load::{drive, load, spawn_server, Round};
@@ -175,18 +173,18 @@ async fn run_once(calls: usize, in_flight: usize, kills: usize) -> BenchResult<D
                 registry.endpoint(UserServiceClient::SERVICE_NAME, addr.as_str())
             }),
     );
-    let balanced = BalancedChannel::builder()
+    let balanced = Channel::balanced()
         .balance(Balance::PowerOfTwo)
         .channel(Channel::builder().codec(Codec::MessagePack))
         .eager(true)
         .discover(&registry, UserServiceClient::SERVICE_NAME)
         .await?;
-    let discovered = UserServiceClient::over(balanced.clone());
+    let discovered = UserServiceClient::new(balanced.clone());
     let alone = Registry::new(
         StaticRegistry::new().endpoint(UserServiceClient::SERVICE_NAME, servers[0].1.as_str()),
     );
-    let one_endpoint = UserServiceClient::over(
-        BalancedChannel::builder()
+    let one_endpoint = UserServiceClient::new(
+        Channel::balanced()
             .channel(Channel::builder().codec(Codec::MessagePack))
             .eager(true)
             .discover(&alone, UserServiceClient::SERVICE_NAME)
@@ -256,8 +254,8 @@ struct Kills {
 /// kill's effects on `balanced`.
 async fn kill_series(
     registry: &Registry,
-    balanced: &BalancedChannel,
-    discovered: &UserServiceClient<BalancedChannel>,
+    balanced: &Channel,
+    discovered: &UserServiceClient,
     kills: usize,
 ) -> BenchResult<Kills> {
     const LEASE: Duration = Duration::from_secs(1);
@@ -351,7 +349,7 @@ async fn kill_series(
 }
 
 /// The balanced channel's view of the endpoint at `address`.
-fn endpoint(balanced: &BalancedChannel, address: &str) -> Option<EndpointStats> {
+fn endpoint(balanced: &Channel, address: &str) -> Option<EndpointStats> {
     balanced
         .endpoints()
         .into_iter()

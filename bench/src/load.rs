@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
-use wirecall::Caller;
 
 use crate::measure::{process_cpu_ns, Latencies};
 use crate::model::fanly;
@@ -52,8 +51,8 @@ pub(crate) async fn spawn_server() -> BenchResult<(Child, String)> {
 }
 
 /// `calls` calls of `get_user`, `in_flight` at a time: (calls/s, latencies).
-pub(crate) async fn load<C: Caller>(
-    client: &UserServiceClient<C>,
+pub(crate) async fn load(
+    client: &UserServiceClient,
     calls: usize,
     in_flight: usize,
 ) -> BenchResult<Round> {

@@ -8,21 +8,14 @@ use std::io::Read as _;
 use bytes::Bytes;
 use futures::Stream;
 use serde_json::Value;
-use wirecall::client::ItemStream;
-use wirecall::policy::{DeclaredPolicy, MethodPolicy};
+use wirecall::client::{ItemStream, Method};
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
-use wirecall::{Channel, Codec, MethodId};
+use wirecall::{Channel, Codec};
 
 use crate::connect::ConnectOptions;
 use crate::describe::fetch_method;
 use crate::error::CliError;
 use crate::upload_lines::UploadSource;
-
-/// The policy the CLI opens uploads under: none of its own. Like its unary calls and server
-/// streams, an upload is bounded by `--timeout` alone; the runtime takes uploads only with a
-/// declaration, which generated clients keep per method and the CLI, knowing the method by
-/// reflection, cannot.
-static NO_DECLARED_POLICY: DeclaredPolicy = DeclaredPolicy::new("", "", false, MethodPolicy::new());
 
 /// A method ready to be called: where, what, the encoded arguments and, for a method that
 /// takes an upload, where its items come from.
@@ -33,6 +26,8 @@ pub struct PreparedCall {
     pub target: String,
     /// The method's schema.
     pub method: MethodSchema,
+    /// The method as the channel calls it: by its names, idempotent as its schema says.
+    pub declared: Method,
     /// The arguments as a JSON object.
     pub args: Value,
     /// The same, encoded.
@@ -61,7 +56,13 @@ impl PreparedCall {
             Some(operand) => Some(read_args_operand(operand)?),
         };
         let channel = options.connect(addr, Some(Codec::Json)).await?;
-        let (_, method) = fetch_method(&channel, target).await?;
+        let (service, method) = fetch_method(&channel, target).await?;
+        let declared = Method::named(service.name.clone(), method.name.clone());
+        let declared = if method.idempotent {
+            declared.idempotent()
+        } else {
+            declared
+        };
         let upload_source = match (&method.upload, upload) {
             (Some(_), upload) => Some(upload.unwrap_or(UploadSource::Stdin)),
             (None, None) => None,
@@ -90,6 +91,7 @@ impl PreparedCall {
             channel,
             target: target.to_owned(),
             method,
+            declared,
             args,
             payload,
             upload_source,
@@ -98,13 +100,14 @@ impl PreparedCall {
 
     /// Sends the call (a one-way method gets no reply: `None`).
     pub async fn send(&self) -> Result<Option<Bytes>, wirecall::Error> {
-        let id = MethodId::new(self.method.id);
         if self.method.oneway {
-            self.channel.notify_raw(id, self.payload.clone()).await?;
+            self.channel
+                .notify_raw(&self.declared, Codec::Json, self.payload.clone())
+                .await?;
             return Ok(None);
         }
         self.channel
-            .call_raw(id, self.payload.clone())
+            .call_raw(&self.declared, Codec::Json, self.payload.clone())
             .await
             .map(Some)
     }
@@ -112,10 +115,7 @@ impl PreparedCall {
     /// Opens the method as a server stream; each item is its whole item message.
     pub async fn open_stream(&self) -> Result<ItemStream<Value>, wirecall::Error> {
         self.channel
-            .open_stream::<JsonArgs, JsonItem>(
-                MethodId::new(self.method.id),
-                JsonArgs(self.args.clone()),
-            )
+            .open_stream::<JsonArgs, JsonItem>(&self.declared, JsonArgs(self.args.clone()))
             .await
     }
 
@@ -128,9 +128,8 @@ impl PreparedCall {
         S: Stream<Item = Value> + Send + 'static,
     {
         self.channel
-            .open_upload_with_policy::<JsonArgs, JsonItem, JsonItem, S>(
-                MethodId::new(self.method.id),
-                &NO_DECLARED_POLICY,
+            .open_upload::<JsonArgs, JsonItem, JsonItem, S>(
+                &self.declared,
                 JsonArgs(self.args.clone()),
                 items,
             )

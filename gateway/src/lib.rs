@@ -28,9 +28,9 @@
 //!
 //! The gateway talks to the server through a [`Channel`] on the JSON codec: a remote server,
 //! or one in the same process (connect to its address, or hand it an in-memory stream with
-//! `RunningServer::serve_stream` and `ChannelBuilder::connect_with`). Or it calls a fleet found
-//! by service discovery through a [`BalancedChannel`] ([`GatewayBuilder::build_balanced`]):
-//! every call goes to one live endpoint, with the balanced channel's failover.
+//! `RunningServer::serve_stream` and `ChannelBuilder::connect_with`), or a fleet found by
+//! service discovery (`Channel::balanced()`): every call then goes to one live endpoint, with
+//! the balanced channel's failover.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -64,9 +64,9 @@ use axum::{Json, Router};
 use bytes::Bytes;
 use serde_json::Value;
 use wirecall::client::reply_metadata::with_reply_metadata;
-use wirecall::discovery::BalancedChannel;
+use wirecall::client::Method;
 use wirecall::reflect::{MethodSchema, ReflectionClient, ReplySchema, ServiceSchema};
-use wirecall::{Caller, Channel, Codec, Error, MethodId};
+use wirecall::{Channel, Codec, Error, MethodId};
 
 pub use status::{status_for, GatewayError};
 pub use stream::NDJSON;
@@ -113,6 +113,14 @@ impl GatewayBuilder {
     /// Learns the server's services through `channel` (which must use the JSON codec) and
     /// builds the gateway. The schemas are taken once: build a new gateway when the server's
     /// services change.
+    ///
+    /// `channel` may reach one server or every live endpoint of a discovered service
+    /// (`Channel::balanced()`): then the schemas are learnt from one endpoint, and each call
+    /// goes to one endpoint picked by the channel's balancer, failing over as it does. Build
+    /// a balanced channel with the JSON codec alone
+    /// (`Channel::balanced().channel(Channel::builder().codec(Codec::Json))`); a call that
+    /// meets an endpoint connection in another codec fails with a configuration error. The
+    /// endpoints must serve the same services (one deployment behind one name).
     pub async fn build(self, channel: Channel) -> Result<Gateway, Error> {
         if channel.codec() != Codec::Json {
             return Err(Error::Config(format!(
@@ -122,20 +130,7 @@ impl GatewayBuilder {
             )));
         }
         let schemas = reflect(channel.clone()).await?;
-        let upstream = Upstream::Single(channel.with_timeout(self.time_limit));
-        Ok(self.gateway(upstream, schemas))
-    }
-
-    /// Builds the gateway in front of every live endpoint of a discovered service: the
-    /// schemas are learnt by reflection from one endpoint, and each call goes to one endpoint
-    /// picked by `channel`'s balancer, failing over as [`BalancedChannel`] does. Build the
-    /// balanced channel with the JSON codec alone
-    /// (`BalancedChannel::builder().channel(Channel::builder().codec(Codec::Json))`); a call
-    /// that meets an endpoint connection in another codec fails with a configuration error.
-    /// The endpoints must serve the same services (one deployment behind one name).
-    pub async fn build_balanced(self, channel: BalancedChannel) -> Result<Gateway, Error> {
-        let schemas = reflect(channel.clone()).await?;
-        let upstream = Upstream::Balanced(channel.with_timeout(self.time_limit));
+        let upstream = Upstream(channel.with_timeout(self.time_limit));
         Ok(self.gateway(upstream, schemas))
     }
 
@@ -150,9 +145,9 @@ impl GatewayBuilder {
     }
 }
 
-/// The schemas of every service behind `caller`, from its reflection service.
-async fn reflect<C: Caller>(caller: C) -> Result<Vec<ServiceSchema>, Error> {
-    let reflection = ReflectionClient::over(caller);
+/// The schemas of every service behind `channel`, from its reflection service.
+async fn reflect(channel: Channel) -> Result<Vec<ServiceSchema>, Error> {
+    let reflection = ReflectionClient::new(channel);
     let mut schemas = Vec::new();
     for summary in reflection.list_services().await? {
         if let Ok(schema) = reflection.describe(summary.name).await? {
@@ -162,41 +157,35 @@ async fn reflect<C: Caller>(caller: C) -> Result<Vec<ServiceSchema>, Error> {
     Ok(schemas)
 }
 
-/// Where the gateway's calls go: one server, or a discovered fleet.
+/// Where the gateway's calls go: one server, or a discovered fleet, behind one channel.
 #[derive(Debug, Clone)]
-enum Upstream {
-    Single(Channel),
-    Balanced(BalancedChannel),
+struct Upstream(Channel);
+
+/// A reflected method as the channel calls it: by its id, idempotent as its schema says, so a
+/// balanced channel may send it again to another endpoint after a broken connection.
+fn method_of(method: &MethodSchema) -> Method {
+    let declared = Method::from_id(MethodId::new(method.id));
+    if method.idempotent {
+        declared.idempotent()
+    } else {
+        declared
+    }
 }
 
 impl Upstream {
     fn with_metadata(&self, key: &str, value: &str) -> Result<Self, wirecall::MetadataError> {
-        Ok(match self {
-            Self::Single(channel) => Self::Single(channel.with_metadata(key, value)?),
-            Self::Balanced(channel) => Self::Balanced(channel.with_metadata(key, value)?),
-        })
+        Ok(Self(self.0.with_metadata(key, value)?))
     }
 
-    /// An untyped call with JSON arguments; methods marked `#[idempotent]` may be replayed on
-    /// another endpoint of a balanced upstream.
+    /// An untyped call with JSON arguments.
     async fn call_raw(&self, method: &MethodSchema, args: Bytes) -> Result<Bytes, Error> {
-        let id = MethodId::new(method.id);
-        match self {
-            Self::Single(channel) => channel.call_raw(id, args).await,
-            Self::Balanced(channel) => {
-                channel
-                    .call_raw(id, Codec::Json, args, method.idempotent)
-                    .await
-            }
-        }
+        self.0.call_raw(&method_of(method), Codec::Json, args).await
     }
 
     async fn notify_raw(&self, method: &MethodSchema, args: Bytes) -> Result<(), Error> {
-        let id = MethodId::new(method.id);
-        match self {
-            Self::Single(channel) => channel.notify_raw(id, args).await,
-            Self::Balanced(channel) => channel.notify_raw(id, Codec::Json, args).await,
-        }
+        self.0
+            .notify_raw(&method_of(method), Codec::Json, args)
+            .await
     }
 }
 

@@ -20,22 +20,15 @@ use bytes::Bytes;
 use futures::stream::{self, StreamExt as _};
 use serde_json::{json, Value};
 use wirecall::client::ItemStream;
-use wirecall::policy::{DeclaredPolicy, MethodPolicy};
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
-use wirecall::{Caller, Error, MethodId};
+use wirecall::Error;
 
 use crate::time_limit::CallTimeLimit;
-use crate::{GatewayError, Upstream};
+use crate::{method_of, GatewayError, Upstream};
 
 /// The media type of a server stream's response and of an upload's request body:
 /// newline-delimited JSON, one JSON value per line.
 pub const NDJSON: &str = "application/x-ndjson";
-
-/// The declaration the gateway opens streams and uploads under: none of their own
-/// (the gateway knows methods by reflection, not from a trait), so only run-time policy
-/// overrides for every method apply, as they would to a call.
-pub(crate) static UNDECLARED: DeclaredPolicy =
-    DeclaredPolicy::new("", "", false, MethodPolicy::new());
 
 impl Upstream {
     /// Opens a server stream with JSON arguments; each item is its whole item message.
@@ -44,18 +37,9 @@ impl Upstream {
         method: &MethodSchema,
         args: Value,
     ) -> Result<ItemStream<Value>, Error> {
-        let id = MethodId::new(method.id);
-        match self {
-            Self::Single(channel) => {
-                channel
-                    .open_stream::<JsonArgs, JsonItem>(id, JsonArgs(args))
-                    .await
-            }
-            Self::Balanced(channel) => {
-                Caller::open_stream::<JsonArgs, JsonItem>(channel, id, &UNDECLARED, JsonArgs(args))
-                    .await
-            }
-        }
+        self.0
+            .open_stream::<JsonArgs, JsonItem>(&method_of(method), JsonArgs(args))
+            .await
     }
 }
 

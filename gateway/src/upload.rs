@@ -27,13 +27,13 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use wirecall::client::ItemStream;
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema, TypeDef, TypeRef};
-use wirecall::{Caller, Error, ErrorCode, MethodId};
+use wirecall::{Error, ErrorCode};
 
 use crate::body_lines::{BodyLines, LineReadError};
 use crate::json_shape;
-use crate::stream::{first_item, item_value, items_response, Interruption, UNDECLARED};
+use crate::stream::{first_item, item_value, items_response, Interruption};
 use crate::time_limit::CallTimeLimit;
-use crate::{check_arguments, GatewayError, Upstream};
+use crate::{check_arguments, method_of, GatewayError, Upstream};
 
 impl Upstream {
     /// Opens a method that takes an upload, with JSON arguments, sending `items` (whole item
@@ -47,29 +47,13 @@ impl Upstream {
     where
         S: Stream<Item = Value> + Send + 'static,
     {
-        let id = MethodId::new(method.id);
-        match self {
-            Self::Single(channel) => {
-                channel
-                    .open_upload_with_policy::<JsonArgs, JsonItem, JsonItem, S>(
-                        id,
-                        &UNDECLARED,
-                        JsonArgs(args),
-                        items,
-                    )
-                    .await
-            }
-            Self::Balanced(channel) => {
-                Caller::open_upload::<JsonArgs, JsonItem, JsonItem, S>(
-                    channel,
-                    id,
-                    &UNDECLARED,
-                    JsonArgs(args),
-                    items,
-                )
-                .await
-            }
-        }
+        self.0
+            .open_upload::<JsonArgs, JsonItem, JsonItem, S>(
+                &method_of(method),
+                JsonArgs(args),
+                items,
+            )
+            .await
     }
 }
 

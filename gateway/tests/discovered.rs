@@ -1,4 +1,4 @@
-//! The gateway in front of a discovered fleet: a `BalancedChannel` over every server that
+//! The gateway in front of a discovered fleet: a balanced `Channel` over every server that
 //! registered a service, each HTTP call going to one live endpoint.
 
 use std::net::SocketAddr;
@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use wirecall::discovery::{BalancedChannel, Registration, Registry, StaticRegistry};
+use wirecall::discovery::{Registration, Registry, StaticRegistry};
 use wirecall::{Channel, Codec, RunningServer, Server};
 use wirecall_gateway::{Gateway, NDJSON};
 use wirecall_test_support::feed::{FeedImpl, FeedServer};
@@ -78,7 +78,7 @@ async fn the_gateway_calls_every_live_endpoint_of_a_discovered_service() {
     let registry = Registry::new(StaticRegistry::new());
     let a = node(&registry, "a").await;
     let b = node(&registry, "b").await;
-    let balanced = BalancedChannel::builder()
+    let balanced = Channel::balanced()
         .channel(Channel::builder().codec(Codec::Json))
         .discover(&registry, "Fleet")
         .await
@@ -91,7 +91,7 @@ async fn the_gateway_calls_every_live_endpoint_of_a_discovered_service() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(balanced.endpoints().len(), 2);
-    let gateway = Gateway::builder().build_balanced(balanced).await.unwrap();
+    let gateway = Gateway::builder().build(balanced).await.unwrap();
     assert!(gateway
         .schemas()
         .iter()
@@ -138,7 +138,7 @@ async fn the_gateway_calls_every_live_endpoint_of_a_discovered_service() {
 async fn a_balanced_channel_in_another_codec_is_refused_per_call() {
     let registry = Registry::new(StaticRegistry::new());
     let server = node(&registry, "a").await;
-    let balanced = BalancedChannel::builder()
+    let balanced = Channel::balanced()
         .channel(Channel::builder().codec(Codec::MessagePack))
         .discover(&registry, "Fleet")
         .await
@@ -151,10 +151,9 @@ async fn a_balanced_channel_in_another_codec_is_refused_per_call() {
     }
     let err = balanced
         .call_raw(
-            wirecall::method_id("Fleet", "whoami"),
+            &wirecall::client::Method::new("Fleet", "whoami"),
             Codec::Json,
             Bytes::from_static(br#"{"greeting":"hi"}"#),
-            false,
         )
         .await
         .unwrap_err();
@@ -176,7 +175,7 @@ async fn a_server_stream_goes_to_one_discovered_endpoint() {
         .bind("127.0.0.1:0")
         .await
         .unwrap();
-    let balanced = BalancedChannel::builder()
+    let balanced = Channel::balanced()
         .channel(Channel::builder().codec(Codec::Json))
         .discover(&registry, "Feed")
         .await
@@ -185,7 +184,7 @@ async fn a_server_stream_goes_to_one_discovered_endpoint() {
         !balanced.endpoints().is_empty()
     })
     .await;
-    let gateway = Gateway::builder().build_balanced(balanced).await.unwrap();
+    let gateway = Gateway::builder().build(balanced).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let http = listener.local_addr().unwrap();
     tokio::spawn(gateway.serve(listener));

@@ -122,8 +122,8 @@ mod tests {
         for line in [
             "pub trait UserService: ::core::marker::Send + ::core::marker::Sync + 'static {",
             "    fn get_user(",
-            "pub struct UserServiceClient<__C = ::wirecall::Channel> {",
-            "    channel: __C,",
+            "pub struct UserServiceClient {",
+            "    channel: ::wirecall::Channel,",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -25,7 +25,6 @@ extern crate self as wirecall;
 
 mod auth;
 mod call_span;
-mod caller;
 pub mod client;
 pub mod codec;
 mod context;
@@ -37,6 +36,7 @@ pub mod events;
 pub mod health;
 mod id_hash;
 pub mod layers;
+mod limit;
 mod metadata;
 mod method;
 pub mod negotiate;
@@ -65,7 +65,6 @@ pub use ::prost as __prost;
 pub use ::serde as __serde;
 
 pub use auth::Token;
-pub use caller::Caller;
 pub use client::{Channel, ChannelBuilder};
 pub use codec::{Codec, CodecError, WireMessage};
 pub use context::CallContext;
@@ -89,12 +88,13 @@ pub use transport::frame::FrameError;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::client::single_reply;
+    pub use crate::client::Method;
     pub use crate::codec::evolve::{self, SerdeFields};
     pub use crate::codec::proto;
     pub use crate::dispatch::{dispatch, result_from_parts, unknown_method};
     pub use crate::events::__private as events;
     pub use crate::layers::CircuitBreakerConfig;
-    pub use crate::policy::{fallback_for, DeclaredPolicy, MethodPolicy};
+    pub use crate::policy::{fallback_for, MethodPolicy};
     pub use crate::reflect;
     pub use crate::stream::outgoing::{
         serve_bidi_stream, serve_client_stream, serve_stream, unknown_stream,

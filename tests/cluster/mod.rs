@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use wirecall::discovery::{
-    Backend, Balance, BalancedChannel, Registration, Registry, RegistryError, WatchEvent,
-};
+use wirecall::discovery::{Backend, Balance, Registration, Registry, RegistryError, WatchEvent};
 use wirecall::{Channel, RunningServer, Server};
 
 /// Each server answers with its own name, so a caller can tell who served a call.
@@ -114,22 +112,19 @@ pub async fn start_node_with_ledger(
 }
 
 /// A balanced channel over the cluster with a 5 s deadline, and a client over it.
-pub async fn client(
-    registry: &Registry,
-    balance: Balance,
-) -> (ClusterClient<BalancedChannel>, BalancedChannel) {
-    let channel = BalancedChannel::builder()
+pub async fn client(registry: &Registry, balance: Balance) -> (ClusterClient, Channel) {
+    let channel = Channel::balanced()
         .balance(balance)
         .channel(Channel::builder().timeout(Duration::from_secs(5)))
         .probe_backoff(Duration::from_millis(50), Duration::from_millis(500))
         .discover(registry, ClusterClient::SERVICE_NAME)
         .await
         .expect("discover the cluster");
-    (ClusterClient::over(channel.clone()), channel)
+    (ClusterClient::new(channel.clone()), channel)
 }
 
 /// Waits until `channel` knows exactly `n` endpoints.
-pub async fn wait_for_endpoints(channel: &BalancedChannel, n: usize, within: Duration) {
+pub async fn wait_for_endpoints(channel: &Channel, n: usize, within: Duration) {
     let deadline = tokio::time::Instant::now() + within;
     loop {
         let known = channel.endpoints().len();
@@ -146,7 +141,7 @@ pub async fn wait_for_endpoints(channel: &BalancedChannel, n: usize, within: Dur
 }
 
 /// Calls `whoami` `n` times, 8 at a time, and counts the answers per server.
-pub async fn shares(client: &ClusterClient<BalancedChannel>, n: usize) -> HashMap<String, usize> {
+pub async fn shares(client: &ClusterClient, n: usize) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
     use futures::StreamExt;
     let mut calls = futures::stream::iter(0..n)
@@ -166,7 +161,7 @@ pub async fn shares(client: &ClusterClient<BalancedChannel>, n: usize) -> HashMa
 /// seq)`. Returns a handle whose output is (successes, failures as text, each starting
 /// `worker W, call SEQ:`).
 pub fn load(
-    client: ClusterClient<BalancedChannel>,
+    client: ClusterClient,
     stop: Arc<AtomicBool>,
     include_non_idempotent: bool,
 ) -> tokio::task::JoinHandle<(u64, Vec<String>)> {

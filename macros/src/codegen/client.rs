@@ -1,5 +1,5 @@
-//! The typed client: `{Trait}Client`, a thin wrapper over `wirecall::Channel` with one `async`
-//! method per service method.
+//! The typed client: `{Trait}Client`, a thin wrapper over `wirecall::Channel` (one server or a
+//! balanced fleet) with one `async` method per service method.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -7,23 +7,23 @@ use quote::quote;
 use super::{client_attrs, doc_attrs, MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
 
-/// `pub struct {Trait}Client<C = Channel> { channel: C }`: a single channel by default, or any
-/// other `Caller` (a balanced channel over discovered endpoints).
+/// `pub struct {Trait}Client { channel: Channel }`: one server, or a balanced fleet, behind the
+/// same type.
 pub fn client_struct(service: &ServiceGen<'_>) -> TokenStream {
     let krate = &service.def.krate;
     let vis = &service.def.item.vis;
     let client = &service.client;
     let doc = format!(
-        " Typed client for [`{}`]. Cheap to clone; clones share one connection.\n\n \
-         Calls go through one `Channel` by default, or through any `wirecall::Caller`, such \
-         as a `wirecall::discovery::BalancedChannel` (see `discover`).",
+        " Typed client for [`{}`]. Cheap to clone; clones share the channel's connections.\n\n \
+         Its `Channel` reaches one server (`connect`, `new`) or every live endpoint of the \
+         service in a registry (`discover`): the calls are the same.",
         service.def.item.ident
     );
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone, ::core::fmt::Debug)]
-        #vis struct #client<__C = #krate::Channel> {
-            channel: __C,
+        #vis struct #client {
+            channel: #krate::Channel,
         }
     }
 }
@@ -75,7 +75,25 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
 
             #connect
 
-            /// Wraps an existing channel (one connection can carry several services).
+            /// A client over every live endpoint of this service in `registry`, balanced by
+            /// `balance`, with default channel options. Waits until the registry has answered
+            /// once (at most the connect timeout, 10 s).
+            pub async fn discover(
+                registry: &#krate::discovery::Registry,
+                balance: #krate::discovery::Balance,
+            ) -> ::core::result::Result<Self, #krate::Error> {
+                ::core::result::Result::map(
+                    #krate::Channel::balanced()
+                        .balance(balance)
+                        .channel(#krate::Channel::builder().codecs(#offer))
+                        .discover(registry, #wire_name)
+                        .await,
+                    Self::new,
+                )
+            }
+
+            /// A client whose calls go through `channel` (one server or a balanced fleet; one
+            /// channel can carry several services).
             pub fn new(channel: #krate::Channel) -> Self {
                 Self { channel }
             }
@@ -85,41 +103,15 @@ pub fn client_impl(service: &ServiceGen<'_>) -> syn::Result<TokenStream> {
                 &self.channel
             }
 
-            /// The codec negotiated for this connection.
+            /// The codec of the connection calls use now.
             pub fn codec(&self) -> #krate::Codec {
                 self.channel.codec()
-            }
-        }
-
-        impl #client<#krate::discovery::BalancedChannel> {
-            /// A client over every live endpoint of this service in `registry`, balanced by
-            /// `balance`, with default channel options. Waits until the registry has answered
-            /// once (at most the connect timeout, 10 s).
-            pub async fn discover(
-                registry: &#krate::discovery::Registry,
-                balance: #krate::discovery::Balance,
-            ) -> ::core::result::Result<Self, #krate::Error> {
-                ::core::result::Result::map(
-                    #krate::discovery::BalancedChannel::builder()
-                        .balance(balance)
-                        .channel(#krate::Channel::builder().codecs(#offer))
-                        .discover(registry, #wire_name)
-                        .await,
-                    Self::over,
-                )
-            }
-        }
-
-        impl<__C: #krate::Caller> #client<__C> {
-            /// A client whose calls go through `caller` (a `Channel`, a `BalancedChannel`, ...).
-            pub fn over(caller: __C) -> Self {
-                Self { channel: caller }
             }
 
             /// A client whose calls use `timeout` as their deadline.
             pub fn with_timeout(&self, timeout: #krate::__private::Duration) -> Self {
                 Self {
-                    channel: #krate::Caller::with_timeout(&self.channel, timeout),
+                    channel: self.channel.with_timeout(timeout),
                 }
             }
 
@@ -164,9 +156,8 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     let args_struct = &method.args_struct;
     let reply_struct = &method.reply_struct;
     let arg_idents = &method.arg_idents;
-    let id = method.method_id_expr(krate);
     let args = quote!(#args_struct { #(#arg_idents),* });
-    let call = quote!(#krate::Caller::call_with_policy);
+    let declared = declared_method(service, method);
 
     if method.def.oneway.is_some() {
         return Ok(quote! {
@@ -174,13 +165,13 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             ///
             /// One-way: resolves once the request is queued; the server sends no reply.
             pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<(), #krate::Error> {
-                #krate::Caller::notify(&self.channel, #id, #args).await
+                #declared
+                self.channel.notify(&__METHOD, #args).await
             }
         });
     }
 
     if let Some(upload) = &method.upload {
-        let declared = declared_policy(service, method);
         let message = &upload.message;
         let upload_ident = upload.ident;
         let name = upload_ident.to_string();
@@ -195,10 +186,9 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
              upload then stops). The call's deadline bounds the whole call."
         );
         let open = quote! {
-            #krate::Caller::open_upload::<_, #message, #reply_struct, _>(
-                &self.channel, #id, &__POLICY, #args, #upload_ident,
-            )
-            .await
+            self.channel
+                .open_upload::<_, #message, #reply_struct, _>(&__METHOD, #args, #upload_ident)
+                .await
         };
         if let ReplyShape::Stream { item, .. } = &method.def.reply {
             let item_ty = item_type(item);
@@ -231,7 +221,6 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
     }
     if let ReplyShape::Stream { item, .. } = &method.def.reply {
         let item_ty = item_type(item);
-        let declared = declared_policy(service, method);
         return Ok(quote! {
             #docs
             ///
@@ -243,8 +232,7 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
                 #(#params),*
             ) -> ::core::result::Result<#krate::client::ItemStream<#item_ty>, #krate::Error> {
                 #declared
-                #krate::Caller::open_stream::<_, #reply_struct>(&self.channel, #id, &__POLICY, #args)
-                    .await
+                self.channel.open_stream::<_, #reply_struct>(&__METHOD, #args).await
             }
         });
     }
@@ -252,14 +240,14 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         ReplyShape::Unit => (
             quote!(()),
             quote! {
-                let _: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
+                let _: #reply_struct = self.channel.call(&__METHOD, #args).await?;
                 ::core::result::Result::Ok(())
             },
         ),
         ReplyShape::Value(ty) => (
             quote!(#ty),
             quote! {
-                let __reply: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
+                let __reply: #reply_struct = self.channel.call(&__METHOD, #args).await?;
                 ::core::result::Result::Ok(__reply.value)
             },
         ),
@@ -268,14 +256,14 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         } => (
             quote!(::core::result::Result<#ok, #err>),
             quote! {
-                let __reply: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
+                let __reply: #reply_struct = self.channel.call(&__METHOD, #args).await?;
                 #krate::__private::result_from_parts(__reply.ok, __reply.err)
             },
         ),
         ReplyShape::Result { ok: None, err, .. } => (
             quote!(::core::result::Result<(), #err>),
             quote! {
-                let __reply: #reply_struct = #call(&self.channel, #id, &__POLICY, #args).await?;
+                let __reply: #reply_struct = self.channel.call(&__METHOD, #args).await?;
                 ::core::result::Result::Ok(match __reply.err {
                     ::core::option::Option::Some(__err) => ::core::result::Result::Err(__err),
                     ::core::option::Option::None => ::core::result::Result::Ok(()),
@@ -285,7 +273,6 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
         // Returned above.
         ReplyShape::Stream { .. } => return Ok(TokenStream::new()),
     };
-    let declared = declared_policy(service, method);
     let body = match &method.def.policy.fallback {
         None => body,
         Some(fallback) => with_fallback(service, method, fallback, body, &output),
@@ -313,21 +300,27 @@ fn item_type(shape: &ReplyShape) -> TokenStream {
     }
 }
 
-/// `static __POLICY`: the method's declared policy (the trait's defaults under its own
-/// `#[wirecall(..)]`), with the names run-time overrides match.
-fn declared_policy(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
+/// `static __METHOD`: the method as its declaration gives it to the channel: its names and id,
+/// whether it is `#[idempotent]`, and its policy (the trait's defaults under its own
+/// `#[wirecall(..)]`).
+fn declared_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
     let krate = &service.def.krate;
     let idempotent = method.def.idempotent.is_some();
-    let policy = method
-        .def
-        .policy
-        .method_policy_expr(&service.def.policy, idempotent, krate);
     let service_name = &service.def.wire_name;
     let method_name = &method.def.wire_name;
+    let mut expr = quote!(#krate::__private::Method::new(#service_name, #method_name));
+    if idempotent {
+        expr = quote!(#expr.idempotent());
+    }
+    if !method.def.policy.is_empty() || !service.def.policy.is_empty() {
+        let policy = method
+            .def
+            .policy
+            .method_policy_expr(&service.def.policy, idempotent, krate);
+        expr = quote!(#expr.with_policy(#policy));
+    }
     quote! {
-        static __POLICY: #krate::__private::DeclaredPolicy = #krate::__private::DeclaredPolicy::new(
-            #service_name, #method_name, #idempotent, #policy,
-        );
+        static __METHOD: #krate::__private::Method = #expr;
     }
 }
 
@@ -353,7 +346,7 @@ fn with_fallback(
         let __result: ::core::result::Result<#output, #krate::Error> = async { #body }.await;
         match __result {
             ::core::result::Result::Err(__error)
-                if #krate::__private::fallback_for(&__POLICY, &__error) =>
+                if #krate::__private::fallback_for(&__METHOD, &__error) =>
             {
                 let (#(#idents,)*) = __for_fallback;
                 #call_fallback

@@ -1,12 +1,15 @@
-//! A call's arguments on their way to a frame: typed, or already encoded.
+//! What a call carries on its way to its frames: its arguments (typed, or already encoded),
+//! encoded by each attempt in the codec of the connection it goes out on, and for a stream
+//! call that takes one, its upload.
 
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::{Codec, CodecError, WireMessage};
+use crate::stream::{ItemMessage, OutgoingItems, Streaming};
 
-/// Arguments whose type the layers do not know; encoded once the connection (and so the
+/// Arguments whose type the stack does not know; encoded once the connection (and so the
 /// codec) is known.
 pub(crate) trait EncodeArgs: Send {
     fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError>;
@@ -22,20 +25,31 @@ impl<A: WireMessage> EncodeArgs for A {
 /// ([`Channel::call_raw`](crate::Channel::call_raw)), copied into the frame untouched.
 pub(crate) struct RawArgs(pub(crate) Bytes);
 
-/// The arguments of a call that travels through layers as a [`Request`](super::Request):
-/// type-erased, and shared by the call's attempts, since a balanced channel may encode them
-/// again for a second endpoint (whose codec may differ). The lock only makes the arguments
-/// `Sync` (a `WireMessage` need not be); each attempt holds it while encoding, one at a time.
-#[derive(Clone)]
-pub(crate) struct CallArgs(Arc<dyn EncodeShared>);
+impl EncodeArgs for RawArgs {
+    fn encode_to(&self, _codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
+        dst.extend_from_slice(&self.0);
+        Ok(())
+    }
+}
 
-trait EncodeShared: Send + Sync {
+/// Arguments as the stack carries them: shared by reference across the awaits of a call (its
+/// attempts, its layers), so `Sync` even when the arguments are not (a `WireMessage` need not
+/// be). Each attempt holds the lock while it encodes, one at a time.
+pub(crate) trait SharedArgs: Send + Sync {
     fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError>;
 }
 
-struct Locked<E>(Mutex<E>);
+/// Arguments behind a lock: [`SharedArgs`] for any [`EncodeArgs`].
+pub(crate) struct Locked<E>(Mutex<E>);
 
-impl<E: EncodeArgs> EncodeShared for Locked<E> {
+impl<E> Locked<E> {
+    pub(crate) fn new(args: E) -> Self {
+        Self(Mutex::new(args))
+    }
+}
+
+impl<E: EncodeArgs> SharedArgs for Locked<E> {
+    #[inline]
     fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
         // Encoding never leaves the value half-changed, so a poisoned lock is still usable.
         let args = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -43,21 +57,59 @@ impl<E: EncodeArgs> EncodeShared for Locked<E> {
     }
 }
 
+/// The arguments of a call that crosses a tower layer as a [`Request`](super::Request):
+/// owned, type-erased and shared by the call's attempts, since a balanced channel may encode
+/// them again for a second endpoint (whose codec may differ).
+#[derive(Clone)]
+pub(crate) struct CallArgs(Arc<dyn SharedArgs>);
+
 impl CallArgs {
     pub(crate) fn new<E: EncodeArgs + 'static>(args: E) -> Self {
-        Self(Arc::new(Locked(Mutex::new(args))))
+        Self(Arc::new(Locked::new(args)))
+    }
+
+    /// Arguments that fail to encode: what a layer would get if the stack had not shared a
+    /// call's arguments before it (it always does; see `Core::erases_args`), rather than a
+    /// panic.
+    pub(crate) fn unavailable() -> Self {
+        Self::new(Unshared)
     }
 }
 
-impl EncodeArgs for CallArgs {
+impl SharedArgs for CallArgs {
     fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.0.encode_to(codec, dst)
     }
 }
 
-impl EncodeArgs for RawArgs {
-    fn encode_to(&self, _codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
-        dst.extend_from_slice(&self.0);
-        Ok(())
+/// See [`CallArgs::unavailable`].
+struct Unshared;
+
+impl EncodeArgs for Unshared {
+    fn encode_to(&self, codec: Codec, _dst: &mut BytesMut) -> Result<(), CodecError> {
+        Err(CodecError::Encode {
+            codec,
+            cause: "the call's arguments were not shared before a layer (a wirecall bug)".into(),
+        })
+    }
+}
+
+/// The items a stream call uploads, until the attempt that opens the stream takes them: a
+/// call sent again (its first attempt failed before the stream opened) still has them.
+#[derive(Clone)]
+pub(crate) struct UploadSlot(Arc<Mutex<Option<OutgoingItems>>>);
+
+impl UploadSlot {
+    /// The items of `items`, each to travel as a `U` message.
+    pub(crate) fn new<U: ItemMessage>(items: Streaming<U::Item>) -> Self {
+        Self(Arc::new(Mutex::new(Some(OutgoingItems::encoding::<U>(
+            items,
+        )))))
+    }
+
+    /// The items, for the attempt that opened the stream; `None` if an earlier one took them.
+    pub(crate) fn take(&self) -> Option<OutgoingItems> {
+        // Only ever held to take the items, so a poisoned lock is still consistent.
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }

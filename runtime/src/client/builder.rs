@@ -4,8 +4,7 @@
 use std::net::SocketAddr;
 #[cfg(unix)]
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::ToSocketAddrs;
@@ -13,7 +12,6 @@ use tokio::net::ToSocketAddrs;
 use crate::auth::Token;
 use crate::codec::Codec;
 use crate::error::{BoxError, Error};
-use crate::layers::circuit_breaker::circuits::Circuits;
 use crate::layers::next::{Layers, Next};
 use crate::metadata::{Metadata, MetadataError};
 use crate::negotiate::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
@@ -23,15 +21,17 @@ use crate::policy::table::PolicyTable;
 use crate::tls::ClientTlsConfig;
 use crate::transport::Transport;
 
-use super::channel::{Channel, ChannelShared};
-use super::connection::Connection;
-use super::connector::Connector;
-use super::dial::{Redial, Target};
+use super::channel::Channel;
+use super::endpoint::connection::Connection;
+use super::endpoint::dial::{Redial, Target};
+use super::endpoint::options::EndpointOptions;
+use super::endpoint::Endpoint;
 use super::request::{Reply, Request};
 use super::settings::{
     ConnectionSettings, Keepalive, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
     DEFAULT_MAX_RECONNECT_BACKOFF, DEFAULT_TIMEOUT,
 };
+use super::stack::{Core, Route};
 
 // The handle's constructors live with the options they start from.
 impl Channel {
@@ -406,23 +406,37 @@ impl ChannelBuilder {
         redial: Option<Redial>,
         policies: Policies,
     ) -> Channel {
-        let endpoint = connection.peer.map(|addr| addr.to_string());
-        let shared = Arc::new(ChannelShared {
-            policies: PolicyTable::new(policies),
-            circuits: Circuits::new(endpoint),
-            current: Mutex::new(Arc::new(connection)),
+        let endpoint = Arc::new(Endpoint::new(connection, redial, &self.layers));
+        self.channel_over(endpoint, PolicyTable::new(policies))
+    }
+
+    /// A channel to one server over `endpoint`, with these options' timeout and metadata.
+    fn channel_over(&self, endpoint: Arc<Endpoint>, policies: PolicyTable) -> Channel {
+        let core = Core {
+            policies,
             trace: self.trace,
-            closed_by_owner: AtomicBool::new(false),
-            redial,
-        });
-        let connector = Connector {
-            shared: Arc::clone(&shared),
+            layers: None,
+            erases_args: endpoint.has_layers(),
+            route: Route::Direct(endpoint),
         };
         Channel {
-            layers: self.layers.wrap(connector),
-            shared,
+            core: Arc::new(core),
             timeout: self.timeout,
-            metadata: (!self.metadata.is_empty()).then(|| Arc::new(self.metadata)),
+            metadata: self.default_metadata(),
+            hash_key: None,
         }
+    }
+
+    /// What a balanced channel opens each endpoint with: these options, checked.
+    pub(crate) fn endpoint_options(&self) -> Result<EndpointOptions, Error> {
+        self.validate()?;
+        Ok(EndpointOptions {
+            settings: self.settings.clone(),
+            layers: self.layers.clone(),
+            max_reconnect_backoff: self.max_reconnect_backoff,
+            timeout: self.timeout,
+            metadata: self.default_metadata(),
+            trace: self.trace,
+        })
     }
 }

@@ -17,9 +17,9 @@ thread_local! {
 ///
 /// ```no_run
 /// # async fn f(channel: wirecall_runtime::Channel) -> Result<(), wirecall_runtime::Error> {
-/// # let method = wirecall_runtime::method_id("Echo", "echo");
+/// # static ECHO: wirecall_runtime::client::Method = wirecall_runtime::client::Method::new("Echo", "echo");
 /// let (reply, metadata) = wirecall_runtime::client::reply_metadata::with_reply_metadata(
-///     channel.call::<_, String>(method, "hi".to_owned()),
+///     channel.call::<_, String>(&ECHO, "hi".to_owned()),
 /// )
 /// .await;
 /// println!("{:?} served by {:?}", reply?, metadata.get("served-by"));

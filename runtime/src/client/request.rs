@@ -7,7 +7,10 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::args::CallArgs;
-use super::stream_opener::{ErasedStream, StreamOpener};
+use super::args::UploadSlot;
+use super::stack::call::{Call, Kind};
+use super::stack::deadline::Deadline;
+use super::stream::raw::RawStream;
 use crate::codec::Codec;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
@@ -15,92 +18,80 @@ use crate::policy::table::MethodState;
 use crate::trace::TraceContext;
 
 /// One call, as a channel's tower layers see it
-/// ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer)): the method, its deadline, the
-/// metadata it carries (a layer may add to it) and its arguments, encoded only when the
-/// innermost service sends them.
+/// ([`ChannelBuilder::layer`](crate::ChannelBuilder::layer),
+/// [`BalancedChannelBuilder::layer`](crate::discovery::BalancedChannelBuilder::layer)): the
+/// method, its deadline, the metadata it carries (a layer may add to it) and its arguments,
+/// encoded only when the connection sends them.
 ///
-/// Opening a stream call is a `Request` too ([`is_stream`](Self::is_stream)): its [`Reply`]
-/// comes once the stream is open, so layers see the open, not the items.
-///
-/// A balanced channel ([`BalancedChannel`](crate::discovery::BalancedChannel)) sends the same
-/// `Request` type through its own layers (once per call) and then through the layers of the
-/// endpoint it picked (once per attempt).
+/// Every call shape is a `Request`: a unary call, a one-way call
+/// ([`is_one_way`](Self::is_one_way)) and the opening of a stream
+/// ([`is_stream`](Self::is_stream)), whose [`Reply`] comes once the stream is open, so that
+/// layers see the open, not the items.
 pub struct Request {
     pub(crate) method: MethodId,
-    pub(crate) one_way: bool,
-    /// The method is `#[idempotent]`: a failed attempt may be sent again to another endpoint
-    /// even when it may have run.
+    pub(crate) kind: Kind,
     pub(crate) idempotent: bool,
-    pub(crate) timeout: Option<Duration>,
+    pub(crate) deadline: Option<Deadline>,
     pub(crate) metadata: Option<Arc<Metadata>>,
     pub(crate) trace: Option<TraceContext>,
-    /// For [`Balance::ConsistentHash`](crate::discovery::Balance::ConsistentHash).
     pub(crate) hash_key: Option<u64>,
-    /// Set for arguments already encoded: the codec they are in, which the endpoint's
-    /// connection must speak.
     pub(crate) raw_codec: Option<Codec>,
-    /// The method's resolved policy, when one applies: its breaker is consulted per attempt,
-    /// its `retries` bound a balanced channel's failover.
     pub(crate) policy: Option<Arc<MethodState>>,
     pub(crate) args: CallArgs,
-    /// Set for a stream call: opens it once the connection is known.
-    pub(crate) opener: Option<StreamOpener>,
+    pub(crate) upload: Option<UploadSlot>,
 }
 
 impl fmt::Debug for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Request")
             .field("method", &self.method)
-            .field("one_way", &self.one_way)
-            .field("stream", &self.opener.is_some())
+            .field("kind", &self.kind)
             .field("idempotent", &self.idempotent)
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.timeout())
             .field("metadata", &self.metadata)
             .finish_non_exhaustive()
     }
 }
 
 impl Request {
-    /// A call (`one_way`: a one-way call) of `method` with `args`.
-    pub(crate) fn new(
-        method: MethodId,
-        one_way: bool,
-        args: CallArgs,
-        timeout: Option<Duration>,
-        metadata: Option<Arc<Metadata>>,
-        trace: Option<TraceContext>,
-    ) -> Self {
+    /// `call` as a tower layer sees it. Only made where the stack has layers, and then the
+    /// arguments were made shareable where the call began.
+    pub(crate) fn from_call(call: &Call<'_>) -> Self {
+        let args = match call.shared_args {
+            Some(args) => args.clone(),
+            // The stack shares the arguments whenever it has a layer (`Core::erases_args`).
+            None => CallArgs::unavailable(),
+        };
         Self {
-            method,
-            one_way,
-            idempotent: false,
-            timeout,
-            metadata,
-            trace,
-            hash_key: None,
-            raw_codec: None,
-            policy: None,
+            method: call.method,
+            kind: call.kind,
+            idempotent: call.idempotent,
+            deadline: call.deadline,
+            metadata: call.metadata.cloned(),
+            trace: call.trace,
+            hash_key: call.hash_key,
+            raw_codec: call.raw_codec,
+            policy: call.policy.cloned(),
             args,
-            opener: None,
+            upload: call.upload.cloned(),
         }
     }
 
-    /// The same request, opening a stream call with `opener`.
-    pub(crate) fn opening(mut self, opener: StreamOpener) -> Self {
-        self.opener = Some(opener);
-        self
-    }
-
-    /// The same call once more, for one attempt on one endpoint, with what is left of its
-    /// deadline. The arguments are shared, not copied.
-    pub(crate) fn attempt(&self, timeout: Option<Duration>) -> Self {
-        Self {
-            timeout,
-            metadata: self.metadata.clone(),
-            policy: self.policy.clone(),
-            args: self.args.clone(),
-            opener: self.opener.clone(),
-            ..*self
+    /// The request as the stack below the layer goes on with it.
+    pub(crate) fn as_call(&self) -> Call<'_> {
+        Call {
+            method: self.method,
+            kind: self.kind,
+            args: &self.args,
+            shared_args: Some(&self.args),
+            upload: self.upload.as_ref(),
+            deadline: self.deadline,
+            metadata: self.metadata.as_ref(),
+            trace: self.trace,
+            idempotent: self.idempotent,
+            hash_key: self.hash_key,
+            raw_codec: self.raw_codec,
+            policy: self.policy.as_ref(),
         }
     }
 
@@ -111,30 +102,32 @@ impl Request {
 
     /// Whether it is a one-way call (no reply is awaited; its [`Reply`] is empty).
     pub fn is_one_way(&self) -> bool {
-        self.one_way
+        self.kind == Kind::OneWay
     }
 
     /// Whether it opens a stream call (a server stream, an upload, or both): its [`Reply`]
     /// comes once the stream is open, with an empty payload, and the items then flow to the
     /// caller without passing the layers again.
     pub fn is_stream(&self) -> bool {
-        self.opener.is_some()
+        self.kind == Kind::Stream
     }
 
-    /// Whether the method is marked `#[idempotent]`, so that a balanced channel may send a
-    /// failed attempt again to another endpoint even when it may have run.
+    /// Whether the method is marked `#[idempotent]`, so that a failed attempt that may have
+    /// run may be sent again.
     pub fn is_idempotent(&self) -> bool {
         self.idempotent
     }
 
-    /// The call's deadline, which also travels to the server.
+    /// What is left of the call's deadline (`None`: no deadline; zero once it has passed). It
+    /// travels to the server, and each attempt below the layer gets what is left of it then.
     pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
+        self.deadline
+            .map(|deadline| deadline.remaining().unwrap_or(Duration::ZERO))
     }
 
-    /// Changes the call's deadline.
+    /// Gives the call a new deadline, `timeout` from now (`None`: none).
     pub fn set_timeout(&mut self, timeout: Option<Duration>) {
-        self.timeout = timeout;
+        self.deadline = Deadline::starting(timeout);
     }
 
     /// The metadata the call carries.
@@ -153,14 +146,14 @@ impl Request {
     }
 }
 
-/// A successful reply, as it leaves the innermost service: still encoded, decoded by the
-/// generated method once it has passed every layer. Errors (the server's included) travel as
-/// the layers' errors instead. The reply to a stream call's open carries the opened stream
-/// (and an empty payload).
+/// A successful reply, as it leaves the stack below the layers: still encoded, decoded once
+/// it has passed every layer. Errors (the server's included) travel as the layers' errors
+/// instead. The reply to a stream call's open carries the opened stream (and an empty
+/// payload).
 pub struct Reply {
     pub(crate) payload: Bytes,
     pub(crate) codec: Codec,
-    pub(crate) stream: Option<ErasedStream>,
+    pub(crate) stream: Option<RawStream>,
 }
 
 impl fmt::Debug for Reply {
@@ -174,6 +167,15 @@ impl fmt::Debug for Reply {
 }
 
 impl Reply {
+    /// A reply with no payload: a one-way call's, or a stream's open (with the stream).
+    pub(crate) fn empty(codec: Codec, stream: Option<RawStream>) -> Self {
+        Self {
+            payload: Bytes::new(),
+            codec,
+            stream,
+        }
+    }
+
     /// The encoded reply.
     pub fn payload(&self) -> &Bytes {
         &self.payload
@@ -182,5 +184,10 @@ impl Reply {
     /// The codec it is encoded with.
     pub fn codec(&self) -> Codec {
         self.codec
+    }
+
+    /// Whether it carries an opened stream.
+    pub fn is_stream(&self) -> bool {
+        self.stream.is_some()
     }
 }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::method::fnv1a;
 
-/// How a [`BalancedChannel`](super::BalancedChannel) spreads calls over its endpoints.
+/// How a balanced [`Channel`](crate::Channel) spreads calls over its endpoints.
 ///
 /// Every policy skips endpoints that are ejected (their connection failed and a probe has not
 /// reconnected yet) and endpoints this call already failed on.
@@ -22,7 +22,7 @@ pub enum Balance {
     /// The endpoint owning the caller's key on a hash ring (64 points per unit of weight), so
     /// one key keeps going to one endpoint while the set is stable; when an endpoint leaves,
     /// only its keys move. Set the key with
-    /// [`BalancedChannel::with_hash_key`](super::BalancedChannel::with_hash_key); calls without
+    /// [`Channel::with_hash_key`](crate::Channel::with_hash_key); calls without
     /// a key go round-robin.
     ConsistentHash,
 }

@@ -6,12 +6,13 @@
 //! - [`Registry`]: a handle on a back-end ([`StaticRegistry`] in memory, `Etcd` with the
 //!   `etcd` feature, `ZooKeeper` with the `zookeeper` feature, or your own [`Backend`]); one
 //!   shared, coalescing watch per service name.
-//! - [`BalancedChannel`]: one multiplexed [`Channel`](crate::Channel) per endpoint, a
-//!   [`Balance`] policy, passive health checks and failover for idempotent methods.
+//! - [`BalancedChannelBuilder`] (from [`Channel::balanced`](crate::Channel::balanced)): a
+//!   [`Channel`](crate::Channel) with one multiplexed connection per endpoint, a [`Balance`]
+//!   policy, passive and active health checks and failover.
 
 pub(crate) mod backend;
-mod balance;
-mod balanced;
+pub(crate) mod balance;
+pub(crate) mod balanced;
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 mod etcd;
@@ -28,7 +29,7 @@ mod zookeeper;
 pub use backend::{Backend, RegistryError, WatchEvent};
 pub use balance::Balance;
 pub use balanced::{
-    BalancedChannel, BalancedChannelBuilder, EndpointStats, DEFAULT_MAX_PROBE_BACKOFF,
+    BalancedChannelBuilder, EndpointStats, DEFAULT_MAX_PROBE_BACKOFF,
     DEFAULT_MIN_RETRIES_PER_SECOND, DEFAULT_PROBE_BACKOFF, DEFAULT_RETRY_RATIO,
 };
 #[cfg(feature = "etcd")]

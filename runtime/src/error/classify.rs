@@ -6,8 +6,9 @@
 //! One table, [`Failure::of`], answers all of these, so the retry loop, a balanced channel's
 //! ejection, the circuit breaker and the fallbacks cannot disagree about an error.
 
-use super::{Error, ErrorCode};
+use super::caller::Error;
 use crate::codec::CodecError;
+use wirecall_wire::ErrorCode;
 
 /// What happened to the request of a failed call, as far as this side can know: whether
 /// sending it again could run it twice. [`Error::outcome`] gives it for every error.
@@ -48,19 +49,45 @@ pub(crate) struct Failure {
     counts_against_circuit: bool,
     /// No answer came for a reason outside the method itself: a fallback answers it.
     takes_fallback: bool,
+    /// Whom the failure is about: the endpoint, the call itself, or this side.
+    blame: Blame,
+}
+
+/// Whom a failure is about, for a balanced channel's counters and its errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Blame {
+    /// The endpoint could not take the call (or not in time): counted against it, and named
+    /// in the error.
+    Endpoint,
+    /// The server answered about the call itself (an error of the call, not of the server):
+    /// counted as a call its endpoint answered, and passed on as it is.
+    Answer,
+    /// This side refused the call before sending it (its own configuration, a codec, a
+    /// limit): nothing to do with the endpoint.
+    Local,
 }
 
 impl Failure {
     /// The one classification of `error`.
     pub(crate) fn of(error: &Error) -> Self {
         use Outcome::{MaybeRan, NotRun, Ran};
-        // Columns: outcome, retriable, unreachable, counts against a circuit, takes a fallback.
+        // Columns: outcome, retriable, unreachable, counts against a circuit, takes a fallback;
+        // `answer` marks the rows of the server's answers about the call itself.
         let row = |outcome, retriable, unreachable, counts, fallback| Self {
             outcome,
             retriable,
             unreachable,
             counts_against_circuit: counts,
             takes_fallback: fallback,
+            blame: Blame::Endpoint,
+        };
+        let answer = |outcome, counts| Self {
+            blame: Blame::Answer,
+            ..row(outcome, false, false, counts, false)
+        };
+        let local = |fallback| Self {
+            blame: Blame::Local,
+            ..row(NotRun, false, false, false, fallback)
         };
         match error {
             // The transport: the endpoint could not be reached, or broke.
@@ -80,19 +107,21 @@ impl Failure {
                 ErrorCode::ShuttingDown => row(NotRun, true, true, true, true),
                 ErrorCode::Overloaded => row(NotRun, true, false, true, true),
                 // A time limit of the server's own (its caller's deadline is `Timeout`).
-                ErrorCode::DeadlineExceeded => row(MaybeRan, false, false, true, true),
+                ErrorCode::DeadlineExceeded => Self {
+                    takes_fallback: true,
+                    ..answer(MaybeRan, true)
+                },
                 ErrorCode::BadRequest | ErrorCode::UnknownMethod | ErrorCode::PermissionDenied => {
-                    row(NotRun, false, false, false, false)
+                    answer(NotRun, false)
                 }
                 ErrorCode::HandlerPanicked | ErrorCode::EncodeFailed | ErrorCode::FrameTooLarge => {
-                    row(Ran, false, false, false, false)
+                    answer(Ran, false)
                 }
-                _ => row(MaybeRan, false, false, false, false),
+                _ => answer(MaybeRan, false),
             },
-            Error::HandlerPanicked { .. } => row(Ran, false, false, true, false),
-            Error::UnknownMethod { .. } | Error::PermissionDenied { .. } => {
-                row(NotRun, false, false, false, false)
-            }
+            Error::HandlerPanicked { .. } => answer(Ran, true),
+            Error::UnknownMethod { .. } | Error::PermissionDenied { .. } => answer(NotRun, false),
+            Error::StreamsUnsupported { .. } => answer(NotRun, false),
             // A layer of this side: load shedding refused the call before it was sent (another
             // endpoint may have room); a timeout layer gave up on it; anything else is the
             // layer's own decision.
@@ -103,17 +132,12 @@ impl Failure {
             },
             // Refused on this side, before sending: another endpoint's circuit may be closed.
             Error::CircuitOpen { .. } => row(NotRun, true, false, false, true),
-            Error::ConcurrencyLimit { .. } | Error::NoEndpoints { .. } => {
-                row(NotRun, false, false, false, true)
-            }
-            Error::Codec(CodecError::Decode { .. } | CodecError::EmptyResult) => {
-                row(Ran, false, false, false, false)
-            }
+            Error::ConcurrencyLimit { .. } | Error::NoEndpoints { .. } => local(true),
+            Error::Codec(CodecError::Decode { .. } | CodecError::EmptyResult) => answer(Ran, false),
             Error::Codec(_)
             | Error::Config(_)
             | Error::FrameTooLarge { .. }
-            | Error::StreamsUnsupported { .. }
-            | Error::Bind { .. } => row(NotRun, false, false, false, false),
+            | Error::Bind { .. } => local(false),
             Error::Endpoint { cause, .. } => Self::of(cause),
         }
     }
@@ -138,6 +162,18 @@ impl Failure {
     /// Whether a method's fallback answers it.
     pub(crate) fn takes_fallback(self) -> bool {
         self.takes_fallback
+    }
+
+    /// Whether the attempt failed on its endpoint, rather than the server answering about
+    /// the call itself or this side refusing it: a balanced channel counts it against the
+    /// endpoint and names the endpoint in the error.
+    pub(crate) fn endpoint_failed(self) -> bool {
+        self.blame == Blame::Endpoint
+    }
+
+    /// Whether the server answered about the call itself: the endpoint answered a call.
+    pub(crate) fn answered(self) -> bool {
+        self.blame == Blame::Answer
     }
 }
 
@@ -313,8 +349,8 @@ mod tests {
             Error::Config("bad".to_owned()),
             Error::FrameTooLarge { len: 10, max: 5 },
             Error::ConcurrencyLimit {
-                service: "S",
-                method: "m",
+                service: "S".into(),
+                method: "m".into(),
                 limit: 1,
             },
             Error::NoEndpoints {

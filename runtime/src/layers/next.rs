@@ -129,6 +129,13 @@ impl<Req, Resp> fmt::Debug for Layers<Req, Resp> {
     }
 }
 
+impl<Req, Resp> Layers<Req, Resp> {
+    /// Whether no layer was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.stack.is_empty()
+    }
+}
+
 impl<Req: Send + 'static, Resp: 'static> Layers<Req, Resp> {
     /// Adds `layer` inside the layers added so far.
     pub(crate) fn push<L>(&mut self, layer: L)

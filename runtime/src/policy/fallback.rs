@@ -1,7 +1,7 @@
 //! When a method's fallback answers instead of an error: [`takes_fallback`].
 
-use super::declared::DeclaredPolicy;
 use super::metrics;
+use crate::client::declared::Method;
 use crate::error::{Error, Failure};
 
 /// Whether a failed call of a method with a fallback (`#[wirecall(fallback = path)]`) is
@@ -20,11 +20,10 @@ pub fn takes_fallback(error: &Error) -> bool {
 
 /// For generated clients: whether `error` goes to the method's fallback, counted and logged
 /// when it does.
-#[doc(hidden)]
-pub fn fallback_for(declared: &DeclaredPolicy, error: &Error) -> bool {
+pub fn fallback_for(method: &Method, error: &Error) -> bool {
     let takes = takes_fallback(error);
     if takes {
-        metrics::fallback_taken(declared, error);
+        metrics::fallback_taken(method, error);
     }
     takes
 }

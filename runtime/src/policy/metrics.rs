@@ -10,9 +10,11 @@
 //! breaker's metrics ([`layers::circuit_breaker::metrics`](crate::layers::circuit_breaker::metrics)),
 //! with the endpoint's address.
 
+use std::borrow::Cow;
+
 use ::metrics::counter;
 
-use super::declared::DeclaredPolicy;
+use crate::client::declared::Method;
 use crate::error::Error;
 
 /// Calls sent again by a policy's `retries` (a direct channel) or by failover under it (a
@@ -23,29 +25,34 @@ pub const FALLBACKS: &str = "wirecall_client_fallbacks_total";
 /// Calls refused because their method's concurrency limit was reached.
 pub const CONCURRENCY_REJECTED: &str = "wirecall_client_concurrency_rejected_total";
 
-pub(crate) fn retried(declared: &DeclaredPolicy, attempt: u32, error: &Error) {
+/// A call of `method` of `service` sent again, as its `attempt`th retry.
+pub(crate) fn retried(
+    service: Cow<'static, str>,
+    method: Cow<'static, str>,
+    attempt: u32,
+    error: &Error,
+) {
     tracing::debug!(
-        service = declared.service(),
-        method = declared.method(),
+        service = %service,
+        method = %method,
         attempt,
         %error,
         "retrying the call"
     );
-    counter!(RETRIES, "service" => declared.service(), "method" => declared.method()).increment(1);
+    counter!(RETRIES, "service" => service, "method" => method).increment(1);
 }
 
-pub(super) fn fallback_taken(declared: &DeclaredPolicy, error: &Error) {
+pub(super) fn fallback_taken(method: &Method, error: &Error) {
     tracing::debug!(
-        service = declared.service(),
-        method = declared.method(),
+        service = method.service(),
+        method = method.name(),
         %error,
         "the call failed; answering with its fallback"
     );
-    counter!(FALLBACKS, "service" => declared.service(), "method" => declared.method())
-        .increment(1);
+    let (service, name) = method.names();
+    counter!(FALLBACKS, "service" => service, "method" => name).increment(1);
 }
 
-pub(super) fn concurrency_rejected(declared: &DeclaredPolicy) {
-    counter!(CONCURRENCY_REJECTED, "service" => declared.service(), "method" => declared.method())
-        .increment(1);
+pub(super) fn concurrency_rejected(service: Cow<'static, str>, method: Cow<'static, str>) {
+    counter!(CONCURRENCY_REJECTED, "service" => service, "method" => method).increment(1);
 }

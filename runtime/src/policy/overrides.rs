@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use super::declared::DeclaredPolicy;
 use super::error::PolicyError;
 use super::method_policy::MethodPolicy;
 use super::target::Target;
 use super::text;
+use crate::client::declared::Method;
 
 /// The environment variable naming a policy file, read when a channel is built.
 pub const POLICY_FILE_ENV: &str = "WIRECALL_POLICY_FILE";
@@ -133,19 +133,19 @@ impl Policies {
         self.entries.is_empty()
     }
 
-    /// The policy of the method `declared` describes: its declared policy under every
-    /// matching override, in the documented order.
-    pub fn resolve(&self, declared: &DeclaredPolicy) -> MethodPolicy {
+    /// The policy of `method`: its declared policy under every matching override, in the
+    /// documented order.
+    pub fn resolve(&self, method: &Method) -> MethodPolicy {
         let mut matching: Vec<&Entry> = self
             .entries
             .iter()
-            .filter(|entry| entry.target.matches(declared))
+            .filter(|entry| entry.target.matches(method.service(), method.name()))
             .collect();
         // Stable: within a rank and a specificity, later entries stay later.
         matching.sort_by_key(|entry| (entry.rank, entry.target.is_method()));
         matching
             .into_iter()
-            .fold(declared.policy().clone(), |under, entry| {
+            .fold(method.policy().clone(), |under, entry| {
                 entry.policy.over(&under)
             })
     }
@@ -165,10 +165,7 @@ mod tests {
 
     use super::*;
 
-    static DECLARED: DeclaredPolicy = DeclaredPolicy::new(
-        "pkg.Users",
-        "get",
-        true,
+    static DECLARED: Method = Method::new("pkg.Users", "get").idempotent().with_policy(
         MethodPolicy::new()
             .with_timeout(Duration::from_secs(5))
             .with_retries(1),

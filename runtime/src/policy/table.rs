@@ -1,30 +1,28 @@
-//! [`PolicyTable`]: the resolved policy of each method a client handle has called, with the
-//! state its policy needs (the concurrency limiter, the breaker's settings), made once per
-//! method on its first call.
+//! [`PolicyTable`]: the resolved policy of each method a channel has called, with the state
+//! its policy needs (the concurrency limit, the breaker's settings), made once per method on
+//! its first call.
 
+use std::borrow::Cow;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::declared::DeclaredPolicy;
-use super::limiter::Limiter;
-pub(crate) use super::limiter::Permit;
 use super::method_policy::MethodPolicy;
 use super::metrics;
 use super::overrides::Policies;
+use crate::client::declared::Method;
 use crate::error::Error;
 use crate::id_hash::IdMap;
 use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
+use crate::limit::{Limit, Permit};
 use crate::method::MethodId;
 
-/// The policies of one client handle (a [`Channel`](crate::Channel) and its clones, or a
-/// balanced channel and its clones).
+/// The policies of one channel and its clones.
 #[derive(Debug, Default)]
 pub(crate) struct PolicyTable {
     overrides: Policies,
-    /// The states of the first [`SLOTS`] declarations with a policy in the process, by their
-    /// slot: read on every call with one load, no lock and no shared write, so two cores
-    /// calling the same method do not contend here. Allocated on the first call with a
-    /// policy.
+    /// The states of the first [`SLOTS`] declared methods in the process, by their slot: read
+    /// on every call with one load, no lock and no shared write, so two cores calling the same
+    /// method do not contend here. Allocated on the first call with a policy.
     by_slot: OnceLock<Box<[OnceLock<Resolved>]>>,
     /// The others, by method.
     by_method: Mutex<IdMap<MethodId, Resolved>>,
@@ -33,7 +31,7 @@ pub(crate) struct PolicyTable {
 /// A method's resolved state; `None`: no policy applies to it.
 type Resolved = Option<Arc<MethodState>>;
 
-/// Declarations with a slot of their own (in a program with more policy-bearing methods than
+/// Methods with a slot of their own (in a program with more policy-bearing methods than
 /// this, the rest are found under a lock). A table with slots costs 16 bytes each.
 const SLOTS: usize = 64;
 
@@ -54,12 +52,17 @@ impl Deref for StateRef<'_> {
     }
 }
 
-/// One method's resolved policy and its state.
+/// One method's resolved policy and its state, for the stages of the call stack that act on
+/// it: the concurrency limit and the deadline (per call), the retries (the retry loop), the
+/// breaker (per attempt).
 #[derive(Debug)]
 pub(crate) struct MethodState {
-    pub(crate) declared: &'static DeclaredPolicy,
+    /// The service's and the method's wire names, for logs and metrics.
+    pub(crate) service: Cow<'static, str>,
+    pub(crate) method: Cow<'static, str>,
     pub(crate) policy: MethodPolicy,
-    limiter: Option<Limiter>,
+    /// The concurrency limit; `Arc`: a stream holds its place for as long as it is open.
+    limit: Option<Arc<Limit>>,
     pub(crate) breaker: Option<Arc<CircuitBreakerConfig>>,
 }
 
@@ -73,42 +76,50 @@ impl PolicyTable {
     }
 
     /// The state of `method`, or `None` when nothing applies to it (neither its declaration
-    /// nor an override): the call then takes the plain path.
-    pub(crate) fn state(
-        &self,
-        method: MethodId,
-        declared: &'static DeclaredPolicy,
-    ) -> Option<StateRef<'_>> {
-        if self.overrides.is_empty() && declared.policy().is_empty() {
+    /// nor an override): the call then passes the policy stages without a look.
+    #[inline]
+    pub(crate) fn state(&self, method: &Method) -> Option<StateRef<'_>> {
+        if self.overrides.is_empty() && method.policy().is_empty() {
             return None;
         }
-        let slot = declared.slot() as usize;
-        if slot < SLOTS {
-            let slots = self
-                .by_slot
-                .get_or_init(|| (0..SLOTS).map(|_| OnceLock::new()).collect());
-            return slots[slot]
-                .get_or_init(|| MethodState::resolve(declared, &self.overrides))
-                .as_ref()
-                .map(StateRef::Slot);
+        self.lookup(method)
+    }
+
+    fn lookup(&self, method: &Method) -> Option<StateRef<'_>> {
+        if let Some(slot) = method.slot().map(|slot| slot as usize) {
+            if slot < SLOTS {
+                let slots = self
+                    .by_slot
+                    .get_or_init(|| (0..SLOTS).map(|_| OnceLock::new()).collect());
+                return slots[slot]
+                    .get_or_init(|| MethodState::resolve(method, &self.overrides))
+                    .as_ref()
+                    .map(StateRef::Slot);
+            }
         }
         // Held for a lookup; a holder that panicked left at most a missing entry.
         let mut by_method = self.by_method.lock().unwrap_or_else(|p| p.into_inner());
         by_method
-            .entry(method)
-            .or_insert_with(|| MethodState::resolve(declared, &self.overrides))
+            .entry(method.id())
+            .or_insert_with(|| MethodState::resolve(method, &self.overrides))
             .clone()
             .map(StateRef::Shared)
     }
 }
 
+/// A call's place under its method's concurrency limit: borrowed for a call, owned by a
+/// stream (which outlives the call that opened it).
+pub(crate) type CallPermit<'a> = Permit<&'a Limit>;
+/// A stream's place under its method's concurrency limit, held while it is open.
+pub(crate) type StreamPermit = Permit<Arc<Limit>>;
+
 impl MethodState {
-    fn resolve(declared: &'static DeclaredPolicy, overrides: &Policies) -> Option<Arc<Self>> {
-        let mut policy = overrides.resolve(declared);
-        if policy.retries().is_some_and(|n| n > 0) && !declared.is_idempotent() {
+    fn resolve(method: &Method, overrides: &Policies) -> Option<Arc<Self>> {
+        let mut policy = overrides.resolve(method);
+        if policy.retries().is_some_and(|n| n > 0) && !method.is_idempotent() {
             tracing::warn!(
-                service = declared.service(),
-                method = declared.method(),
+                service = method.service(),
+                method = method.name(),
                 "ignoring `retries` for a method that is not #[idempotent]: a failed call may \
                  have run, and only the method can say that running it twice is harmless"
             );
@@ -123,40 +134,57 @@ impl MethodState {
                 Ok(()) => Some(Arc::new(config.clone())),
                 Err(err) => {
                     // Declared settings are checked at compile time and run-time ones when they
-                    // are read; a hand-built `DeclaredPolicy` is the only way here.
+                    // are read; a hand-built `Method` is the only way here.
                     tracing::warn!(
-                        service = declared.service(),
-                        method = declared.method(),
+                        service = method.service(),
+                        method = method.name(),
                         %err,
                         "ignoring a circuit breaker whose settings cannot work"
                     );
                     None
                 }
             });
+        let (service, name) = method.names();
         Some(Arc::new(Self {
-            declared,
-            limiter: policy.concurrency().map(Limiter::new),
+            service,
+            method: name,
+            limit: policy
+                .concurrency()
+                .map(|limit| Arc::new(Limit::new(limit as usize))),
             breaker,
             policy,
         }))
     }
 
-    /// A place for one more call, or [`Error::ConcurrencyLimit`] when the method's concurrency limit
-    /// is reached (`None`: no limit).
-    pub(crate) fn admit(&self) -> Result<Option<Permit<'_>>, Error> {
-        let Some(limiter) = &self.limiter else {
+    /// A place for one more call, or [`Error::ConcurrencyLimit`] when the method's
+    /// concurrency limit is reached (`None`: no limit).
+    pub(crate) fn admit(&self) -> Result<Option<CallPermit<'_>>, Error> {
+        let Some(limit) = &self.limit else {
             return Ok(None);
         };
-        match limiter.try_acquire() {
-            Some(permit) => Ok(Some(permit)),
-            None => {
-                metrics::concurrency_rejected(self.declared);
-                Err(Error::ConcurrencyLimit {
-                    service: self.declared.service(),
-                    method: self.declared.method(),
-                    limit: limiter.limit(),
-                })
-            }
+        limit
+            .try_acquire()
+            .map(Some)
+            .ok_or_else(|| self.over_limit(limit))
+    }
+
+    /// Like [`admit`](Self::admit), for a stream, which holds its place while it is open.
+    pub(crate) fn admit_stream(&self) -> Result<Option<StreamPermit>, Error> {
+        let Some(limit) = &self.limit else {
+            return Ok(None);
+        };
+        limit
+            .try_acquire_owned()
+            .map(Some)
+            .ok_or_else(|| self.over_limit(limit))
+    }
+
+    fn over_limit(&self, limit: &Limit) -> Error {
+        metrics::concurrency_rejected(self.service.clone(), self.method.clone());
+        Error::ConcurrencyLimit {
+            service: self.service.to_string(),
+            method: self.method.to_string(),
+            limit: u32::try_from(limit.limit()).unwrap_or(u32::MAX),
         }
     }
 }

@@ -1,7 +1,5 @@
 //! [`Target`]: what a run-time policy entry applies to, `Service.method` or `Service.*`.
 
-use super::declared::DeclaredPolicy;
-
 /// What an entry applies to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Target {
@@ -31,11 +29,8 @@ impl Target {
         self.method.is_some()
     }
 
-    pub(super) fn matches(&self, declared: &DeclaredPolicy) -> bool {
-        self.service == declared.service()
-            && self
-                .method
-                .as_deref()
-                .is_none_or(|method| method == declared.method())
+    /// Whether it names `method` of `service` (wire names).
+    pub(super) fn matches(&self, service: &str, method: &str) -> bool {
+        self.service == service && self.method.as_deref().is_none_or(|named| named == method)
     }
 }

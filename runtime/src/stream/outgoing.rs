@@ -1,6 +1,6 @@
-//! A server stream's items on their way to the wire: the handler's [`Streaming`], each item
-//! encoded in the connection's codec as it is taken, and the generic helper generated code
-//! opens a stream through.
+//! Stream items on their way to the wire, whichever side sends them: a handler's
+//! [`Streaming`] (a server stream) or a caller's upload, each item encoded in the connection's
+//! codec as it is taken; and the generic helpers generated servers open a stream through.
 
 use std::fmt;
 use std::future::Future;
@@ -13,69 +13,67 @@ use futures::stream::StreamExt;
 use super::item::ItemMessage;
 use super::streaming::Streaming;
 use super::upload::Upload;
-use crate::codec::{Codec, WireMessage};
+use crate::codec::{Codec, CodecError, WireMessage};
 use crate::error::CallError;
 
 /// The future of one opened stream call: its encoded items, or why it could not start.
 pub type OpenFuture = Pin<Box<dyn Future<Output = Result<OutgoingItems, CallError>> + Send>>;
 
-/// The items of an opened server stream, each encoded in the connection's codec when it is
-/// taken, into the buffer the stream frames it in. Opaque: it travels through the server's
-/// layers inside a [`Reply`](crate::server::Reply).
+/// The items of an opened stream, each encoded in the connection's codec when it is taken,
+/// into the buffer the stream frames it in: a server stream's (opaque, it travels through the
+/// server's layers inside a [`Reply`](crate::server::Reply)), or a caller's upload.
 pub struct OutgoingItems(Box<dyn ItemSource>);
 
 /// A producer whose items come out encoded: the item type, known to the generated code, is
-/// erased here, so that the connection's stream task is not generic.
+/// erased here, so that the tasks that send stream items are not generic.
 trait ItemSource: Send {
-    /// Polls the producer for its next item and appends it, encoded, to `out`: `Some(last)`
-    /// when it did (`last`: an application error, the stream's last item), `None` once the
-    /// producer has run out. An error leaves `out` with part of an item in it.
+    /// Polls the producer for its next item and appends it, encoded in `codec`, to `out`:
+    /// `Some(last)` when it did (`last`: an application error, the stream's last item),
+    /// `None` once the producer has run out. An error leaves `out` with part of an item in
+    /// it.
     fn poll_encode(
         &mut self,
         cx: &mut Context<'_>,
+        codec: Codec,
         out: &mut BytesMut,
-    ) -> Poll<Option<Result<bool, CallError>>>;
+    ) -> Poll<Option<Result<bool, CodecError>>>;
 }
 
 /// The items of a `Streaming<M::Item>`, encoded as `M`s.
 struct Encoding<M: ItemMessage> {
     items: Streaming<M::Item>,
-    codec: Codec,
 }
 
 impl<M: ItemMessage> ItemSource for Encoding<M> {
     fn poll_encode(
         &mut self,
         cx: &mut Context<'_>,
+        codec: Codec,
         out: &mut BytesMut,
-    ) -> Poll<Option<Result<bool, CallError>>> {
+    ) -> Poll<Option<Result<bool, CodecError>>> {
         let Some(item) = ready!(self.items.poll_next_unpin(cx)) else {
             return Poll::Ready(None);
         };
         let (message, last) = M::from_item(item);
-        Poll::Ready(Some(
-            self.codec
-                .encode(&message, out)
-                .map(|()| last)
-                .map_err(CallError::Encode),
-        ))
+        Poll::Ready(Some(codec.encode(&message, out).map(|()| last)))
     }
 }
 
 impl OutgoingItems {
-    /// Encodes each item of `items` as an `M` in `codec`.
-    fn encoding<M: ItemMessage>(codec: Codec, items: Streaming<M::Item>) -> Self {
-        Self(Box::new(Encoding::<M> { items, codec }))
+    /// Encodes each item of `items` as an `M`.
+    pub(crate) fn encoding<M: ItemMessage>(items: Streaming<M::Item>) -> Self {
+        Self(Box::new(Encoding::<M> { items }))
     }
 
-    /// Polls the producer for its next item, appending it encoded to `out` (see
+    /// Polls the producer for its next item, appending it encoded in `codec` to `out` (see
     /// `ItemSource::poll_encode`).
     pub(crate) fn poll_encode(
         &mut self,
         cx: &mut Context<'_>,
+        codec: Codec,
         out: &mut BytesMut,
-    ) -> Poll<Option<Result<bool, CallError>>> {
-        self.0.poll_encode(cx, out)
+    ) -> Poll<Option<Result<bool, CodecError>>> {
+        self.0.poll_encode(cx, codec, out)
     }
 }
 
@@ -99,7 +97,7 @@ where
         Err(err) => Box::pin(std::future::ready(Err(CallError::BadRequest(err)))),
         Ok(args) => Box::pin(async move {
             let items = handler(args).await;
-            Ok(OutgoingItems::encoding::<M>(codec, items))
+            Ok(OutgoingItems::encoding::<M>(items))
         }),
     }
 }

@@ -9,11 +9,11 @@ use tower::retry::budget::TpsBudget;
 use tower::{Layer, Service};
 
 use super::follow::follow;
-use super::handle::BalancedChannel;
 use super::health_check::run_health_checks;
-use super::pool::{Inner, State};
-use super::route::Route;
-use crate::client::{ChannelBuilder, Reply, Request};
+use super::pool::{Pool, State};
+use crate::client::request::{Reply, Request};
+use crate::client::stack::{Balancing, Core, Route};
+use crate::client::{Channel, ChannelBuilder};
 use crate::discovery::balance::Balance;
 use crate::discovery::registry::Registry;
 use crate::error::{BoxError, Error};
@@ -31,22 +31,55 @@ pub const DEFAULT_RETRY_RATIO: f32 = 0.2;
 pub const DEFAULT_MIN_RETRIES_PER_SECOND: u32 = 10;
 
 // The handle's constructor lives with the options it starts from.
-impl BalancedChannel {
-    /// Options for a balanced channel.
-    pub fn builder() -> BalancedChannelBuilder {
+impl Channel {
+    /// Options for a balanced channel: one over every live endpoint of a service in a
+    /// registry ([`BalancedChannelBuilder::discover`]).
+    pub fn balanced() -> BalancedChannelBuilder {
         BalancedChannelBuilder::default()
     }
 }
 
-/// Options for a [`BalancedChannel`].
+/// Options for a balanced channel: a [`Channel`] over every live endpoint of one service.
+///
+/// It holds one multiplexed connection per endpoint (opened on the first call it gets, or at
+/// once with [`eager`](Self::eager)) and follows the registry: endpoints that register are
+/// added, endpoints that deregister or whose lease expires are removed (their calls in flight
+/// finish). When the registry cannot be reached, the last known endpoints stay.
+///
+/// **One call path.** Calls of every shape go down the channel's one stack: first the layers
+/// added with [`layer`](Self::layer), once per call (a retry or a failover does not run them
+/// again; one instance serves the whole channel), then the retry loop, which balances each
+/// attempt over the endpoints, then the method's circuit breaker on the endpoint picked, then
+/// the layers of the endpoint options ([`channel`](Self::channel) with
+/// [`ChannelBuilder::layer`]), once per attempt, with an instance per endpoint connection. A
+/// stream goes to one endpoint for its whole life: it fails over only while it opens.
+///
+/// **Passive health.** An endpoint whose connection fails is ejected at once: it gets no
+/// calls until a probe, repeated with a doubling backoff (100 ms to 5 s), connects again and
+/// the endpoint's health service (if it serves one) reports the service `Serving`.
+///
+/// **Active health** ([`health_check`](Self::health_check), off by default): every interval,
+/// each endpoint in rotation is asked for the service's status, and one that is `Draining` or
+/// `NotServing`, or does not answer, is ejected and probed like a failed one, unless every
+/// endpoint in rotation fails the check at once: then all stay.
+///
+/// **Failover.** A call is sent to another endpoint when the server did not run it
+/// ([`Outcome::NotRun`](crate::Outcome::NotRun): the connection could not be made, the server
+/// refused it while shutting down or overloaded, an endpoint's own layer shed it, its circuit
+/// is open). A call whose connection failed after it was sent may have run: it is sent again
+/// only for methods marked `#[idempotent]`; otherwise it fails with [`Error::Endpoint`], which
+/// names the endpoint. Every retry stays within the call's deadline (the time already spent
+/// counts), within the method's `retries` when its policy sets them, and within a retry
+/// budget: at most 20% of recent calls plus 10 per second, so a failing fleet never sees a
+/// retry storm.
 ///
 /// ```no_run
 /// # async fn run(registry: wirecall_runtime::discovery::Registry) -> Result<(), wirecall_runtime::Error> {
 /// use std::time::Duration;
-/// use wirecall_runtime::discovery::{Balance, BalancedChannel};
+/// use wirecall_runtime::discovery::Balance;
 /// use wirecall_runtime::Channel;
 ///
-/// let users = BalancedChannel::builder()
+/// let users = Channel::balanced()
 ///     .balance(Balance::RoundRobin)
 ///     .channel(Channel::builder().timeout(Duration::from_secs(2)))
 ///     .eager(true)
@@ -122,7 +155,7 @@ impl BalancedChannelBuilder {
     }
 
     /// Adds a tower layer **per call**, around balancing and failover: it runs once for each
-    /// call, raw call and one-way call, whatever the number of attempts, and one instance
+    /// call of every shape (a stream's open included), whatever the number of attempts, and one instance
     /// serves every clone of the channel (a rate limit or a concurrency limit here counts
     /// every call of the channel). The first layer added is the outermost. What a layer sees
     /// and how its errors map are those of [`ChannelBuilder::layer`]; a layer may add
@@ -135,9 +168,9 @@ impl BalancedChannelBuilder {
     /// ```no_run
     /// # async fn run(registry: wirecall_runtime::discovery::Registry) -> Result<(), wirecall_runtime::Error> {
     /// use std::time::Duration;
-    /// use wirecall_runtime::discovery::BalancedChannel;
+    /// use wirecall_runtime::Channel;
     ///
-    /// let users = BalancedChannel::builder()
+    /// let users = Channel::balanced()
     ///     .layer(tower::timeout::TimeoutLayer::new(Duration::from_secs(1)))
     ///     .discover(&registry, "User")
     ///     .await?;
@@ -227,11 +260,7 @@ impl BalancedChannelBuilder {
     /// A channel over the endpoints of `service` in `registry`. Waits until the registry has
     /// answered once (at most the channel options' connect timeout, 10 s by default); the set
     /// may be empty then, and fill later.
-    pub async fn discover(
-        self,
-        registry: &Registry,
-        service: &str,
-    ) -> Result<BalancedChannel, Error> {
+    pub async fn discover(self, registry: &Registry, service: &str) -> Result<Channel, Error> {
         let mut endpoints = registry.watch(service);
         let wait = self.options.connect_timeout_value();
         let first = tokio::time::timeout(wait, endpoints.ready())
@@ -247,10 +276,10 @@ impl BalancedChannelBuilder {
         let timeout = self.options.default_timeout();
         let metadata = self.options.default_metadata();
         let trace = self.options.trace_value();
-        let inner = Arc::new(Inner {
+        let pool = Arc::new(Pool {
             service: service.to_owned(),
             balance: self.balance,
-            options: self.options.reconnect(false),
+            options: self.options.endpoint_options()?,
             eager: self.eager,
             subset: self.subset,
             subset_seed: self.subset_seed.unwrap_or_else(|| fastrand::u64(..)),
@@ -266,28 +295,33 @@ impl BalancedChannelBuilder {
                 self.min_retries_per_second,
                 self.retry_ratio,
             ),
+            closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
-            policies,
         });
-        inner.update(&first);
-        let mut tasks = vec![tokio::spawn(follow(Arc::downgrade(&inner), endpoints))];
-        if let Some(interval) = inner.health_interval {
+        pool.update(&first);
+        let mut tasks = vec![tokio::spawn(follow(Arc::downgrade(&pool), endpoints))];
+        if let Some(interval) = pool.health_interval {
             tasks.push(tokio::spawn(run_health_checks(
-                Arc::downgrade(&inner),
+                Arc::downgrade(&pool),
                 interval,
             )));
         }
-        *inner.tasks.lock().unwrap_or_else(|p| p.into_inner()) = tasks;
-        let layers = self.layers.wrap(Route {
-            inner: Arc::clone(&inner),
+        *pool.tasks.lock().unwrap_or_else(|p| p.into_inner()) = tasks;
+        let layers = self.layers.wrap(Balancing {
+            pool: Arc::clone(&pool),
         });
-        Ok(BalancedChannel {
-            inner,
-            layers,
-            timeout,
-            hash_key: None,
-            metadata,
+        let core = Core {
+            policies,
             trace,
+            erases_args: layers.is_some() || pool.endpoints_have_layers(),
+            layers,
+            route: Route::Balanced(pool),
+        };
+        Ok(Channel {
+            core: Arc::new(core),
+            timeout,
+            metadata,
+            hash_key: None,
         })
     }
 }

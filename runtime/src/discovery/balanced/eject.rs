@@ -6,14 +6,15 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::pool::{Inner, Slot};
-use crate::client::{Channel, ChannelBuilder};
+use super::pool::{Pool, Slot};
+use crate::client::channel::Channel;
+use crate::client::endpoint::options::EndpointOptions;
 use crate::error::{Error, ErrorCode};
 use crate::health::{HealthClient, ServingStatus};
 
-impl Inner {
+impl Pool {
     /// Takes a failed endpoint out of rotation and probes it with backoff until it connects.
-    pub(super) fn eject(self: &Arc<Self>, slot: &Arc<Slot>, err: &Error) {
+    pub(super) fn eject(&self, slot: &Arc<Slot>, err: &Error) {
         if slot.ejected.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -43,7 +44,7 @@ fn next_probe_delay(delay: Duration, max: Duration) -> Duration {
 /// leaves the endpoint set.
 async fn probe(
     slot: Weak<Slot>,
-    options: ChannelBuilder,
+    options: EndpointOptions,
     first: Duration,
     max: Duration,
     service: String,
@@ -54,18 +55,21 @@ async fn probe(
         let Some(address) = slot.upgrade().map(|s| s.address.clone()) else {
             return;
         };
-        let answered = match options.clone().connect(address.as_str()).await {
-            Ok(channel) => match health(&channel, &service).await {
-                Ok(Health::Serving) => Ok(channel),
-                Ok(Health::Not(status)) => Err(not_serving(status)),
-                Err(err) => Err(err),
-            },
+        let answered = match options.dial(&address).await.map(Arc::new) {
+            Ok(endpoint) => {
+                let channel = Channel::on_endpoint(Arc::clone(&endpoint), &options);
+                match health(&channel, &service).await {
+                    Ok(Health::Serving) => Ok(endpoint),
+                    Ok(Health::Not(status)) => Err(not_serving(status)),
+                    Err(err) => Err(err),
+                }
+            }
             Err(err) => Err(err),
         };
         match answered {
-            Ok(channel) => {
+            Ok(endpoint) => {
                 let Some(slot) = slot.upgrade() else { return };
-                *slot.ready.write().unwrap_or_else(|p| p.into_inner()) = Some(channel);
+                *slot.ready.write().unwrap_or_else(|p| p.into_inner()) = Some(endpoint);
                 slot.ejected.store(false, Ordering::Release);
                 tracing::info!(%service, endpoint = %address, "endpoint answers again; re-added");
                 return;

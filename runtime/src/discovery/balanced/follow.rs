@@ -5,21 +5,21 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use super::pool::{Inner, Slot, State};
+use super::pool::{Pool, Slot, State};
 use crate::discovery::balance::{subset, Balance, Ring};
 use crate::discovery::record::Registration;
 use crate::discovery::watch::{EndpointSet, Endpoints};
 
 /// Follows the registry's updates for as long as the channel lives.
-pub(super) async fn follow(inner: Weak<Inner>, mut endpoints: Endpoints) {
+pub(super) async fn follow(pool: Weak<Pool>, mut endpoints: Endpoints) {
     loop {
         let set = endpoints.changed().await;
-        let Some(inner) = inner.upgrade() else { return };
-        inner.update(&set);
+        let Some(pool) = pool.upgrade() else { return };
+        pool.update(&set);
     }
 }
 
-impl Inner {
+impl Pool {
     /// Replaces the endpoint set with `set`, keeping the slots (connections, counters) of
     /// endpoints that stay.
     pub(super) fn update(self: &Arc<Self>, set: &EndpointSet) {
@@ -63,12 +63,12 @@ impl Inner {
                 None => {
                     let slot = Arc::new(Slot::new(registration.address.clone(), weight));
                     if self.eager {
-                        let inner = Arc::downgrade(self);
+                        let pool = Arc::downgrade(self);
                         let eager = Arc::clone(&slot);
                         tokio::spawn(async move {
-                            if let Some(inner) = inner.upgrade() {
-                                if let Err(err) = inner.channel(&eager).await {
-                                    inner.eject(&eager, &err);
+                            if let Some(pool) = pool.upgrade() {
+                                if let Err(err) = pool.endpoint(&eager).await {
+                                    pool.eject(&eager, &err);
                                 }
                             }
                         });

@@ -7,19 +7,20 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::eject::{health, not_serving, Health};
-use super::pool::Inner;
+use super::pool::Pool;
+use crate::client::channel::Channel;
 use crate::error::Error;
 
 /// Checks the health of the endpoints in rotation every `interval`, for as long as the
 /// channel lives.
-pub(super) async fn run_health_checks(inner: Weak<Inner>, interval: Duration) {
+pub(super) async fn run_health_checks(pool: Weak<Pool>, interval: Duration) {
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;
     loop {
         ticks.tick().await;
-        let Some(inner) = inner.upgrade() else { return };
-        inner.check_health_once(interval).await;
+        let Some(pool) = pool.upgrade() else { return };
+        pool.check_health_once(interval).await;
     }
 }
 
@@ -30,7 +31,7 @@ fn ejects_the_unfit(unfit: usize, in_rotation: usize) -> bool {
     unfit > 0 && unfit < in_rotation
 }
 
-impl Inner {
+impl Pool {
     /// One round: asks every endpoint in rotation for its health, and ejects those that are
     /// not serving or do not answer within the interval (see [`ejects_the_unfit`]).
     async fn check_health_once(self: &Arc<Self>, interval: Duration) {
@@ -46,8 +47,9 @@ impl Inner {
             }
             // Only endpoints with an open connection: an unopened one is checked by its
             // first call (and ejected if that cannot connect).
-            let channel = slot.ready_channel()?;
+            let endpoint = slot.ready_endpoint()?;
             Some(async move {
+                let channel = Channel::on_endpoint(endpoint, &self.options);
                 let verdict = tokio::time::timeout(interval, health(&channel, &self.service)).await;
                 let err = match verdict {
                     Ok(Ok(Health::Serving)) => return None,

@@ -1,5 +1,6 @@
-//! The endpoints a balanced channel knows, each with its connection and counters, and the
-//! state every clone of the channel shares.
+//! [`Pool`]: the endpoints a balanced channel knows, each with its connection and counters,
+//! shared by every clone of the channel; and how the client stack's retry loop sends an
+//! attempt to one of them (balancing, counting, ejecting, naming the endpoint in errors).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -8,17 +9,21 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tower::retry::budget::TpsBudget;
 
-use crate::client::{Channel, ChannelBuilder};
+use crate::client::endpoint::options::EndpointOptions;
+use crate::client::endpoint::Endpoint;
+use crate::client::request::Reply;
+use crate::client::stack::call::Call;
+use crate::client::stack::retry::Endpoints;
+use crate::codec::Codec;
 use crate::discovery::balance::{Balance, Candidate, Ring};
-use crate::error::Error;
-use crate::policy::table::PolicyTable;
+use crate::error::{Error, Failure};
 
 /// What every clone of a balanced channel shares.
-pub(super) struct Inner {
-    pub(super) service: String,
+pub(crate) struct Pool {
+    pub(crate) service: String,
     pub(super) balance: Balance,
-    /// The options every endpoint's channel is opened with (never redialling by itself).
-    pub(super) options: ChannelBuilder,
+    /// What every endpoint's connection is opened with.
+    pub(super) options: EndpointOptions,
     pub(super) eager: bool,
     /// Connect to at most this many endpoints, chosen with `subset_seed`.
     pub(super) subset: Option<usize>,
@@ -34,13 +39,13 @@ pub(super) struct Inner {
     pub(super) state: RwLock<Arc<State>>,
     pub(super) counter: AtomicUsize,
     pub(super) budget: TpsBudget,
+    /// Set by `Channel::close`: no endpoint is dialled or probed any more.
+    pub(super) closed: AtomicBool,
     /// Follows the registry (and checks health); aborted when the last clone goes.
     pub(super) tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// The resolved policy of each method called through the channel.
-    pub(super) policies: PolicyTable,
 }
 
-impl Drop for Inner {
+impl Drop for Pool {
     fn drop(&mut self) {
         for task in self
             .tasks
@@ -61,12 +66,12 @@ pub(super) struct State {
 }
 
 /// One endpoint and its connection.
-pub(super) struct Slot {
+pub(crate) struct Slot {
     pub(super) address: String,
     pub(super) weight: AtomicU32,
     pub(super) in_flight: AtomicUsize,
     pub(super) ejected: AtomicBool,
-    pub(super) ready: RwLock<Option<Channel>>,
+    pub(super) ready: RwLock<Option<Arc<Endpoint>>>,
     /// One dial at a time.
     pub(super) dial: tokio::sync::Mutex<()>,
     pub(super) calls: AtomicU64,
@@ -83,7 +88,7 @@ impl Candidate for Arc<Slot> {
     }
 }
 
-/// A snapshot of one endpoint of a [`BalancedChannel`](super::BalancedChannel).
+/// A snapshot of one endpoint of a balanced channel ([`Channel::endpoints`](crate::Channel::endpoints)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct EndpointStats {
@@ -93,20 +98,22 @@ pub struct EndpointStats {
     pub weight: u32,
     /// Calls waiting for a reply from it now.
     pub in_flight: usize,
-    /// Calls it answered (with a reply or an application error) since it joined.
+    /// Calls it answered (with a reply, an application error or an error about the call
+    /// itself) since it joined.
     pub calls: u64,
-    /// Calls that failed on it (connection or server failures).
+    /// Calls that failed on it: it could not be reached or broke, was overloaded or shutting
+    /// down, or did not answer in time.
     pub failures: u64,
     /// Whether it is ejected (its connection failed; a probe will re-add it).
     pub ejected: bool,
 }
 
-impl Inner {
+impl Pool {
     pub(super) fn state(&self) -> Arc<State> {
         Arc::clone(&self.state.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    pub(super) fn endpoints(&self) -> Vec<EndpointStats> {
+    pub(crate) fn endpoints(&self) -> Vec<EndpointStats> {
         self.state()
             .slots
             .iter()
@@ -121,11 +128,74 @@ impl Inner {
             .collect()
     }
 
-    pub(super) fn no_endpoints(&self) -> Error {
+    /// Whether the endpoints' options have layers of their own.
+    pub(crate) fn endpoints_have_layers(&self) -> bool {
+        self.options.has_layers()
+    }
+
+    /// The open endpoints, as they are now.
+    fn open_endpoints(&self) -> Vec<Arc<Endpoint>> {
+        self.state()
+            .slots
+            .iter()
+            .filter_map(|slot| slot.ready_endpoint())
+            .collect()
+    }
+
+    /// The codec of the last endpoint connection opened, or the first one offered.
+    pub(crate) fn codec(&self) -> Codec {
+        self.open_endpoints()
+            .last()
+            .map(|endpoint| endpoint.link.current().codec)
+            .unwrap_or_else(|| self.options.first_codec())
+    }
+
+    /// The protocol version of the last endpoint connection opened, if any is open.
+    pub(crate) fn protocol_version(&self) -> Option<u8> {
+        self.open_endpoints()
+            .last()
+            .map(|endpoint| endpoint.link.current().version)
+    }
+
+    /// Calls waiting for a reply, over every endpoint.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.state()
+            .slots
+            .iter()
+            .map(|slot| slot.in_flight.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Whether the channel was closed, or has no open endpoint connection.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire) || self.open_endpoints().is_empty()
+    }
+
+    /// Closes the channel: stops following the registry, and closes every endpoint's
+    /// connection as `Channel::close` says.
+    pub(crate) async fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+        let endpoints = self.open_endpoints();
+        futures::future::join_all(endpoints.iter().map(|endpoint| endpoint.close())).await;
+    }
+
+    pub(crate) fn no_endpoints(&self) -> Error {
         let state = self.state();
         Error::NoEndpoints {
             service: self.service.clone(),
-            reason: if state.slots.is_empty() {
+            reason: if self.closed.load(Ordering::Acquire) {
+                "the channel was closed with Channel::close".to_owned()
+            } else if state.slots.is_empty() {
                 "none is registered".to_owned()
             } else {
                 format!(
@@ -137,7 +207,14 @@ impl Inner {
     }
 
     /// An endpoint in rotation that the call has not tried yet, by the balancing policy.
-    pub(super) fn pick(&self, hash_key: Option<u64>, tried: &[Arc<Slot>]) -> Option<Arc<Slot>> {
+    pub(super) fn pick_slot(
+        &self,
+        hash_key: Option<u64>,
+        tried: &[Arc<Slot>],
+    ) -> Option<Arc<Slot>> {
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
         let state = self.state();
         let slots = &state.slots;
         let index = self
@@ -149,18 +226,18 @@ impl Inner {
         Some(Arc::clone(&slots[index]))
     }
 
-    /// The endpoint's open channel, dialling it first if it has none.
-    pub(super) async fn channel(&self, slot: &Slot) -> Result<Channel, Error> {
-        if let Some(channel) = slot.ready_channel() {
-            return Ok(channel);
+    /// The endpoint's open connection, dialling it first if it has none.
+    pub(super) async fn endpoint(&self, slot: &Slot) -> Result<Arc<Endpoint>, Error> {
+        if let Some(endpoint) = slot.ready_endpoint() {
+            return Ok(endpoint);
         }
         let _dialling = slot.dial.lock().await;
-        if let Some(channel) = slot.ready_channel() {
-            return Ok(channel);
+        if let Some(endpoint) = slot.ready_endpoint() {
+            return Ok(endpoint);
         }
-        let channel = self.options.clone().connect(slot.address.as_str()).await?;
-        *slot.ready.write().unwrap_or_else(|p| p.into_inner()) = Some(channel.clone());
-        Ok(channel)
+        let endpoint = Arc::new(self.options.dial(&slot.address).await?);
+        *slot.ready.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&endpoint));
+        Ok(endpoint)
     }
 }
 
@@ -178,21 +255,22 @@ impl Slot {
         }
     }
 
-    pub(super) fn ready_channel(&self) -> Option<Channel> {
+    /// The endpoint's connection, if it has one that is still open.
+    pub(super) fn ready_endpoint(&self) -> Option<Arc<Endpoint>> {
         self.ready
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .filter(|channel| !channel.is_closed())
+            .filter(|endpoint| !endpoint.link.current().pending.is_closed())
             .cloned()
     }
 }
 
 /// Counts a call in its endpoint's in-flight number for as long as it lives.
-pub(super) struct InFlight<'a>(&'a Slot);
+struct InFlight<'a>(&'a Slot);
 
 impl<'a> InFlight<'a> {
-    pub(super) fn start(slot: &'a Slot) -> Self {
+    fn start(slot: &'a Slot) -> Self {
         slot.in_flight.fetch_add(1, Ordering::Relaxed);
         Self(slot)
     }
@@ -201,5 +279,63 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How the retry loop balances the attempts of a call over the endpoints.
+impl Endpoints for Pool {
+    type Picked = Arc<Slot>;
+
+    const MOVES_ON: bool = true;
+
+    fn pick(&self, call: &Call<'_>, tried: &[Arc<Slot>]) -> Option<Arc<Slot>> {
+        self.pick_slot(call.hash_key, tried)
+    }
+
+    async fn attempt<'a>(
+        &'a self,
+        slot: &'a Arc<Slot>,
+        call: &'a Call<'a>,
+        wire: Option<Duration>,
+    ) -> Result<Reply, Error> {
+        let _in_flight = InFlight::start(slot);
+        let endpoint = self.endpoint(slot).await?;
+        endpoint.attempt(call, wire).await
+    }
+
+    fn report(&self, slot: &Arc<Slot>, failed: Option<(&Error, Failure)>) {
+        match failed {
+            Some((error, failure)) if failure.endpoint_failed() => {
+                slot.failures.fetch_add(1, Ordering::Relaxed);
+                if failure.unreachable() {
+                    self.eject(slot, error);
+                }
+            }
+            Some((_, failure)) if !failure.answered() => {}
+            _ => {
+                slot.calls.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn label(&self, slot: &Arc<Slot>, error: Error, failure: Failure) -> Error {
+        // The server answered about the call itself: the error is its answer. Otherwise the
+        // caller learns which endpoint failed.
+        if failure.endpoint_failed() {
+            Error::Endpoint {
+                endpoint: slot.address.clone(),
+                cause: Box::new(error),
+            }
+        } else {
+            error
+        }
+    }
+
+    fn budget(&self) -> Option<&TpsBudget> {
+        Some(&self.budget)
+    }
+
+    fn none_left(&self) -> Error {
+        self.no_endpoints()
     }
 }

@@ -135,6 +135,10 @@ impl Drop for Circuits {
     }
 }
 
+/// The pending outcome of a call that outlives its caller's borrow: a stream, which reports
+/// how it ended when it ends.
+pub(crate) type OwnedOutcome = PendingOutcome<Arc<Circuits>, Arc<CircuitBreakerConfig>>;
+
 /// An admitted call whose outcome is not recorded yet. A call dropped before it ended (its
 /// caller gave up) counts for nothing, but gives back its place if it was a trial call:
 /// otherwise a half-open circuit whose trials were all cancelled would stay half-open.
@@ -162,6 +166,16 @@ where
             Ok(_) => Outcome::Success,
             Err(err) if counts_as_failure(err) => Outcome::Failure,
             Err(_) => Outcome::Ignored,
+        };
+        self.finish_with(outcome);
+    }
+
+    /// Records a call that failed with `error` (a failure if the breaker counts it).
+    pub(crate) fn finish_failed(self, error: &Error) {
+        let outcome = if counts_as_failure(error) {
+            Outcome::Failure
+        } else {
+            Outcome::Ignored
         };
         self.finish_with(outcome);
     }

@@ -26,7 +26,7 @@ use crate::error::{BoxError, Error};
 /// Every service this layer builds has circuits of its own, shared by its clones. Where the
 /// layer goes decides what a circuit guards:
 /// - in a [`Channel`](crate::Channel)'s layers, or in a balanced channel's endpoint options
-///   (`BalancedChannel::builder().channel(Channel::builder().layer(..))`): one method on one
+///   (`Channel::balanced().channel(Channel::builder().layer(..))`): one method on one
 ///   endpoint, per attempt. Its [`Error::CircuitOpen`] names the endpoint, and a balanced
 ///   channel sends the call to another endpoint, so a failing endpoint leaves the rotation
 ///   for that method only;
@@ -35,13 +35,12 @@ use crate::error::{BoxError, Error};
 ///   one method of the whole service, per call, after failover has done what it could.
 ///
 /// ```no_run
-/// use wirecall_runtime::discovery::BalancedChannel;
 /// use wirecall_runtime::layers::{CircuitBreakerConfig, CircuitBreakerLayer};
 /// use wirecall_runtime::Channel;
 ///
 /// # fn run() -> Result<(), wirecall_runtime::Error> {
 /// let breaker = CircuitBreakerLayer::new(CircuitBreakerConfig::default().minimum_calls(10))?;
-/// let builder = BalancedChannel::builder().channel(Channel::builder().layer(breaker));
+/// let builder = Channel::balanced().channel(Channel::builder().layer(breaker));
 /// # let _ = builder;
 /// # Ok(())
 /// # }
@@ -139,14 +138,19 @@ mod tests {
     use crate::method::MethodId;
 
     fn request(method: MethodId) -> Request {
-        Request::new(
+        Request {
             method,
-            false,
-            CallArgs::new(RawArgs(bytes::Bytes::new())),
-            None,
-            None,
-            None,
-        )
+            kind: crate::client::stack::call::Kind::Unary,
+            idempotent: false,
+            deadline: None,
+            metadata: None,
+            trace: None,
+            hash_key: None,
+            raw_codec: None,
+            policy: None,
+            args: CallArgs::new(RawArgs(bytes::Bytes::new())),
+            upload: None,
+        }
     }
 
     fn overloaded() -> Error {

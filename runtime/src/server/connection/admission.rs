@@ -20,6 +20,7 @@ use super::rejected::CallRejected;
 use super::reply::{queue_reply, HandlerOutcome, ReplyTo};
 use super::state::ConnectionState;
 use super::stream::{spawn_stream, OpenedStream};
+use crate::call_span::{CallSpan, Side};
 use crate::context::CallContext;
 use crate::error::ErrorCode;
 use crate::metadata::Metadata;
@@ -118,21 +119,17 @@ pub(super) fn start_call(
         .get(TRACEPARENT)
         .and_then(TraceContext::parse)
         .map(|parent| parent.child());
-    // No span value at all unless a subscriber (or `log`) may want it.
-    let span = crate::call_span::wanted().then(|| {
-        tracing::debug_span!(
-            "wirecall.call",
-            side = "server",
-            service = route.service.descriptor().name,
-            method = route.method.name,
-            request_id,
-            codec = %context.codec,
-            peer = ?context.identity.peer_addr,
-            trace_id = trace.map(|t| t.trace_id_hex()),
-            span_id = trace.map(|t| t.span_id_hex()),
-            outcome = tracing::field::Empty,
-        )
-    });
+    let span = CallSpan {
+        side: Side::Server,
+        stream: opens_stream,
+        service: Some(route.service.descriptor().name),
+        method: &route.method.name,
+        request_id,
+        codec: context.codec,
+        peer: context.identity.peer_addr,
+        trace,
+    }
+    .start();
     let call = CallContext {
         request_id,
         method: route.method,
@@ -174,6 +171,7 @@ pub(super) fn start_call(
         let opened = OpenedStream {
             request_id,
             method,
+            codec: context.codec,
             received,
             deadline,
             deadline_ms,

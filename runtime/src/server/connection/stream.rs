@@ -20,6 +20,7 @@ use tracing::Instrument;
 use super::gauge::InFlightGauge;
 use super::in_flight::{CallSlot, InFlight};
 use super::reply::{panic_message, HandlerOutcome};
+use crate::codec::Codec;
 use crate::error::{CallError, ErrorCode};
 use crate::method::MethodId;
 use crate::server::metrics::{Outcome, RouteMetrics};
@@ -35,6 +36,8 @@ use crate::transport::writer::{Delivery, FrameSink};
 pub(super) struct OpenedStream {
     pub(super) request_id: u64,
     pub(super) method: MethodId,
+    /// The connection's codec, which the items are encoded in.
+    pub(super) codec: Codec,
     pub(super) received: Instant,
     pub(super) deadline: Option<Instant>,
     pub(super) deadline_ms: u32,
@@ -240,8 +243,9 @@ fn produce_into(
     cx: &mut Context<'_>,
 ) -> Poll<Produced> {
     let start = batch.begin();
-    let polled =
-        std::panic::catch_unwind(AssertUnwindSafe(|| items.poll_encode(cx, batch.payload())));
+    let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        items.poll_encode(cx, opened.codec, batch.payload())
+    }));
     let produced = match polled {
         Ok(Poll::Ready(Some(Ok(last)))) => {
             return Poll::Ready(match batch.finish(start) {
@@ -254,7 +258,9 @@ fn produce_into(
         }
         Ok(Poll::Pending) => Poll::Pending,
         Ok(Poll::Ready(None)) => Poll::Ready(Produced::Exhausted),
-        Ok(Poll::Ready(Some(Err(call_error)))) => Poll::Ready(Produced::Ended(failed(call_error))),
+        Ok(Poll::Ready(Some(Err(codec_error)))) => {
+            Poll::Ready(Produced::Ended(failed(CallError::Encode(codec_error))))
+        }
         Err(panic) => Poll::Ready(Produced::Ended(panicked(opened, panic.as_ref()))),
     };
     // No item: whatever the producer began writing is cut off again.

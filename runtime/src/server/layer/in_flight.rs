@@ -4,7 +4,6 @@
 
 use std::future::{ready, Future, Ready};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -12,57 +11,15 @@ use futures::future::Either;
 use tower::{Layer, Service};
 
 use crate::error::CallError;
+use crate::limit::{Limit, Permit};
 use crate::server::request::{Reply, Request};
 
-/// The server's calls in flight, counted against `max_in_flight`.
-///
-/// A count in an atomic rather than a tokio `Semaphore`: nobody ever waits for room (a call
-/// over the limit is refused), and the semaphore took its wait list's lock on every
-/// release, which every call paid.
-#[derive(Debug)]
-pub(crate) struct CallBudget {
-    free: AtomicUsize,
-    limit: usize,
-}
-
-impl CallBudget {
-    /// Room for `limit` calls at once.
-    pub(crate) fn new(limit: usize) -> Self {
-        Self {
-            free: AtomicUsize::new(limit),
-            limit,
-        }
-    }
-
-    /// Calls admitted and not yet finished.
-    pub(crate) fn running(&self) -> usize {
-        self.limit - self.free.load(Ordering::Acquire)
-    }
-
-    /// Admits one more call, if there is room.
-    fn try_admit(self: &Arc<Self>) -> Option<Admission> {
-        self.free
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
-                free.checked_sub(1)
-            })
-            .ok()?;
-        Some(Admission {
-            budget: Arc::clone(self),
-        })
-    }
-}
+/// The server's calls in flight, counted against `max_in_flight`: the one limiter of both
+/// sides ([`Limit`]), with a permit that lives as long as the call's future.
+pub(crate) type CallBudget = Limit;
 
 /// One admitted call's place in the budget, given back when dropped.
-#[derive(Debug)]
-pub(crate) struct Admission {
-    budget: Arc<CallBudget>,
-}
-
-impl Drop for Admission {
-    fn drop(&mut self) {
-        self.budget.free.fetch_add(1, Ordering::AcqRel);
-    }
-}
+type Admission = Permit<Arc<Limit>>;
 
 /// Adds [`InFlightLimit`] with the server's budget.
 #[derive(Clone)]
@@ -149,7 +106,7 @@ where
 /// An admission for one more call, or the refusal.
 #[inline]
 fn admit(calls: &Arc<CallBudget>, request: &Request) -> Result<Admission, CallError> {
-    calls.try_admit().ok_or_else(|| {
+    calls.try_acquire_owned().ok_or_else(|| {
         tracing::warn!(method = %request.method_id(), "server at max_in_flight; refusing a call");
         CallError::Overloaded(
             "the server is at its limit of calls in flight; retry later".to_owned(),

@@ -1,54 +1,43 @@
-//! [`ItemStream`]: the caller's side of a server stream.
+//! [`RawStream`]: the caller's side of an open stream call, before its items are decoded: what
+//! the stack hands back when a stream opens (it knows no item types), and what the typed
+//! [`ItemStream`](super::item_stream::ItemStream) reads.
+//!
+//! It ends exactly once: with the server's End, with one error (the server's, the deadline,
+//! the connection's end), or cancelled when dropped before either; the policy state it holds
+//! (the method's concurrency place, the breaker's pending outcome) is settled then.
 
 use std::collections::VecDeque;
-use std::fmt;
-use std::marker::PhantomData;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::Stream;
 use tokio::time::Instant;
 use tracing::Span;
 
-use super::connection::Connection;
-use super::stream_slot::{StreamNext, Taken};
+use super::slot::{StreamNext, Taken};
+use crate::client::endpoint::connection::Connection;
 use crate::codec::Codec;
 use crate::error::{Error, ErrorCode};
+use crate::layers::circuit_breaker::circuits::OwnedOutcome;
 use crate::method::MethodId;
+use crate::policy::table::StreamPermit;
 use crate::stream::credit::credit_frame;
-use crate::stream::ItemMessage;
 use crate::transport::frame::{ErrorBody, Frame, FrameKind, FLAG_METADATA};
 
 /// How close to the caller's own deadline a server's `DeadlineExceeded` must come to be the
-/// same deadline (as for unary calls, see `exchange.rs`).
-const SAME_DEADLINE: Duration = Duration::from_millis(5);
+/// same deadline (the server starts its clock later, and counts whole milliseconds).
+pub(crate) const SAME_DEADLINE: Duration = Duration::from_millis(5);
 
-/// The items of a server stream, as the caller receives them: a [`Stream`] of
-/// `Result<T, Error>` that ends after the server's last item.
-///
-/// Each item is `Ok` with the server's item (for a method streaming `Result<U, E>`, that is
-/// the application's `Ok(u)` or its final `Err(e)`), or `Err` once with why the stream
-/// failed (the server's error, the call's deadline, the connection's end), after which the
-/// stream ends: every stream ends exactly once, with its end or with one error.
-///
-/// The server sends only as many items as this stream has room for (its window, see
-/// [`ChannelBuilder::stream_window`](crate::ChannelBuilder::stream_window)): a consumer that
-/// stops reading pauses the producer, and the rest of the connection goes on. Dropping the
-/// stream before its end cancels the call: the server stops producing at once.
-#[must_use = "a stream does nothing unless polled, and dropping it cancels the call"]
-pub struct ItemStream<T> {
+/// An open stream call: its items as the server sends them, still encoded.
+pub(crate) struct RawStream {
     connection: Arc<Connection>,
     request_id: u64,
     method: MethodId,
-    codec: Codec,
     timeout: Option<Duration>,
     deadline: Option<Instant>,
-    decode: fn(Codec, &Bytes) -> Result<T, Error>,
-    /// The stream has yielded its end (or its error): it yields nothing more, and sends no
-    /// `Cancel` when dropped.
+    /// The stream has ended (or failed): it yields nothing more, and sends no `Cancel` when
+    /// dropped.
     ended: bool,
     /// The call's span, entered while the stream is polled and closed when it is dropped;
     /// only there when a subscriber wants it (boxed: a stream without one stays small).
@@ -63,61 +52,122 @@ pub struct ItemStream<T> {
     taken: u32,
     /// After how many taken items the slot is to count them (credit is due then).
     report_after: u32,
-    _item: PhantomData<fn() -> T>,
+    /// The method's concurrency place and its breaker's pending outcome, held until the
+    /// stream ends.
+    policy: StreamPolicy,
 }
 
-/// What [`ItemStream::new`] needs besides the connection.
-pub(super) struct OpenedStream {
-    pub(super) request_id: u64,
-    pub(super) method: MethodId,
-    pub(super) timeout: Option<Duration>,
-    pub(super) deadline: Option<Instant>,
+/// What a stream holds of its method's policy while it is open.
+#[derive(Default)]
+struct StreamPolicy {
+    permit: Option<StreamPermit>,
+    breaker: Option<OwnedOutcome>,
+}
+
+/// What [`RawStream::new`] needs besides the connection.
+pub(crate) struct OpenedStream {
+    pub(crate) request_id: u64,
+    pub(crate) method: MethodId,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) deadline: Option<Instant>,
     /// The call's span, when a subscriber wants it.
-    pub(super) span: Option<Span>,
+    pub(crate) span: Option<Span>,
 }
 
-fn decode_item<M: ItemMessage>(codec: Codec, payload: &Bytes) -> Result<M::Item, Error> {
-    codec.decode::<M>(payload)?.into_item()
-}
-
-impl<T> ItemStream<T> {
-    /// The stream of a registered (and sent) stream call whose items are `M`s.
-    pub(super) fn new<M: ItemMessage<Item = T>>(
-        connection: Arc<Connection>,
-        opened: OpenedStream,
-    ) -> Self {
+impl RawStream {
+    /// The stream of a registered (and sent) stream call.
+    pub(crate) fn new(connection: Arc<Connection>, opened: OpenedStream) -> Self {
         Self {
-            codec: connection.codec,
             connection,
             request_id: opened.request_id,
             method: opened.method,
             timeout: opened.timeout,
             deadline: opened.deadline,
-            decode: decode_item::<M>,
             ended: false,
             span: opened.span.filter(|span| !span.is_disabled()).map(Box::new),
             items: 0,
             ready: VecDeque::new(),
             taken: 0,
             report_after: u32::MAX,
-            _item: PhantomData,
+            policy: StreamPolicy::default(),
         }
     }
 
-    /// Records how the stream ended on its span: `ok`, `cancelled`, or `error` and the error.
-    fn record_end(&self, outcome: &str, error: Option<&Error>) {
-        if let Some(span) = &self.span {
-            span.record("items", self.items);
-            span.record("outcome", outcome);
-            if let Some(error) = error {
-                span.record("error", tracing::field::display(error));
-            }
-        }
+    /// Holds the method's concurrency place until the stream ends.
+    pub(crate) fn hold_permit(&mut self, permit: StreamPermit) {
+        self.policy.permit = Some(permit);
+    }
+
+    /// Reports the stream's end to the method's circuit breaker: a clean end counts as a
+    /// success, an error as the breaker counts errors, a cancelled stream not at all.
+    pub(crate) fn report_to(&mut self, breaker: OwnedOutcome) {
+        self.policy.breaker = Some(breaker);
     }
 
     /// The method this stream calls.
-    pub fn method(&self) -> MethodId {
+    pub(crate) fn method(&self) -> MethodId {
         self.method
+    }
+
+    /// The codec its items are encoded in.
+    pub(crate) fn codec(&self) -> Codec {
+        self.connection.codec
+    }
+
+    /// The next item's payload, the end (`None`) or the one error.
+    pub(crate) fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Error>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let span = self.span.take();
+        let entered = span.as_deref().map(Span::enter);
+        let next = self.next_item(cx);
+        drop(entered);
+        self.span = span;
+        if let Poll::Ready(item) = &next {
+            match item {
+                Some(Ok(_)) => self.items += 1,
+                Some(Err(err)) => self.finish(End::Failed(err)),
+                None => self.finish(End::Complete),
+            }
+        }
+        next
+    }
+
+    /// The stream failed on this side (an item that did not decode): the rest of it cannot
+    /// be trusted either, so the call is cancelled.
+    pub(crate) fn fail(&mut self, error: &Error) {
+        if !self.ended {
+            self.finish(End::Failed(error));
+        }
+        self.cancel();
+    }
+
+    /// Records how the stream ended: on its span (`ok`, `cancelled`, or `error` and the
+    /// error), and to the method's breaker (a cancelled stream counts for nothing); gives back
+    /// its concurrency place.
+    fn finish(&mut self, end: End<'_>) {
+        if let Some(span) = &self.span {
+            span.record("items", self.items);
+            let outcome = match end {
+                End::Complete => "ok",
+                End::Failed(error) => {
+                    span.record("error", tracing::field::display(error));
+                    "error"
+                }
+                End::Cancelled => "cancelled",
+            };
+            span.record("outcome", outcome);
+        }
+        let breaker = self.policy.breaker.take();
+        match (breaker, end) {
+            (Some(breaker), End::Complete) => breaker.finish(&Ok(())),
+            (Some(breaker), End::Failed(error)) => breaker.finish_failed(error),
+            // Dropped, the pending outcome gives back a trial call's place.
+            (Some(breaker), End::Cancelled) => drop(breaker),
+            (None, _) => {}
+        }
+        self.policy.permit = None;
     }
 
     /// The error the server's End or Error frame (or a stray Response) ends the stream with;
@@ -166,58 +216,8 @@ impl<T> ItemStream<T> {
         }
         self.ended = true;
     }
-}
 
-/// The one reply of a client-streaming call: the server's only item, once its End has come
-/// too. Used by generated code.
-#[doc(hidden)]
-pub async fn single_reply<T>(mut stream: ItemStream<T>) -> Result<T, Error> {
-    use futures::StreamExt;
-    let reply = match stream.next().await {
-        Some(reply) => reply?,
-        None => {
-            return Err(Error::Remote {
-                code: ErrorCode::ProtocolViolation,
-                message: format!(
-                    "the server ended the client-streaming call {} without a reply",
-                    stream.method
-                ),
-            })
-        }
-    };
-    // The End follows right behind the reply; an error instead of it fails the call.
-    match stream.next().await {
-        Some(Err(err)) => Err(err),
-        _ => Ok(reply),
-    }
-}
-
-impl<T> Stream for ItemStream<T> {
-    type Item = Result<T, Error>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        let span = self.span.take();
-        let entered = span.as_deref().map(Span::enter);
-        let next = self.next_item(cx);
-        drop(entered);
-        self.span = span;
-        if let Poll::Ready(item) = &next {
-            match item {
-                Some(Ok(_)) => self.items += 1,
-                Some(Err(err)) => self.record_end("error", Some(err)),
-                None => self.record_end("ok", None),
-            }
-        }
-        next
-    }
-}
-
-impl<T> ItemStream<T> {
-    /// The next item, the end (`None`) or the one error, as `poll_next` yields them.
-    fn next_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Error>>> {
+    fn next_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Error>>> {
         if self.ready.is_empty() {
             let taken = std::mem::take(&mut self.taken);
             let next =
@@ -258,14 +258,7 @@ impl<T> ItemStream<T> {
             self.grant(grant);
             self.report_after = report_after;
         }
-        Poll::Ready(match (self.decode)(self.codec, &frame.payload) {
-            Ok(item) => Some(Ok(item)),
-            Err(err) => {
-                // The rest of the stream cannot be trusted either.
-                self.cancel();
-                Some(Err(err))
-            }
-        })
+        Poll::Ready(Some(Ok(frame.payload)))
     }
 
     /// Sends the server the credit due, if any.
@@ -278,21 +271,19 @@ impl<T> ItemStream<T> {
     }
 }
 
-impl<T> Drop for ItemStream<T> {
-    fn drop(&mut self) {
-        if !self.ended {
-            self.record_end("cancelled", None);
-        }
-        self.cancel();
-    }
+/// How a stream ended, for its span and its method's breaker.
+#[derive(Clone, Copy)]
+enum End<'a> {
+    Complete,
+    Failed(&'a Error),
+    Cancelled,
 }
 
-impl<T> fmt::Debug for ItemStream<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ItemStream")
-            .field("method", &self.method)
-            .field("request_id", &self.request_id)
-            .field("ended", &self.ended)
-            .finish_non_exhaustive()
+impl Drop for RawStream {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.finish(End::Cancelled);
+        }
+        self.cancel();
     }
 }

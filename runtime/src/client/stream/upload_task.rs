@@ -1,5 +1,6 @@
-//! A client's upload (client and bidirectional streaming): the task that sends the caller's
-//! items on an open stream as the server's credit allows, then the `End`.
+//! A caller's upload (client and bidirectional streaming): the task that sends the items
+//! waiting in the call's `UploadSlot` once an attempt has opened the stream, as the server's
+//! credit allows, then the `End`.
 //!
 //! The task stops as soon as the stream ends on this side, whatever ended it: the server's
 //! answer (which may come before the upload is over), the deadline, the caller dropping the
@@ -8,42 +9,39 @@
 
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
+use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::Connection;
+use crate::client::endpoint::connection::Connection;
 use crate::error::Error;
 use crate::method::MethodId;
 use crate::stream::credit::SendCredit;
-use crate::stream::ItemMessage;
+use crate::stream::OutgoingItems;
 use crate::transport::frame::{Frame, FrameBuf, FrameKind};
 use crate::transport::writer::Delivery;
 
-/// Starts sending `items` (as `U` messages) on stream `request_id` of `connection`.
-pub(super) fn spawn_upload<U, S>(
+/// Starts sending `items` on stream `request_id` of `connection`.
+pub(crate) fn spawn_upload(
     connection: Arc<Connection>,
     request_id: u64,
     credit: Arc<SendCredit>,
     stop: CancellationToken,
-    items: S,
-) where
-    U: ItemMessage,
-    S: Stream<Item = U::Item> + Send + 'static,
-{
+    items: OutgoingItems,
+) {
     tokio::spawn(async move {
         tokio::select! {
             () = stop.cancelled() => {}
-            () = send_items::<U, S>(&connection, request_id, &credit, items) => {}
+            () = send_items(&connection, request_id, &credit, items) => {}
         }
     });
 }
 
-async fn send_items<U, S>(connection: &Connection, request_id: u64, credit: &SendCredit, items: S)
-where
-    U: ItemMessage,
-    S: Stream<Item = U::Item> + Send,
-{
-    let mut items = std::pin::pin!(items);
+async fn send_items(
+    connection: &Connection,
+    request_id: u64,
+    credit: &SendCredit,
+    mut items: OutgoingItems,
+) {
     // Each item's buffer starts at the size of the one before: an upload's items are usually
     // alike, and a 64 KiB chunk encoded into a buffer grown from a few bytes was copied many
     // times over on the way.
@@ -51,10 +49,18 @@ where
     loop {
         // Paid for first: without credit, the caller's producer is not asked for more.
         credit.spend().await;
-        let Some(item) = items.next().await else {
-            break;
+        let mut frame = FrameBuf::with_capacity(size_hint);
+        let encoded = std::future::poll_fn(|cx| {
+            items.poll_encode(cx, connection.codec, frame.payload_writer())
+        })
+        .await;
+        let frame = match encoded {
+            None => break,
+            Some(encoded) => encoded
+                .map_err(Error::from)
+                .and_then(|_| finish(connection, request_id, frame)),
         };
-        let frame = match encode::<U>(connection, request_id, item, size_hint) {
+        let frame = match frame {
             Ok(frame) => {
                 size_hint = frame.len();
                 frame
@@ -81,16 +87,8 @@ where
     let _ = connection.sink.send(end, Delivery::Now).await;
 }
 
-/// Frames `item`, in a buffer with room for `size_hint` bytes at first.
-fn encode<U: ItemMessage>(
-    connection: &Connection,
-    request_id: u64,
-    item: U::Item,
-    size_hint: usize,
-) -> Result<bytes::Bytes, Error> {
-    let (message, _) = U::from_item(item);
-    let mut frame = FrameBuf::with_capacity(size_hint);
-    connection.codec.encode(&message, frame.payload_writer())?;
+/// The `Item` frame of an encoded item.
+fn finish(connection: &Connection, request_id: u64, frame: FrameBuf) -> Result<Bytes, Error> {
     let send_limit = connection
         .send_limit
         .load(std::sync::atomic::Ordering::Relaxed);

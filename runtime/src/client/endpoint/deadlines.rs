@@ -27,16 +27,16 @@ const COMPACT_ABOVE: usize = 64;
 
 /// One call's deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Expiry {
+pub(crate) struct Expiry {
     /// When the call times out (first: the heap orders by it).
-    pub(super) at: Instant,
-    pub(super) request_id: u64,
+    pub(crate) at: Instant,
+    pub(crate) request_id: u64,
     /// The call's timeout, for its error.
-    pub(super) after: Duration,
+    pub(crate) after: Duration,
 }
 
 #[derive(Default)]
-pub(super) struct Deadlines {
+pub(crate) struct Deadlines {
     heap: BinaryHeap<Reverse<Expiry>>,
     /// The one timer, created with the first deadline (a table made outside a runtime, as in
     /// tests, has none until then).
@@ -50,7 +50,7 @@ pub(super) struct Deadlines {
 impl Deadlines {
     /// Adds call `expiry`; `waiting` says whether a call is still waiting (for compaction)
     /// and `calls` how many are.
-    pub(super) fn push(&mut self, expiry: Expiry, calls: usize, waiting: impl Fn(u64) -> bool) {
+    pub(crate) fn push(&mut self, expiry: Expiry, calls: usize, waiting: impl Fn(u64) -> bool) {
         if self.heap.len() > COMPACT_ABOVE && self.heap.len() > 2 * calls {
             self.heap.retain(|Reverse(entry)| waiting(entry.request_id));
         }
@@ -74,7 +74,7 @@ impl Deadlines {
     }
 
     /// Ready when the earliest deadline has passed: then call [`expire`](Self::expire).
-    pub(super) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if !self
             .sweeper
             .as_ref()
@@ -91,7 +91,7 @@ impl Deadlines {
     /// Takes off every deadline passed by `now`, handing each to `visit` with `passed` set
     /// (it ends that call if it still waits); then sets the timer to the next deadline of a
     /// call still waiting, which `visit` (with `passed` unset) tells.
-    pub(super) fn expire(&mut self, now: Instant, mut visit: impl FnMut(&Expiry, bool) -> bool) {
+    pub(crate) fn expire(&mut self, now: Instant, mut visit: impl FnMut(&Expiry, bool) -> bool) {
         while let Some(Reverse(first)) = self.heap.peek().copied() {
             let passed = first.at <= now;
             if !passed && visit(&first, false) {
@@ -109,7 +109,7 @@ impl Deadlines {
     }
 
     /// Forgets every deadline (the connection closed).
-    pub(super) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.heap = BinaryHeap::new();
         self.armed = None;
     }

@@ -24,52 +24,42 @@ use tokio::time::Instant;
 use tracing::Span;
 
 use super::connection::Connection;
+use crate::call_span::{CallSpan, Side};
+use crate::client::stack::call::Call;
+use crate::client::stack::deadline::Deadline;
+use crate::client::stream::raw::SAME_DEADLINE;
 use crate::error::{Error, ErrorCode};
 use crate::method::MethodId;
-use crate::trace::TraceContext;
 use crate::transport::frame::{Frame, FrameKind};
 use crate::transport::writer::{Delivery, SinkClosed, TrySend};
-
-/// How close to the caller's own deadline a server's `DeadlineExceeded` must come to be the
-/// same deadline (the server starts its clock later, and counts whole milliseconds).
-const SAME_DEADLINE: Duration = Duration::from_millis(5);
 
 /// A send waiting for room in the connection's write queue.
 pub(super) type WaitingSend<'a> = Pin<Box<dyn Future<Output = Result<(), SinkClosed>> + Send + 'a>>;
 
 impl Connection {
-    /// The call's wait for its reply, at most `timeout`, resolving to the reply's payload
-    /// (after its metadata, which goes to [`reply_metadata`]). Its first poll registers the
-    /// call and sends its request frame; dropping it after that, before the reply, cancels
-    /// the call.
-    pub(super) fn exchange(
-        &self,
-        method: MethodId,
-        request_id: u64,
-        frame: Bytes,
-        timeout: Option<Duration>,
-        trace: Option<TraceContext>,
-    ) -> Exchange<'_> {
-        // No span value at all unless a subscriber (or `log`) may want it.
-        let span = crate::call_span::wanted().then(|| {
-            tracing::debug_span!(
-                "wirecall.call",
-                side = "client",
-                %method,
-                request_id,
-                codec = %self.codec,
-                trace_id = trace.map(|t| t.trace_id_hex()),
-                span_id = trace.map(|t| t.span_id_hex()),
-            )
-        });
+    /// The wait of unary `call` for its reply, at most until its deadline, resolving to the
+    /// reply's payload (after its metadata, which goes to [`reply_metadata`]). Its first poll
+    /// registers the call and sends its request `frame`; dropping it after that, before the
+    /// reply, cancels the call.
+    pub(super) fn exchange(&self, call: &Call<'_>, request_id: u64, frame: Bytes) -> Exchange<'_> {
+        let span = CallSpan {
+            side: Side::Client,
+            stream: false,
+            service: None,
+            method: &call.method,
+            request_id,
+            codec: self.codec,
+            peer: self.peer,
+            trace: call.trace,
+        }
+        .start();
         Exchange {
             connection: self,
-            method,
+            method: call.method,
             request_id,
-            timeout,
+            deadline: call.deadline,
             unsent: Some(frame),
             sending: None,
-            deadline: None,
             span: span.filter(|span| !span.is_disabled()).map(Box::new),
             cancel_on_drop: false,
         }
@@ -114,13 +104,12 @@ pin_project_lite::pin_project! {
         connection: &'a Connection,
         method: MethodId,
         request_id: u64,
-        timeout: Option<Duration>,
+        // When the call times out (the reader enforces it).
+        deadline: Option<Deadline>,
         // The request frame, until the first poll sends it.
         unsent: Option<Bytes>,
         // The frame, when the write queue was full as it was sent.
         sending: Option<WaitingSend<'a>>,
-        // When the call times out (the reader enforces it).
-        deadline: Option<Instant>,
         // Entered while the future is polled; only there when a subscriber wants it.
         span: Option<Box<Span>>,
         // Until the reply arrives: dropping the future cancels the call.
@@ -147,15 +136,10 @@ impl Future for Exchange<'_> {
         let _entered = this.span.as_deref().map(Span::enter);
         let connection = *this.connection;
         if let Some(frame) = this.unsent.take() {
-            // The clock starts here, where the request is sent.
-            let deadline = this.timeout.map(|after| Instant::now() + after);
-            *this.deadline = deadline;
-            match connection.register_and_send(
-                *this.request_id,
-                frame,
-                deadline.zip(*this.timeout),
-                cx,
-            ) {
+            let deadline = this
+                .deadline
+                .map(|deadline| (deadline.at(), deadline.timeout()));
+            match connection.register_and_send(*this.request_id, frame, deadline, cx) {
                 Ok(sending) => {
                     *this.cancel_on_drop = true;
                     *this.sending = sending;
@@ -184,11 +168,14 @@ impl Future for Exchange<'_> {
                 ..
             }) if this
                 .deadline
-                .is_some_and(|deadline| Instant::now() + SAME_DEADLINE >= deadline) =>
+                .is_some_and(|deadline| Instant::now() + SAME_DEADLINE >= deadline.at()) =>
             {
-                Err(Error::Timeout {
-                    after: this.timeout.unwrap_or_default(),
-                })
+                Err(this.deadline.map_or(
+                    Error::Timeout {
+                        after: Duration::ZERO,
+                    },
+                    Deadline::expired,
+                ))
             }
             other => other,
         })

@@ -31,33 +31,34 @@ use crate::transport::frame_reader::{FrameReader, ReadPolicy};
 use crate::transport::writer::{Delivery, FrameSink};
 use crate::transport::Transport;
 
-use super::args::EncodeArgs;
 use super::early::{self, KnownServer, ServerKey};
-use super::outgoing::Outgoing;
 use super::pending::PendingCalls;
-use super::settings::ConnectionSettings;
-use super::{reader, reply_metadata};
+use super::reader;
+use crate::client::reply_metadata;
+use crate::client::settings::ConnectionSettings;
+use crate::client::stack::call::Call;
+use crate::client::stack::deadline::{deadline_ms, Deadline};
 
 /// One negotiated connection: the call path from encoded arguments to a decoded reply.
 pub(crate) struct Connection {
-    pub(super) codec: Codec,
+    pub(crate) codec: Codec,
     /// The negotiated protocol version: metadata travels from version 2 on.
-    pub(super) version: u8,
-    pub(super) sink: FrameSink,
-    pub(super) pending: Arc<PendingCalls>,
-    pub(super) next_request_id: AtomicU64,
+    pub(crate) version: u8,
+    pub(crate) sink: FrameSink,
+    pub(crate) pending: Arc<PendingCalls>,
+    pub(crate) next_request_id: AtomicU64,
     /// The largest frame this connection may send: the channel's `max_frame_len`, lowered to
     /// the server's announced limit (version 2). With early calls, the limit the server
     /// announced last time until its hello says again.
-    pub(super) send_limit: Arc<AtomicU32>,
+    pub(crate) send_limit: Arc<AtomicU32>,
     /// For a connection opened with early calls: what its server hello said, once read.
     pub(super) hello: Option<watch::Receiver<Verdict>>,
     /// The credit window of the server streams opened on this connection.
-    pub(super) stream_window: WindowSize,
-    pub(super) peer: Option<SocketAddr>,
-    pub(super) reader: JoinHandle<()>,
+    pub(crate) stream_window: WindowSize,
+    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) reader: JoinHandle<()>,
     /// The reader and writer tasks, so that closing can wait for both to end.
-    pub(super) tasks: TaskTracker,
+    pub(crate) tasks: TaskTracker,
 }
 
 impl Drop for Connection {
@@ -142,7 +143,7 @@ impl Connection {
 
     /// Whether this connection's hello went out with early calls that the server refused: no
     /// call sent on it ran, so each may be sent again on a new connection.
-    pub(super) fn refused_early_calls(&self) -> bool {
+    pub(crate) fn refused_early_calls(&self) -> bool {
         self.hello.as_ref().is_some_and(|hello| {
             matches!(
                 *hello.borrow(),
@@ -155,7 +156,7 @@ impl Connection {
 
     /// Waits until the server has accepted this connection's hello (at once when it was
     /// read before the connection started); the error every call on it gets otherwise.
-    pub(super) async fn accepted(&self) -> Result<(), Error> {
+    pub(crate) async fn accepted(&self) -> Result<(), Error> {
         let Some(hello) = &self.hello else {
             return Ok(());
         };
@@ -171,64 +172,58 @@ impl Connection {
         }
     }
 
-    /// A call's frame, ready to send, with the request id it uses.
-    pub(super) fn encode_request<E: EncodeArgs + ?Sized>(
+    /// A unary call's frame, ready to send, with the request id it uses; `wire` is what the
+    /// server is told of its deadline.
+    pub(crate) fn encode_request(
         &self,
-        method: MethodId,
-        args: &E,
-        timeout: Option<Duration>,
-        outgoing: &Outgoing<'_>,
+        call: &Call<'_>,
+        wire: Option<Duration>,
     ) -> Result<(u64, Bytes), Error> {
-        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let frame = self.encode(
-            FrameKind::Request,
-            request_id,
-            method,
-            deadline_ms(timeout),
-            args,
-            outgoing,
-        )?;
+        let request_id = self.next_request_id();
+        let frame = self.encode(FrameKind::Request, request_id, call, deadline_ms(wire))?;
         Ok((request_id, frame))
     }
 
-    pub(super) fn encode_notify<E: EncodeArgs + ?Sized>(
-        &self,
-        method: MethodId,
-        args: &E,
-        outgoing: &Outgoing<'_>,
-    ) -> Result<Bytes, Error> {
-        let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        self.encode(FrameKind::Notify, request_id, method, 0, args, outgoing)
+    /// A one-way call's frame (it carries no deadline: nothing waits for it on the server).
+    pub(crate) fn encode_notify(&self, call: &Call<'_>) -> Result<Bytes, Error> {
+        let request_id = self.next_request_id();
+        self.encode(FrameKind::Notify, request_id, call, 0)
     }
 
-    pub(super) async fn send_notify(
+    pub(crate) fn next_request_id(&self) -> u64 {
+        self.next_request_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Queues a one-way call's frame, waiting for room at most until the call's deadline.
+    pub(crate) async fn send_notify(
         &self,
         frame: Bytes,
-        timeout: Option<Duration>,
+        deadline: Option<Deadline>,
     ) -> Result<(), Error> {
         if self.pending.is_closed() {
             return Err(self.pending.unsent_error());
         }
         let send = self.sink.send(frame, Delivery::Background);
-        match timeout {
-            Some(after) => tokio::time::timeout(after, send)
+        match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline.at(), send)
                 .await
-                .map_err(|_| Error::Timeout { after })?,
+                .map_err(|_| deadline.expired())?,
             None => send.await,
         }
         .map_err(|_| self.pending.unsent_error())
     }
 
-    pub(super) fn encode<E: EncodeArgs + ?Sized>(
+    /// The frame of `kind` for `call`: its metadata (and trace context) when the server can
+    /// receive them, then its arguments in this connection's codec.
+    pub(crate) fn encode(
         &self,
         kind: FrameKind,
         request_id: u64,
-        method: MethodId,
+        call: &Call<'_>,
         deadline_ms: u32,
-        args: &E,
-        outgoing: &Outgoing<'_>,
     ) -> Result<Bytes, Error> {
-        let mut frame = match (self.version >= 2, outgoing.metadata, outgoing.trace) {
+        let metadata = call.metadata.map(|metadata| &**metadata);
+        let mut frame = match (self.version >= 2, metadata, call.trace) {
             // Nothing to send, or a version 1 server that cannot receive it.
             (false, ..) | (true, None, None) => FrameBuf::with_capacity(64),
             (true, Some(metadata), None) => FrameBuf::with_metadata(64, metadata),
@@ -238,20 +233,20 @@ impl Connection {
                 FrameBuf::with_metadata(64, &metadata)
             }
         };
-        args.encode_to(self.codec, frame.payload_writer())?;
+        call.args.encode_to(self.codec, frame.payload_writer())?;
         let send_limit = self.send_limit.load(Ordering::Relaxed);
-        Ok(frame.finish(kind, request_id, method, deadline_ms, send_limit)?)
+        Ok(frame.finish(kind, request_id, call.method, deadline_ms, send_limit)?)
     }
 
     /// Why this connection closed (for messages).
-    pub(super) fn closed_reason(&self) -> String {
+    pub(crate) fn closed_reason(&self) -> String {
         self.pending
             .closed_reason()
             .unwrap_or_else(|| "the connection's tasks ended".to_owned())
     }
 
     /// The payload of a Response frame, or the caller's error for an Error frame.
-    pub(super) fn reply_payload(&self, method: MethodId, frame: Frame) -> Result<Bytes, Error> {
+    pub(crate) fn reply_payload(&self, method: MethodId, frame: Frame) -> Result<Bytes, Error> {
         let payload = if frame.flags & FLAG_METADATA != 0 {
             let (metadata, payload) = Metadata::decode(frame.payload)?;
             reply_metadata::deliver(metadata);
@@ -333,11 +328,6 @@ impl EarlyHello {
             }
         }
     }
-}
-
-/// The wire deadline: milliseconds, at least 1 so that a tiny timeout is not read as "none".
-pub(super) fn deadline_ms(timeout: Option<Duration>) -> u32 {
-    timeout.map_or(0, |t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32)
 }
 
 /// Reads the server's verdict on an early hello (after writing the hello, unless a call

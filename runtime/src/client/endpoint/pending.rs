@@ -18,8 +18,8 @@ use std::task::{Context, Poll, Waker};
 use tokio::time::Instant;
 
 use super::deadlines::{Deadlines, Expiry};
-use super::stream_slot::{StreamNext, StreamSlot, Taken};
-use super::upload_sender::UploadSender;
+use crate::client::stream::slot::UploadSender;
+use crate::client::stream::slot::{StreamNext, StreamSlot, Taken};
 use crate::stream::credit::SendCredit;
 use crate::stream::window::{Neighbours, WindowSize};
 

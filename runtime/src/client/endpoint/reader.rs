@@ -11,7 +11,7 @@ use tokio::io::AsyncRead;
 use tokio::time::Instant;
 
 use super::pending::{Closed, PendingCalls};
-use super::settings::Keepalive;
+use crate::client::settings::Keepalive;
 use crate::transport::frame::{ErrorBody, Frame, FrameKind};
 use crate::transport::frame_reader::FrameReader;
 use crate::transport::liveness::{Liveness, Silence};

@@ -6,27 +6,29 @@
 //! send more, and an item beyond it is a protocol violation that closes the connection.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::task::Waker;
 
-use super::upload_sender::UploadSender;
+use tokio_util::sync::CancellationToken;
+
 use crate::error::Error;
-use crate::stream::credit::CreditError;
+use crate::stream::credit::{CreditError, SendCredit};
 use crate::stream::window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::transport::frame::Frame;
 
 /// A server stream, as its connection's pending table holds it.
-pub(super) struct StreamSlot {
+pub(crate) struct StreamSlot {
     /// Items read, in order, not yet taken.
     items: VecDeque<Frame>,
     /// How the server ended the stream (End or Error frame), or why the client did (its
     /// deadline, the connection's end): taken after the last item.
-    pub(super) end: Option<Result<Frame, Error>>,
+    pub(crate) end: Option<Result<Frame, Error>>,
     /// The consumer's task, once it has polled.
-    pub(super) waker: Option<Waker>,
+    pub(crate) waker: Option<Waker>,
     /// The credit granted to the server.
     window: ReceiveWindow,
     /// The client's upload, for a method that takes one.
-    pub(super) upload: Option<UploadSender>,
+    pub(crate) upload: Option<UploadSender>,
 }
 
 /// What the consumer of a stream gets when it visits the slot.
@@ -49,7 +51,7 @@ pub(crate) struct Taken {
 
 impl StreamSlot {
     /// A stream that has granted the server `window.items` items.
-    pub(super) fn new(window: WindowSize) -> Self {
+    pub(crate) fn new(window: WindowSize) -> Self {
         Self {
             items: VecDeque::new(),
             end: None,
@@ -61,7 +63,7 @@ impl StreamSlot {
 
     /// Ends the stream on this side with `outcome` (the server's last frame, or the client's
     /// error), unless it has ended already; the consumer's waker. The upload, if any, stops.
-    pub(super) fn end_with(&mut self, outcome: Result<Frame, Error>) -> Option<Waker> {
+    pub(crate) fn end_with(&mut self, outcome: Result<Frame, Error>) -> Option<Waker> {
         if self.end.is_none() {
             self.end = Some(outcome);
         }
@@ -73,7 +75,7 @@ impl StreamSlot {
 
     /// Adds the server's grant to the upload's credit. A grant to a stream without upload is
     /// ignored: it may be meant for an upload this side never started.
-    pub(super) fn grant(&self, granted: u32) -> Result<(), CreditError> {
+    pub(crate) fn grant(&self, granted: u32) -> Result<(), CreditError> {
         match &self.upload {
             Some(upload) => upload.credit.grant(granted),
             None => Ok(()),
@@ -82,7 +84,7 @@ impl StreamSlot {
 
     /// Takes an item the server sent; an error (a protocol violation) when it had no credit
     /// for it. Returns the consumer's waker.
-    pub(super) fn push(&mut self, item: Frame) -> Result<Option<Waker>, String> {
+    pub(crate) fn push(&mut self, item: Frame) -> Result<Option<Waker>, String> {
         if !self.window.receive(item.payload.len()) {
             return Err(format!(
                 "protocol violation: the server sent an item on stream {} without credit",
@@ -96,7 +98,7 @@ impl StreamSlot {
     /// Counts `taken` items the consumer took (credit is granted as they are taken, not as
     /// they are moved to it), sized with `neighbours` on the connection; no credit once the
     /// server has ended the stream.
-    pub(super) fn taken(&mut self, taken: u32, neighbours: Neighbours) -> Taken {
+    pub(crate) fn taken(&mut self, taken: u32, neighbours: Neighbours) -> Taken {
         let mut granted = 0u32;
         for _ in 0..taken {
             if let Some(grant) = self.window.take(neighbours) {
@@ -112,7 +114,7 @@ impl StreamSlot {
     /// Moves every item waiting into `out`, after counting `taken` items the consumer took
     /// since its last visit; the end once every item has been moved; `None` while there is
     /// neither. One visit (one lock of the table) for all the items read meanwhile.
-    pub(super) fn next(
+    pub(crate) fn next(
         &mut self,
         out: &mut VecDeque<Frame>,
         taken: u32,
@@ -137,6 +139,29 @@ impl StreamSlot {
             }),
             None => None,
         }
+    }
+}
+
+/// What a stream's slot in the pending table keeps of its upload: the credit the server
+/// grants (its `Credit` frames add to it), and the signal that stops the sending task.
+pub(crate) struct UploadSender {
+    pub(crate) credit: Arc<SendCredit>,
+    pub(crate) stop: CancellationToken,
+}
+
+impl UploadSender {
+    pub(crate) fn new() -> Self {
+        Self {
+            credit: Arc::new(SendCredit::default()),
+            stop: CancellationToken::new(),
+        }
+    }
+}
+
+impl Drop for UploadSender {
+    fn drop(&mut self) {
+        // The stream's slot is gone: nobody waits for the upload any more.
+        self.stop.cancel();
     }
 }
 

@@ -27,11 +27,11 @@ use crate::transport::{configure_tcp, Transport};
 
 use super::connection::{Connection, EarlyHello};
 use super::early::{self, KnownServer, ServerKey};
-use super::settings::{ConnectionSettings, FIRST_BACKOFF};
+use crate::client::settings::{ConnectionSettings, FIRST_BACKOFF};
 
 impl ConnectionSettings {
     /// Negotiates over a stream the caller opened, within the connect timeout.
-    pub(super) async fn open_stream<T: Transport>(&self, stream: T) -> Result<Connection, Error> {
+    pub(crate) async fn open_stream<T: Transport>(&self, stream: T) -> Result<Connection, Error> {
         let version = self.max_protocol_version;
         // No address to know the server by: no early calls.
         tokio::time::timeout(self.connect_timeout, self.secure(stream, None, version))
@@ -42,7 +42,7 @@ impl ConnectionSettings {
     /// Connects (over TCP or a Unix socket) and negotiates, within the connect timeout. A
     /// server that refuses the hello's version because it speaks only an older one is dialled
     /// again with its version.
-    pub(super) async fn dial(&self, target: &Target) -> Result<Connection, Error> {
+    pub(crate) async fn dial(&self, target: &Target) -> Result<Connection, Error> {
         match self.dial_version(target, self.max_protocol_version).await {
             Err(Error::Negotiation(NegotiationError::UnsupportedVersion { client, server }))
                 if (MIN_PROTOCOL_VERSION..client).contains(&server) =>
@@ -208,20 +208,20 @@ impl ConnectionSettings {
 }
 
 /// How a channel dials again after its connection broke.
-pub(super) struct Redial {
+pub(crate) struct Redial {
     /// Whether a broken connection is dialled again. A connection whose early calls were
     /// refused is dialled again anyway: that is part of connecting.
-    pub(super) reconnect: bool,
-    pub(super) target: Target,
-    pub(super) settings: ConnectionSettings,
+    pub(crate) reconnect: bool,
+    pub(crate) target: Target,
+    pub(crate) settings: ConnectionSettings,
     /// The cap of the doubling wait between failed attempts.
-    pub(super) max_backoff: Duration,
+    pub(crate) max_backoff: Duration,
     /// Also serialises reconnects: one attempt at a time, the others wait for its outcome.
-    pub(super) backoff: tokio::sync::Mutex<Backoff>,
+    pub(crate) backoff: tokio::sync::Mutex<Backoff>,
 }
 
 impl Redial {
-    pub(super) fn new(
+    pub(crate) fn new(
         target: Target,
         settings: ConnectionSettings,
         max_backoff: Duration,
@@ -240,13 +240,13 @@ impl Redial {
     }
 }
 
-pub(super) struct Backoff {
-    pub(super) not_before: Instant,
-    pub(super) delay: Duration,
+pub(crate) struct Backoff {
+    pub(crate) not_before: Instant,
+    pub(crate) delay: Duration,
 }
 
 /// Where a channel dials (again).
-pub(super) enum Target {
+pub(crate) enum Target {
     Tcp(Vec<SocketAddr>),
     #[cfg(unix)]
     Unix(PathBuf),

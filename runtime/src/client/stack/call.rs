@@ -1,0 +1,83 @@
+//! [`Call`]: one call on its way down the stack, whatever its shape. Every stage reads the
+//! same value: the policy stages set its deadline, the retry loop sends it again, the
+//! connection frames it as a Request, a Notify or an Open.
+//!
+//! A `Call` borrows what it carries from the caller's future, so a call that passes no layer
+//! is neither boxed nor copied. Where a tower layer sits in the stack, the call crosses it as
+//! an owned [`Request`](crate::client::Request) (`Request::from_call`) and comes back out of
+//! it as a `Call` again (`Request::as_call`).
+
+use std::sync::Arc;
+
+use super::deadline::Deadline;
+use crate::client::args::{CallArgs, SharedArgs, UploadSlot};
+use crate::codec::Codec;
+use crate::context::CallContext;
+use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
+use crate::metadata::Metadata;
+use crate::method::MethodId;
+use crate::policy::table::MethodState;
+use crate::trace::{TraceContext, TRACEPARENT};
+
+/// Which frames a call travels in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A `Request` answered by one `Response`.
+    Unary,
+    /// A `Notify`: no reply.
+    OneWay,
+    /// An `Open`: the server's items (or its one reply), and for a method that takes one,
+    /// the caller's upload.
+    Stream,
+}
+
+/// One call, borrowed from whoever made it.
+pub(crate) struct Call<'a> {
+    pub(crate) method: MethodId,
+    pub(crate) kind: Kind,
+    /// The arguments, encoded by each attempt in the codec of its connection.
+    pub(crate) args: &'a dyn SharedArgs,
+    /// The same arguments, shareable, when a layer in the stack needs to own them.
+    pub(crate) shared_args: Option<&'a CallArgs>,
+    /// The items a stream call uploads, taken by the attempt that opens the stream.
+    pub(crate) upload: Option<&'a UploadSlot>,
+    pub(crate) deadline: Option<Deadline>,
+    pub(crate) metadata: Option<&'a Arc<Metadata>>,
+    pub(crate) trace: Option<TraceContext>,
+    /// The method is `#[idempotent]`: an attempt that may have run may be sent again.
+    pub(crate) idempotent: bool,
+    /// For [`Balance::ConsistentHash`](crate::discovery::Balance::ConsistentHash).
+    pub(crate) hash_key: Option<u64>,
+    /// Set for arguments already encoded: the codec they are in, which the connection must
+    /// speak.
+    pub(crate) raw_codec: Option<Codec>,
+    /// The method's resolved policy, when one applies.
+    pub(crate) policy: Option<&'a Arc<MethodState>>,
+}
+
+impl Call<'_> {
+    /// The circuit breaker the method's policy turns on, if any.
+    pub(crate) fn breaker(&self) -> Option<&Arc<CircuitBreakerConfig>> {
+        self.policy.and_then(|state| state.breaker.as_ref())
+    }
+
+    /// The `retries` of the method's policy (`None`: no policy bounds them).
+    pub(crate) fn retries(&self) -> Option<u32> {
+        self.policy.and_then(|state| state.policy.retries())
+    }
+}
+
+/// The trace context of a new call: a child of the server call it is made from (so a
+/// handler's calls join the trace of the call it serves), of a `traceparent` the caller set
+/// by hand, or, with `start_trace` (tracing on for the channel), a new trace.
+pub(crate) fn trace_of(metadata: Option<&Metadata>, start_trace: bool) -> Option<TraceContext> {
+    CallContext::with_current(|call| call.trace())
+        .flatten()
+        .or_else(|| {
+            metadata
+                .and_then(|metadata| metadata.get(TRACEPARENT))
+                .and_then(TraceContext::parse)
+        })
+        .map(|parent| parent.child())
+        .or_else(|| start_trace.then(TraceContext::new_root))
+}

@@ -1,0 +1,205 @@
+//! The client's one call stack: every call of every shape (unary, one-way, server stream,
+//! upload, bidirectional), through a direct channel or a balanced one, goes down the same
+//! stages, each written once:
+//!
+//! ```text
+//! Channel::call / notify / open_stream / open_upload / call_raw / notify_raw
+//!   1. policy        the method's resolved policy (declared, then overridden)   policy/table.rs
+//!   2. concurrency   one place under the method's limit (a stream keeps it)     limit.rs
+//!   3. deadline      set once: the handle's timeout or the policy's             stack/deadline.rs
+//!   4. call layers   a balanced channel's own layers, once per call             layers/next.rs
+//!   5. retry loop    attempts, failover, the retry budget                       stack/retry.rs
+//!   6. endpoint      the server an attempt goes to (one, or the balancer's)     discovery/balanced/
+//!   7. breaker       the method's circuit on that endpoint                      client/endpoint/
+//!   8. layers        the channel options' layers, once per attempt              layers/next.rs
+//!   9. connection    Request, Notify or Open frame; the reply or the stream     client/endpoint/
+//! ```
+//!
+//! Layout: this module is the stack's state ([`Core`]) and stages 1 to 4; `call.rs` the
+//! [`Call`](call::Call) every stage reads; `deadline.rs` the one deadline; `retry.rs` the one
+//! retry loop.
+
+pub(crate) mod call;
+pub(crate) mod deadline;
+pub(crate) mod retry;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tower::retry::budget::TpsBudget;
+
+use self::call::{Call, Kind};
+use self::deadline::{shorter, Deadline};
+use self::retry::Endpoints;
+use super::args::UploadSlot;
+use super::args::{CallArgs, SharedArgs};
+use super::declared::Method;
+use super::endpoint::Endpoint;
+use super::request::{Reply, Request};
+use crate::codec::Codec;
+use crate::discovery::balanced::pool::Pool;
+use crate::error::{Error, Failure};
+use crate::layers::next::Next;
+use crate::metadata::Metadata;
+use crate::policy::table::PolicyTable;
+
+/// What every clone of a channel shares: the policies, the call layers, and where calls go.
+pub(crate) struct Core {
+    pub(crate) policies: PolicyTable,
+    /// Start a trace for calls made outside one.
+    pub(crate) trace: bool,
+    /// Layers run once per call, around the retry loop (a balanced channel's own).
+    pub(crate) layers: Option<Next<Request, Reply>>,
+    /// Some layer in the stack takes the call as an owned [`Request`]: the arguments are made
+    /// shareable where the call starts (without layers, they stay where they are).
+    pub(crate) erases_args: bool,
+    pub(crate) route: Route,
+}
+
+/// Where a channel's calls go.
+pub(crate) enum Route {
+    /// One server.
+    Direct(Arc<Endpoint>),
+    /// The endpoints of a service, balanced.
+    Balanced(Arc<Pool>),
+}
+
+/// A call as the handle starts it, before the stack's stages: what the caller gave, and the
+/// handle's settings.
+pub(crate) struct Start<'a> {
+    pub(crate) method: &'a Method,
+    pub(crate) kind: Kind,
+    pub(crate) args: &'a dyn SharedArgs,
+    pub(crate) shared_args: Option<&'a CallArgs>,
+    pub(crate) upload: Option<&'a UploadSlot>,
+    pub(crate) raw_codec: Option<Codec>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) metadata: Option<&'a Arc<Metadata>>,
+    pub(crate) hash_key: Option<u64>,
+}
+
+impl Core {
+    /// Runs a call down the stack: its policy, its place under the method's concurrency limit
+    /// (held by the call, or by the stream it opens), its deadline, then the call layers and
+    /// the retry loop.
+    pub(crate) async fn run(&self, start: Start<'_>) -> Result<Reply, Error> {
+        let state = self.policies.state(start.method);
+        let policy = state.as_deref();
+        let timeout = shorter(
+            start.timeout,
+            policy.and_then(|state| state.policy.timeout()),
+        );
+        let call = Call {
+            method: start.method.id(),
+            kind: start.kind,
+            args: start.args,
+            shared_args: start.shared_args,
+            upload: start.upload,
+            deadline: Deadline::starting(timeout),
+            metadata: start.metadata,
+            trace: call::trace_of(start.metadata.map(|m| &**m), self.trace),
+            idempotent: start.method.is_idempotent(),
+            hash_key: start.hash_key,
+            raw_codec: start.raw_codec,
+            policy,
+        };
+        if start.kind == Kind::Stream {
+            let permit = match policy {
+                Some(state) => state.admit_stream()?,
+                None => None,
+            };
+            let mut reply = self.send(&call).await?;
+            if let (Some(stream), Some(permit)) = (&mut reply.stream, permit) {
+                stream.hold_permit(permit);
+            }
+            return Ok(reply);
+        }
+        let _permit = match policy {
+            Some(state) => state.admit()?,
+            None => None,
+        };
+        self.send(&call).await
+    }
+
+    /// The call layers, if any, then the retry loop over the route.
+    async fn send(&self, call: &Call<'_>) -> Result<Reply, Error> {
+        match &self.layers {
+            None => self.route.send(call).await,
+            Some(layers) => Box::pin(layers.call_shared(Request::from_call(call)))
+                .await
+                .map_err(Error::from_layer),
+        }
+    }
+}
+
+impl Route {
+    /// The retry loop over the route's endpoints.
+    pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Reply, Error> {
+        match self {
+            Self::Direct(endpoint) => retry::send(&One(endpoint), call).await,
+            // Boxed: a balanced call's state is larger, and inline it would be part of every
+            // direct call's future.
+            Self::Balanced(pool) => Box::pin(retry::send(&**pool, call)).await,
+        }
+    }
+}
+
+/// A direct channel's one server, as the retry loop sees it.
+struct One<'e>(&'e Endpoint);
+
+impl Endpoints for One<'_> {
+    type Picked = ();
+
+    const MOVES_ON: bool = false;
+
+    fn pick(&self, _call: &Call<'_>, _tried: &[()]) -> Option<()> {
+        Some(())
+    }
+
+    fn attempt<'a>(
+        &'a self,
+        _picked: &'a (),
+        call: &'a Call<'a>,
+        wire: Option<Duration>,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send + 'a {
+        self.0.attempt(call, wire)
+    }
+
+    fn report(&self, _picked: &(), _failed: Option<(&Error, Failure)>) {}
+
+    fn label(&self, _picked: &(), error: Error, _failure: Failure) -> Error {
+        error
+    }
+
+    fn budget(&self) -> Option<&TpsBudget> {
+        None
+    }
+
+    fn none_left(&self) -> Error {
+        // `pick` always has the one server.
+        Error::Config("a direct channel has no server to call".to_owned())
+    }
+}
+
+/// The innermost service of a balanced channel's own layers: the retry loop over its
+/// endpoints.
+#[derive(Clone)]
+pub(crate) struct Balancing {
+    pub(crate) pool: Arc<Pool>,
+}
+
+impl tower::Service<Request> for Balancing {
+    type Response = Reply;
+    type Error = Error;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Reply, Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let pool = Arc::clone(&self.pool);
+        Box::pin(async move { retry::send(&*pool, &request.as_call()).await })
+    }
+}

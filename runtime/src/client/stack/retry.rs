@@ -1,0 +1,162 @@
+//! The one retry loop of the client: every attempt of every call, whatever its shape and
+//! whichever channel it goes through, is sent from here.
+//!
+//! An attempt that fails is sent again only when the one classification of its error
+//! ([`Failure`]) allows it: when the call did not run, or when it may have and the method is
+//! `#[idempotent]`; and only within the call's deadline, the method's `retries` (if its policy
+//! sets them) and, on a balanced channel, the channel's retry budget. A direct channel sends
+//! it again to its one server after a pause (a broken connection is dialled again, an
+//! overloaded server gets a moment); a balanced channel sends it at once to an endpoint the
+//! call has not tried yet.
+//!
+//! A stream call passes here for its open only: once its `Open` is on the way, items may
+//! reach the caller, and it is never sent again (gRPC commits a stream at its first reply the
+//! same way).
+
+use std::future::Future;
+use std::time::Duration;
+
+use tower::retry::budget::{Budget, TpsBudget};
+
+use super::call::Call;
+use crate::client::request::Reply;
+use crate::error::{Error, Failure};
+use crate::negotiate::NegotiationError;
+use crate::policy::metrics as policy_metrics;
+
+/// The pause before the first retry on a direct channel; it doubles each time, within the
+/// deadline.
+const FIRST_RETRY_DELAY: Duration = Duration::from_millis(20);
+/// The longest pause between two retries.
+const MAX_RETRY_DELAY: Duration = Duration::from_millis(500);
+
+/// Where the attempts of a call go: a direct channel's one server, or the endpoints of a
+/// balanced channel.
+pub(crate) trait Endpoints: Sync {
+    /// The endpoint an attempt goes to.
+    type Picked: Send + Sync;
+
+    /// Whether a failed endpoint is left out for the rest of the call (a balanced channel
+    /// moves on to another), rather than tried again after a pause.
+    const MOVES_ON: bool;
+
+    /// The endpoint for the next attempt, none of `tried`; `None` when none is left.
+    fn pick(&self, call: &Call<'_>, tried: &[Self::Picked]) -> Option<Self::Picked>;
+
+    /// Sends one attempt of `call` to `picked`.
+    fn attempt<'a>(
+        &'a self,
+        picked: &'a Self::Picked,
+        call: &'a Call<'a>,
+        wire: Option<Duration>,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send + 'a;
+
+    /// Records how an attempt on `picked` ended (`None`: it succeeded).
+    fn report(&self, picked: &Self::Picked, failed: Option<(&Error, Failure)>);
+
+    /// The error the caller gets for a failed attempt on `picked` (a balanced channel names
+    /// the endpoint).
+    fn label(&self, picked: &Self::Picked, error: Error, failure: Failure) -> Error;
+
+    /// The budget retries spend, if the endpoints have one.
+    fn budget(&self) -> Option<&TpsBudget>;
+
+    /// The error when no endpoint was left to try at all.
+    fn none_left(&self) -> Error;
+}
+
+/// Sends `call` to `endpoints` until an attempt succeeds or the rules above say stop.
+pub(crate) async fn send<E: Endpoints>(endpoints: &E, call: &Call<'_>) -> Result<Reply, Error> {
+    if let Some(budget) = endpoints.budget() {
+        budget.deposit();
+    }
+    let mut tried: Vec<E::Picked> = Vec::new();
+    let mut last: Option<Error> = None;
+    // Attempts sent again after a failure (an endpoint skipped for an open circuit, and a
+    // call sent again because its early hello was refused, are not).
+    let mut retried: u32 = 0;
+    let mut resent_early = false;
+    let mut first = true;
+    let mut pause = FIRST_RETRY_DELAY;
+    loop {
+        let Some(picked) = endpoints.pick(call, &tried) else {
+            return Err(last.unwrap_or_else(|| endpoints.none_left()));
+        };
+        // What the server is told of the deadline: all of it the first time (no clock read),
+        // what is left of it after.
+        let wire = match call.deadline {
+            None => None,
+            Some(deadline) if first => Some(deadline.timeout()),
+            Some(deadline) => match deadline.remaining() {
+                Ok(left) => Some(left),
+                Err(timeout) => return Err(last.unwrap_or(timeout)),
+            },
+        };
+        first = false;
+        let err = match endpoints.attempt(&picked, call, wire).await {
+            Ok(reply) => {
+                endpoints.report(&picked, None);
+                return Ok(reply);
+            }
+            Err(err) => err,
+        };
+        // Sent behind an early hello the server refused: it never ran, and the endpoint's
+        // next connection (dialled without early calls) takes it, once, like a first attempt.
+        if !resent_early && refused_early(&err) {
+            resent_early = true;
+            continue;
+        }
+        // The endpoint's circuit for the method is open: not a failure of the endpoint, not
+        // a retry (nothing left this process). A balanced channel tries another endpoint.
+        if let Error::CircuitOpen { .. } = err {
+            if !E::MOVES_ON {
+                return Err(err);
+            }
+            tried.push(picked);
+            last = Some(err);
+            continue;
+        }
+        let failure = Failure::of(&err);
+        endpoints.report(&picked, Some((&err, failure)));
+        let err = endpoints.label(&picked, err, failure);
+        let allowed = match call.retries() {
+            Some(retries) => retried < retries,
+            // Without a policy, a direct channel does not retry; a balanced channel fails
+            // over while endpoints and the budget last.
+            None => E::MOVES_ON,
+        };
+        if !allowed
+            || !failure.may_retry(call.idempotent)
+            || !endpoints.budget().is_none_or(|budget| budget.withdraw())
+        {
+            return Err(err);
+        }
+        retried += 1;
+        match call.policy {
+            Some(state) => {
+                policy_metrics::retried(state.service.clone(), state.method.clone(), retried, &err)
+            }
+            None => tracing::debug!(%err, method = %call.method, "retrying on another endpoint"),
+        }
+        if E::MOVES_ON {
+            tried.push(picked);
+        } else {
+            if let Some(deadline) = call.deadline {
+                if deadline.remaining().map_or(true, |left| left <= pause) {
+                    return Err(err);
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_RETRY_DELAY);
+        }
+        last = Some(err);
+    }
+}
+
+/// Whether `err` is the refusal of the early hello a call was sent behind.
+fn refused_early(err: &Error) -> bool {
+    matches!(
+        err,
+        Error::Negotiation(NegotiationError::EarlyCallsRefused { .. })
+    )
+}

@@ -1,0 +1,105 @@
+//! [`ItemStream`]: the caller's side of a stream call, its items decoded.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::Stream;
+
+use super::raw::RawStream;
+use crate::codec::Codec;
+use crate::error::{Error, ErrorCode};
+use crate::method::MethodId;
+use crate::stream::ItemMessage;
+
+/// The items of a server stream, as the caller receives them: a [`Stream`] of
+/// `Result<T, Error>` that ends after the server's last item.
+///
+/// Each item is `Ok` with the server's item (for a method streaming `Result<U, E>`, that is
+/// the application's `Ok(u)` or its final `Err(e)`), or `Err` once with why the stream
+/// failed (the server's error, the call's deadline, the connection's end), after which the
+/// stream ends: every stream ends exactly once, with its end or with one error.
+///
+/// The server sends only as many items as this stream has room for (its window, see
+/// [`ChannelBuilder::stream_window`](crate::ChannelBuilder::stream_window)): a consumer that
+/// stops reading pauses the producer, and the rest of the connection goes on. Dropping the
+/// stream before its end cancels the call: the server stops producing at once.
+#[must_use = "a stream does nothing unless polled, and dropping it cancels the call"]
+pub struct ItemStream<T> {
+    raw: RawStream,
+    decode: fn(Codec, &Bytes) -> Result<T, Error>,
+}
+
+fn decode_item<M: ItemMessage>(codec: Codec, payload: &Bytes) -> Result<M::Item, Error> {
+    codec.decode::<M>(payload)?.into_item()
+}
+
+impl<T> ItemStream<T> {
+    /// The items of `raw`, each decoded as an `M`.
+    pub(crate) fn new<M: ItemMessage<Item = T>>(raw: RawStream) -> Self {
+        Self {
+            raw,
+            decode: decode_item::<M>,
+        }
+    }
+
+    /// The method this stream calls.
+    pub fn method(&self) -> MethodId {
+        self.raw.method()
+    }
+}
+
+/// The one reply of a client-streaming call: the server's only item, once its End has come
+/// too. Used by generated code.
+#[doc(hidden)]
+pub async fn single_reply<T>(mut stream: ItemStream<T>) -> Result<T, Error> {
+    use futures::StreamExt;
+    let reply = match stream.next().await {
+        Some(reply) => reply?,
+        None => {
+            return Err(Error::Remote {
+                code: ErrorCode::ProtocolViolation,
+                message: format!(
+                    "the server ended the client-streaming call {} without a reply",
+                    stream.method()
+                ),
+            })
+        }
+    };
+    // The End follows right behind the reply; an error instead of it fails the call.
+    match stream.next().await {
+        Some(Err(err)) => Err(err),
+        _ => Ok(reply),
+    }
+}
+
+impl<T> Stream for ItemStream<T> {
+    type Item = Result<T, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let payload = match this.raw.poll_item(cx) {
+            Poll::Ready(Some(Ok(payload))) => payload,
+            Poll::Ready(Some(Err(err))) => return Poll::Ready(Some(Err(err))),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
+        };
+        Poll::Ready(Some(match (this.decode)(this.raw.codec(), &payload) {
+            Ok(item) => Ok(item),
+            Err(err) => {
+                // The rest of the stream cannot be trusted either.
+                this.raw.fail(&err);
+                Err(err)
+            }
+        }))
+    }
+}
+
+impl<T> fmt::Debug for ItemStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemStream")
+            .field("method", &self.raw.method())
+            .finish_non_exhaustive()
+    }
+}
