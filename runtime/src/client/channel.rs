@@ -15,13 +15,14 @@ use super::args::{CallArgs, EncodeArgs, Locked, RawArgs, SharedArgs};
 use super::declared::Method;
 use super::endpoint::options::EndpointOptions;
 use super::endpoint::Endpoint;
-use super::stack::call::Kind;
+use super::stack::call::{Call, Kind};
 use super::stack::{Core, Route, Start};
 use super::stream::item_stream::ItemStream;
+use super::stream::raw::RawStream;
 use crate::codec::{Codec, WireMessage};
 use crate::discovery::balance::key_hash;
 use crate::discovery::balanced::pool::EndpointStats;
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 use crate::metadata::{Metadata, MetadataError};
 use crate::negotiate::PROTOCOL_VERSION;
 use crate::policy::table::PolicyTable;
@@ -120,7 +121,9 @@ impl Channel {
         args: A,
     ) -> Result<R, Error> {
         let args = Args::new(args, self.core.erases_args);
-        let reply = self.send(method, Kind::Unary, &args, None, None).await?;
+        let call = self.start(method, Kind::Unary, &args, None, None);
+        let _permit = call.admit()?;
+        let reply = self.core.send(&call).await?;
         Ok(reply.codec.decode(&reply.payload)?)
     }
 
@@ -130,9 +133,9 @@ impl Channel {
     /// [`ChannelBuilder::early_calls`](crate::ChannelBuilder::early_calls).)
     pub async fn notify<A: WireMessage>(&self, method: &Method, args: A) -> Result<(), Error> {
         let args = Args::new(args, self.core.erases_args);
-        self.send(method, Kind::OneWay, &args, None, None)
-            .await
-            .map(drop)
+        let call = self.start(method, Kind::OneWay, &args, None, None);
+        let _permit = call.admit()?;
+        self.core.send(&call).await.map(drop)
     }
 
     /// Opens a server stream of `method` with `args` and returns its items, as `M`s, as they
@@ -154,8 +157,8 @@ impl Channel {
         args: A,
     ) -> Result<ItemStream<M::Item>, Error> {
         let args = Args::new(args, self.core.erases_args);
-        let reply = self.send(method, Kind::Stream, &args, None, None).await?;
-        typed_stream::<M>(reply.stream)
+        let call = self.start(method, Kind::Stream, &args, None, None);
+        self.open(&call).await.map(ItemStream::new::<M>)
     }
 
     /// Opens a stream of `method` that takes an upload (client or bidirectional streaming):
@@ -179,10 +182,8 @@ impl Channel {
     {
         let args = Args::new(args, self.core.erases_args);
         let upload = UploadSlot::new::<U>(Streaming::new(items));
-        let reply = self
-            .send(method, Kind::Stream, &args, Some(&upload), None)
-            .await?;
-        typed_stream::<M>(reply.stream)
+        let call = self.start(method, Kind::Stream, &args, Some(&upload), None);
+        self.open(&call).await.map(ItemStream::new::<M>)
     }
 
     /// Calls `method` with an argument payload already encoded in `codec`, and returns the
@@ -217,10 +218,9 @@ impl Channel {
         args: Bytes,
     ) -> Result<Bytes, Error> {
         let args = Args::new(RawArgs(args), self.core.erases_args);
-        let reply = self
-            .send(method, Kind::Unary, &args, None, Some(codec))
-            .await?;
-        Ok(reply.payload)
+        let call = self.start(method, Kind::Unary, &args, None, Some(codec));
+        let _permit = call.admit()?;
+        Ok(self.core.send(&call).await?.payload)
     }
 
     /// Sends a one-way call whose argument payload is already encoded in `codec`: the one-way
@@ -232,34 +232,51 @@ impl Channel {
         args: Bytes,
     ) -> Result<(), Error> {
         let args = Args::new(RawArgs(args), self.core.erases_args);
-        self.send(method, Kind::OneWay, &args, None, Some(codec))
-            .await
-            .map(drop)
+        let call = self.start(method, Kind::OneWay, &args, None, Some(codec));
+        let _permit = call.admit()?;
+        self.core.send(&call).await.map(drop)
     }
 
-    /// Every call shape, down the one stack.
-    async fn send<A: EncodeArgs + 'static>(
-        &self,
-        method: &Method,
+    /// A call of any shape through this handle, with its policy and deadline (the stack's
+    /// stages 1 and 3).
+    fn start<'a, A: EncodeArgs + 'static>(
+        &'a self,
+        method: &'a Method,
         kind: Kind,
-        args: &Args<A>,
-        upload: Option<&UploadSlot>,
+        args: &'a Args<A>,
+        upload: Option<&'a UploadSlot>,
         raw_codec: Option<Codec>,
-    ) -> Result<super::request::Reply, Error> {
+    ) -> Call<'a> {
         let (args, shared_args) = args.parts();
-        self.core
-            .run(Start {
-                method,
-                kind,
-                args,
-                shared_args,
-                upload,
-                raw_codec,
-                timeout: self.timeout,
-                metadata: self.metadata.as_ref(),
-                hash_key: self.hash_key,
-            })
-            .await
+        self.core.call(Start {
+            method,
+            kind,
+            args,
+            shared_args,
+            upload,
+            raw_codec,
+            timeout: self.timeout,
+            metadata: self.metadata.as_ref(),
+            hash_key: self.hash_key,
+        })
+    }
+
+    /// Opens stream `call` down the stack; the stream holds the method's concurrency place
+    /// for as long as it is open.
+    async fn open(&self, call: &Call<'_>) -> Result<RawStream, Error> {
+        // (Unboxed here: the caller's stream holds it inline.)
+        let permit = call.admit_stream()?;
+        let reply = self.core.send(call).await?;
+        let Some(mut stream) = reply.stream else {
+            return Err(Error::Layer {
+                code: ErrorCode::LayerFailed,
+                cause: "a layer answered a stream call with a reply that carries no stream".into(),
+            });
+        };
+        if let Some(permit) = permit {
+            stream.hold_permit(permit);
+        }
+        Ok(*stream)
     }
 
     /// The deadline of calls made through this handle, retries included (`None`: calls wait
@@ -419,19 +436,5 @@ impl Channel {
             metadata: options.metadata.clone(),
             hash_key: None,
         }
-    }
-}
-
-/// The typed stream in the reply to a stream call, or the error when a layer answered the
-/// call with a reply of its own.
-fn typed_stream<M: ItemMessage>(
-    stream: Option<super::stream::raw::RawStream>,
-) -> Result<ItemStream<M::Item>, Error> {
-    match stream {
-        Some(stream) => Ok(ItemStream::new::<M>(stream)),
-        None => Err(Error::Layer {
-            code: crate::error::ErrorCode::LayerFailed,
-            cause: "a layer answered a stream call with a reply that carries no stream".into(),
-        }),
     }
 }

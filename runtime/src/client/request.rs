@@ -14,7 +14,7 @@ use super::stream::raw::RawStream;
 use crate::codec::Codec;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
-use crate::policy::table::MethodState;
+use crate::policy::table::{MethodState, StateRef};
 use crate::trace::TraceContext;
 
 /// One call, as a channel's tower layers see it
@@ -71,7 +71,7 @@ impl Request {
             trace: call.trace,
             hash_key: call.hash_key,
             raw_codec: call.raw_codec,
-            policy: call.policy.cloned(),
+            policy: call.policy.as_deref().cloned(),
             args,
             upload: call.upload.cloned(),
         }
@@ -91,7 +91,7 @@ impl Request {
             idempotent: self.idempotent,
             hash_key: self.hash_key,
             raw_codec: self.raw_codec,
-            policy: self.policy.as_ref(),
+            policy: self.policy.as_ref().map(StateRef::Slot),
         }
     }
 
@@ -153,7 +153,8 @@ impl Request {
 pub struct Reply {
     pub(crate) payload: Bytes,
     pub(crate) codec: Codec,
-    pub(crate) stream: Option<RawStream>,
+    /// Boxed: a reply travels up through every stage's future, and most carry no stream.
+    pub(crate) stream: Option<Box<RawStream>>,
 }
 
 impl fmt::Debug for Reply {
@@ -168,7 +169,7 @@ impl fmt::Debug for Reply {
 
 impl Reply {
     /// A reply with no payload: a one-way call's, or a stream's open (with the stream).
-    pub(crate) fn empty(codec: Codec, stream: Option<RawStream>) -> Self {
+    pub(crate) fn empty(codec: Codec, stream: Option<Box<RawStream>>) -> Self {
         Self {
             payload: Bytes::new(),
             codec,

@@ -6,6 +6,7 @@
 //! hello is the first thing its writer sends, calls follow right behind it, and its reader
 //! reads the server hello before any frame (see [`EarlyHello`]).
 
+use std::future::{ready, Future};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use crate::stream::window::WindowSize;
 use crate::trace::TRACEPARENT;
 use crate::transport::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
-use crate::transport::writer::{Delivery, FrameSink};
+use crate::transport::writer::{Delivery, FrameSink, TrySend};
 use crate::transport::Transport;
 
 use super::early::{self, KnownServer, ServerKey};
@@ -154,12 +155,28 @@ impl Connection {
         })
     }
 
+    /// Whether the server's verdict on this connection's hello is in and an acceptance (or
+    /// the hello was read before the connection started).
+    pub(crate) fn hello_settled(&self) -> bool {
+        self.hello
+            .as_ref()
+            .is_none_or(|hello| *hello.borrow() == Verdict::Accepted)
+    }
+
     /// Waits until the server has accepted this connection's hello (at once when it was
-    /// read before the connection started); the error every call on it gets otherwise.
-    pub(crate) async fn accepted(&self) -> Result<(), Error> {
-        let Some(hello) = &self.hello else {
-            return Ok(());
-        };
+    /// read before the connection started, or has been accepted since); the error every call
+    /// on it gets otherwise. The wait is boxed: it stays out of the futures of calls on a
+    /// connection whose hello is settled.
+    pub(crate) fn accepted(&self) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        match &self.hello {
+            Some(hello) if *hello.borrow() != Verdict::Accepted => {
+                Either::Right(Box::pin(self.wait_accepted(hello)))
+            }
+            _ => Either::Left(ready(Ok(()))),
+        }
+    }
+
+    async fn wait_accepted(&self, hello: &watch::Receiver<Verdict>) -> Result<(), Error> {
         let mut hello = hello.clone();
         let accepted = hello
             .wait_for(|verdict| *verdict != Verdict::Waiting)
@@ -194,23 +211,31 @@ impl Connection {
         self.next_request_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Queues a one-way call's frame, waiting for room at most until the call's deadline.
-    pub(crate) async fn send_notify(
+    /// Queues a one-way call's frame: at once when the write queue has room, else once it
+    /// has (boxed: the wait, and the deadline's timer, stay out of the futures of the calls
+    /// that never wait), at most until the call's deadline.
+    pub(crate) fn send_notify(
         &self,
         frame: Bytes,
         deadline: Option<Deadline>,
-    ) -> Result<(), Error> {
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         if self.pending.is_closed() {
-            return Err(self.pending.unsent_error());
+            return Either::Left(ready(Err(self.pending.unsent_error())));
         }
-        let send = self.sink.send(frame, Delivery::Background);
-        match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline.at(), send)
-                .await
-                .map_err(|_| deadline.expired())?,
-            None => send.await,
+        match self.sink.try_send(frame, Delivery::Background) {
+            Ok(()) => Either::Left(ready(Ok(()))),
+            Err(TrySend::Closed) => Either::Left(ready(Err(self.pending.unsent_error()))),
+            Err(TrySend::Full(frame)) => Either::Right(Box::pin(async move {
+                let send = self.sink.send(frame, Delivery::Background);
+                match deadline {
+                    Some(deadline) => tokio::time::timeout_at(deadline.at(), send)
+                        .await
+                        .map_err(|_| deadline.expired())?,
+                    None => send.await,
+                }
+                .map_err(|_| self.pending.unsent_error())
+            })),
         }
-        .map_err(|_| self.pending.unsent_error())
     }
 
     /// The frame of `kind` for `call`: its metadata (and trace context) when the server can

@@ -16,6 +16,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use tracing::Span;
 
 use super::connection::Connection;
 use crate::call_span::{CallSpan, Side};
+use crate::client::request::Reply;
 use crate::client::stack::call::Call;
 use crate::client::stack::deadline::Deadline;
 use crate::client::stream::raw::SAME_DEADLINE;
@@ -34,14 +36,19 @@ use crate::transport::frame::{Frame, FrameKind};
 use crate::transport::writer::{Delivery, SinkClosed, TrySend};
 
 /// A send waiting for room in the connection's write queue.
-pub(super) type WaitingSend<'a> = Pin<Box<dyn Future<Output = Result<(), SinkClosed>> + Send + 'a>>;
+pub(super) type WaitingSend = Pin<Box<dyn Future<Output = Result<(), SinkClosed>> + Send>>;
 
 impl Connection {
     /// The wait of unary `call` for its reply, at most until its deadline, resolving to the
-    /// reply's payload (after its metadata, which goes to [`reply_metadata`]). Its first poll
-    /// registers the call and sends its request `frame`; dropping it after that, before the
-    /// reply, cancels the call.
-    pub(super) fn exchange(&self, call: &Call<'_>, request_id: u64, frame: Bytes) -> Exchange<'_> {
+    /// reply (after its metadata, which goes to [`reply_metadata`]). Its first poll registers
+    /// the call and sends its request `frame`; dropping it after that, before the reply,
+    /// cancels the call.
+    pub(crate) fn exchange(
+        self: Arc<Self>,
+        call: &Call<'_>,
+        request_id: u64,
+        frame: Bytes,
+    ) -> Exchange {
         let span = CallSpan {
             side: Side::Client,
             stream: false,
@@ -74,7 +81,7 @@ impl Connection {
         frame: Bytes,
         deadline: Option<(Instant, Duration)>,
         cx: &Context<'_>,
-    ) -> Result<Option<WaitingSend<'_>>, Error> {
+    ) -> Result<Option<WaitingSend>, Error> {
         self.pending
             .register(request_id, deadline, Some(cx.waker().clone()))?;
         // A lone call writes its own frame; among many, the writer task batches them.
@@ -85,9 +92,12 @@ impl Connection {
         };
         match self.sink.try_send(frame, delivery) {
             Ok(()) => Ok(None),
-            Err(TrySend::Full(frame)) => Ok(Some(
-                Box::pin(self.sink.send(frame, delivery)) as WaitingSend<'_>
-            )),
+            Err(TrySend::Full(frame)) => {
+                let sink = self.sink.clone();
+                Ok(Some(
+                    Box::pin(async move { sink.send(frame, delivery).await }) as WaitingSend,
+                ))
+            }
             Err(TrySend::Closed) => {
                 self.pending.remove(request_id);
                 Err(self.pending.unsent_error())
@@ -100,8 +110,8 @@ pin_project_lite::pin_project! {
     /// A call waiting for its reply, at most until its deadline. Dropped after its first
     /// poll and before it ends (cancelled, or timed out), it withdraws the call and sends
     /// the server a `Cancel`.
-    pub(super) struct Exchange<'a> {
-        connection: &'a Connection,
+    pub(crate) struct Exchange {
+        connection: Arc<Connection>,
         method: MethodId,
         request_id: u64,
         // When the call times out (the reader enforces it).
@@ -109,14 +119,14 @@ pin_project_lite::pin_project! {
         // The request frame, until the first poll sends it.
         unsent: Option<Bytes>,
         // The frame, when the write queue was full as it was sent.
-        sending: Option<WaitingSend<'a>>,
+        sending: Option<WaitingSend>,
         // Entered while the future is polled; only there when a subscriber wants it.
         span: Option<Box<Span>>,
         // Until the reply arrives: dropping the future cancels the call.
         cancel_on_drop: bool,
     }
 
-    impl PinnedDrop for Exchange<'_> {
+    impl PinnedDrop for Exchange {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             if *this.cancel_on_drop && this.connection.pending.remove(*this.request_id) {
@@ -128,13 +138,13 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl Future for Exchange<'_> {
-    type Output = Result<Bytes, Error>;
+impl Future for Exchange {
+    type Output = Result<Reply, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let _entered = this.span.as_deref().map(Span::enter);
-        let connection = *this.connection;
+        let connection = &**this.connection;
         if let Some(frame) = this.unsent.take() {
             let deadline = this
                 .deadline
@@ -159,6 +169,11 @@ impl Future for Exchange<'_> {
         // the call is over either way.
         *this.cancel_on_drop = false;
         let result = frame.and_then(|frame| connection.reply_payload(*this.method, frame));
+        let result = result.map(|payload| Reply {
+            payload,
+            codec: connection.codec,
+            stream: None,
+        });
         Poll::Ready(match result {
             // The server's copy of the deadline can fire a moment before ours: it is the same
             // deadline, so the caller sees the same error either way. Well before ours, it is
@@ -186,7 +201,7 @@ impl Future for Exchange<'_> {
 fn poll_reply(
     connection: &Connection,
     request_id: u64,
-    sending: &mut Option<WaitingSend<'_>>,
+    sending: &mut Option<WaitingSend>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Frame, Error>> {
     if let Some(send) = sending {

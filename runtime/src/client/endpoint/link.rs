@@ -48,6 +48,25 @@ impl Link {
         !self.closed_by_owner.swap(true, Ordering::AcqRel)
     }
 
+    /// The current connection, if a call can go out on it now: the link is not closed, and
+    /// the connection is open or will not be dialled again (then the call fails on it).
+    #[inline]
+    pub(crate) fn ready_connection(&self) -> Option<Arc<Connection>> {
+        if self.closed_by_owner.load(Ordering::Acquire) {
+            return None;
+        }
+        let current = self.current();
+        match &self.redial {
+            Some(redial)
+                if current.pending.is_closed()
+                    && (redial.reconnect || current.refused_early_calls()) =>
+            {
+                None
+            }
+            _ => Some(current),
+        }
+    }
+
     /// The connection to send on: the current one, or a new one if it closed (when the link
     /// dials again, or its early calls were refused).
     pub(crate) async fn connection(&self) -> Result<Arc<Connection>, Error> {

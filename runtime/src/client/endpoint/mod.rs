@@ -25,12 +25,16 @@ pub(crate) mod pending;
 mod reader;
 mod send;
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::request::{Reply, Request};
 use super::stack::call::{Call, Kind};
+use super::stack::hop::Hop;
 use crate::error::Error;
 use crate::layers::circuit_breaker::circuits::Circuits;
+use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
 use crate::layers::next::{Layers, Next};
 use connection::Connection;
 use connector::Connector;
@@ -74,20 +78,32 @@ impl Endpoint {
         self.layers.is_some()
     }
 
-    /// Sends one attempt of `call`, `wire` being what the server is told of its deadline.
-    ///
-    /// The one place a policy's circuit breaker is entered: an open circuit refuses the
-    /// attempt before anything is sent. A unary call reports its outcome when it ends; a
-    /// stream carries its pending outcome and reports when the stream ends, so a stream that
-    /// fails half-way counts as the failure it is.
-    pub(crate) async fn attempt(
+    /// Sends one attempt of `call`, `wire` being what the server is told of its deadline:
+    /// through the method's circuit breaker and the endpoint's layers, when there are, to the
+    /// connection. A call with neither goes straight on, inline (see [`Hop`]).
+    pub(crate) fn attempt<'a>(
+        &'a self,
+        call: &'a Call<'a>,
+        wire: Option<Duration>,
+    ) -> Hop<'a, impl Future<Output = Result<Reply, Error>> + Send + 'a, Result<Reply, Error>> {
+        match (call.breaker(), &self.layers) {
+            (None, None) => Hop::inline(self.link.send(call, wire)),
+            (None, Some(layers)) => Hop::boxed(self.through_layers(layers, call)),
+            (Some(config), _) => Hop::boxed(self.guarded(call, wire, config)),
+        }
+    }
+
+    /// [`attempt`](Self::attempt) through the method's circuit on this endpoint: the one
+    /// place a policy's circuit breaker is entered. An open circuit refuses the attempt
+    /// before anything is sent. A unary call reports its outcome when it ends; a stream
+    /// carries its pending outcome and reports when the stream ends, so a stream that fails
+    /// half-way counts as the failure it is.
+    async fn guarded(
         &self,
         call: &Call<'_>,
-        wire: Option<std::time::Duration>,
+        wire: Option<Duration>,
+        config: &Arc<CircuitBreakerConfig>,
     ) -> Result<Reply, Error> {
-        let Some(config) = call.breaker() else {
-            return self.pass(call, wire).await;
-        };
         if call.kind == Kind::Stream {
             let pending = self.circuits.admit(call.method, config)?;
             return match self.pass(call, wire).await {
@@ -111,17 +127,24 @@ impl Endpoint {
     }
 
     /// Through the endpoint's layers, if it has any, to its connection.
-    async fn pass(
-        &self,
-        call: &Call<'_>,
-        wire: Option<std::time::Duration>,
-    ) -> Result<Reply, Error> {
+    async fn pass(&self, call: &Call<'_>, wire: Option<Duration>) -> Result<Reply, Error> {
         match &self.layers {
             None => self.link.send(call, wire).await,
-            Some(layers) => Box::pin(layers.call_shared(Request::from_call(call)))
-                .await
-                .map_err(|err| self.name_open_circuit(Error::from_layer(err))),
+            Some(layers) => self.through_layers(layers, call).await,
         }
+    }
+
+    /// Through the endpoint's layers to its connection (the innermost layer tells the server
+    /// what is left of the deadline then).
+    async fn through_layers(
+        &self,
+        layers: &Next<Request, Reply>,
+        call: &Call<'_>,
+    ) -> Result<Reply, Error> {
+        layers
+            .call_shared(Request::from_call(call))
+            .await
+            .map_err(|err| self.name_open_circuit(Error::from_layer(err)))
     }
 
     /// A circuit breaker among the layers cannot know which endpoint it guards; the endpoint

@@ -13,10 +13,11 @@ use super::deadline::Deadline;
 use crate::client::args::{CallArgs, SharedArgs, UploadSlot};
 use crate::codec::Codec;
 use crate::context::CallContext;
+use crate::error::Error;
 use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
-use crate::policy::table::MethodState;
+use crate::policy::table::{CallPermit, StateRef, StreamPermit};
 use crate::trace::{TraceContext, TRACEPARENT};
 
 /// Which frames a call travels in.
@@ -52,18 +53,41 @@ pub(crate) struct Call<'a> {
     /// speak.
     pub(crate) raw_codec: Option<Codec>,
     /// The method's resolved policy, when one applies.
-    pub(crate) policy: Option<&'a Arc<MethodState>>,
+    pub(crate) policy: Option<StateRef<'a>>,
 }
 
 impl Call<'_> {
     /// The circuit breaker the method's policy turns on, if any.
     pub(crate) fn breaker(&self) -> Option<&Arc<CircuitBreakerConfig>> {
-        self.policy.and_then(|state| state.breaker.as_ref())
+        self.policy
+            .as_ref()
+            .and_then(|state| state.breaker.as_ref())
     }
 
     /// The `retries` of the method's policy (`None`: no policy bounds them).
     pub(crate) fn retries(&self) -> Option<u32> {
-        self.policy.and_then(|state| state.policy.retries())
+        self.policy
+            .as_ref()
+            .and_then(|state| state.policy.retries())
+    }
+
+    /// Stage 2 for a unary or one-way call: its place under the method's concurrency limit,
+    /// held while it runs, or [`Error::ConcurrencyLimit`].
+    #[inline]
+    pub(crate) fn admit(&self) -> Result<Option<CallPermit<'_>>, Error> {
+        match &self.policy {
+            Some(state) => state.admit(),
+            None => Ok(None),
+        }
+    }
+
+    /// Stage 2 for a stream: its place under the method's concurrency limit, held for as
+    /// long as the stream is open.
+    pub(crate) fn admit_stream(&self) -> Result<Option<StreamPermit>, Error> {
+        match &self.policy {
+            Some(state) => state.admit_stream(),
+            None => Ok(None),
+        }
     }
 }
 

@@ -15,22 +15,26 @@
 //!   9. connection    Request, Notify or Open frame; the reply or the stream     client/endpoint/
 //! ```
 //!
-//! Layout: this module is the stack's state ([`Core`]) and stages 1 to 4; `call.rs` the
-//! [`Call`](call::Call) every stage reads; `deadline.rs` the one deadline; `retry.rs` the one
-//! retry loop.
+//! Layout: this module is the stack's state ([`Core`]) and stages 1, 3 and 4 (the handle,
+//! `channel.rs`, holds stage 2 around them); `call.rs` the [`Call`](call::Call) every stage
+//! reads; `deadline.rs` the one deadline; `retry.rs` the one retry loop; `hop.rs` how a stage
+//! hands the call to the next.
 
 pub(crate) mod call;
 pub(crate) mod deadline;
+pub(crate) mod hop;
 pub(crate) mod retry;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::TryFutureExt;
 use tower::retry::budget::TpsBudget;
 
 use self::call::{Call, Kind};
 use self::deadline::{shorter, Deadline};
+use self::hop::Hop;
 use self::retry::Endpoints;
 use super::args::UploadSlot;
 use super::args::{CallArgs, SharedArgs};
@@ -80,17 +84,15 @@ pub(crate) struct Start<'a> {
 }
 
 impl Core {
-    /// Runs a call down the stack: its policy, its place under the method's concurrency limit
-    /// (held by the call, or by the stream it opens), its deadline, then the call layers and
-    /// the retry loop.
-    pub(crate) async fn run(&self, start: Start<'_>) -> Result<Reply, Error> {
-        let state = self.policies.state(start.method);
-        let policy = state.as_deref();
+    /// Stages 1 and 3: the call, with its method's resolved policy and its deadline (set
+    /// once, here).
+    pub(crate) fn call<'a>(&'a self, start: Start<'a>) -> Call<'a> {
+        let policy = self.policies.state(start.method);
         let timeout = shorter(
             start.timeout,
-            policy.and_then(|state| state.policy.timeout()),
+            policy.as_ref().and_then(|state| state.policy.timeout()),
         );
-        let call = Call {
+        Call {
             method: start.method.id(),
             kind: start.kind,
             args: start.args,
@@ -103,52 +105,30 @@ impl Core {
             hash_key: start.hash_key,
             raw_codec: start.raw_codec,
             policy,
-        };
-        if start.kind == Kind::Stream {
-            let permit = match policy {
-                Some(state) => state.admit_stream()?,
-                None => None,
-            };
-            let mut reply = self.send(&call).await?;
-            if let (Some(stream), Some(permit)) = (&mut reply.stream, permit) {
-                stream.hold_permit(permit);
-            }
-            return Ok(reply);
-        }
-        let _permit = match policy {
-            Some(state) => state.admit()?,
-            None => None,
-        };
-        self.send(&call).await
-    }
-
-    /// The call layers, if any, then the retry loop over the route.
-    async fn send(&self, call: &Call<'_>) -> Result<Reply, Error> {
-        match &self.layers {
-            None => self.route.send(call).await,
-            Some(layers) => Box::pin(layers.call_shared(Request::from_call(call)))
-                .await
-                .map_err(Error::from_layer),
         }
     }
-}
 
-impl Route {
-    /// The retry loop over the route's endpoints.
-    pub(crate) async fn send(&self, call: &Call<'_>) -> Result<Reply, Error> {
-        match self {
-            Self::Direct(endpoint) => retry::send(&One(endpoint), call).await,
-            // Boxed: a balanced call's state is larger, and inline it would be part of every
-            // direct call's future.
-            Self::Balanced(pool) => Box::pin(retry::send(&**pool, call)).await,
+    /// Stage 4 on: the call layers, if any, then the retry loop over the route. (Stage 2, the
+    /// concurrency limit, is the caller's: a unary call holds its place while this runs, a
+    /// stream for as long as it is open.)
+    pub(crate) fn send<'a>(
+        &'a self,
+        call: &'a Call<'a>,
+    ) -> Hop<'a, impl Future<Output = Result<Reply, Error>> + Send + 'a, Result<Reply, Error>> {
+        match (&self.layers, &self.route) {
+            (None, Route::Direct(endpoint)) => Hop::inline(retry::send(&**endpoint, call)),
+            (None, Route::Balanced(pool)) => Hop::boxed(retry::send(&**pool, call)),
+            (Some(layers), _) => Hop::boxed(
+                layers
+                    .call_shared(Request::from_call(call))
+                    .map_err(Error::from_layer),
+            ),
         }
     }
 }
 
 /// A direct channel's one server, as the retry loop sees it.
-struct One<'e>(&'e Endpoint);
-
-impl Endpoints for One<'_> {
+impl Endpoints for Endpoint {
     type Picked = ();
 
     const MOVES_ON: bool = false;
@@ -163,7 +143,7 @@ impl Endpoints for One<'_> {
         call: &'a Call<'a>,
         wire: Option<Duration>,
     ) -> impl Future<Output = Result<Reply, Error>> + Send + 'a {
-        self.0.attempt(call, wire)
+        Endpoint::attempt(self, call, wire)
     }
 
     fn report(&self, _picked: &(), _failed: Option<(&Error, Failure)>) {}

@@ -66,90 +66,122 @@ pub(crate) trait Endpoints: Sync {
 }
 
 /// Sends `call` to `endpoints` until an attempt succeeds or the rules above say stop.
+///
+/// The first attempt is sent here; what follows a failure is the loop of
+/// [`after_failure`], boxed: most calls never fail, and its state (the endpoints tried, the
+/// last error) stays out of their futures.
 pub(crate) async fn send<E: Endpoints>(endpoints: &E, call: &Call<'_>) -> Result<Reply, Error> {
     if let Some(budget) = endpoints.budget() {
         budget.deposit();
     }
+    let Some(picked) = endpoints.pick(call, &[]) else {
+        return Err(endpoints.none_left());
+    };
+    // What the server is told of the deadline: all of it the first time (no clock read),
+    // what is left of it after.
+    let wire = call.deadline.map(|deadline| deadline.timeout());
+    match endpoints.attempt(&picked, call, wire).await {
+        Ok(reply) => {
+            endpoints.report(&picked, None);
+            Ok(reply)
+        }
+        Err(err) => Box::pin(after_failure(endpoints, call, picked, err)).await,
+    }
+}
+
+/// The retry loop: what the first attempt's failure `err` on `picked` leads to, and every
+/// attempt after it.
+async fn after_failure<E: Endpoints>(
+    endpoints: &E,
+    call: &Call<'_>,
+    mut picked: E::Picked,
+    mut err: Error,
+) -> Result<Reply, Error> {
     let mut tried: Vec<E::Picked> = Vec::new();
     let mut last: Option<Error> = None;
     // Attempts sent again after a failure (an endpoint skipped for an open circuit, and a
     // call sent again because its early hello was refused, are not).
     let mut retried: u32 = 0;
     let mut resent_early = false;
-    let mut first = true;
     let mut pause = FIRST_RETRY_DELAY;
     loop {
-        let Some(picked) = endpoints.pick(call, &tried) else {
-            return Err(last.unwrap_or_else(|| endpoints.none_left()));
-        };
-        // What the server is told of the deadline: all of it the first time (no clock read),
-        // what is left of it after.
+        // Sent behind an early hello the server refused: it never ran, and the endpoint's
+        // next connection (dialled without early calls) takes it, once, like a first attempt.
+        if !resent_early && refused_early(&err) {
+            resent_early = true;
+        } else if let Error::CircuitOpen { .. } = err {
+            // The endpoint's circuit for the method is open: not a failure of the endpoint,
+            // not a retry (nothing left this process). A balanced channel tries another
+            // endpoint.
+            if !E::MOVES_ON {
+                return Err(err);
+            }
+            tried.push(picked);
+            last = Some(err);
+            picked = match endpoints.pick(call, &tried) {
+                Some(next) => next,
+                None => return Err(last.unwrap_or_else(|| endpoints.none_left())),
+            };
+        } else {
+            let failure = Failure::of(&err);
+            endpoints.report(&picked, Some((&err, failure)));
+            let labelled = endpoints.label(&picked, err, failure);
+            let allowed = match call.retries() {
+                Some(retries) => retried < retries,
+                // Without a policy, a direct channel does not retry; a balanced channel fails
+                // over while endpoints and the budget last.
+                None => E::MOVES_ON,
+            };
+            if !allowed
+                || !failure.may_retry(call.idempotent)
+                || !endpoints.budget().is_none_or(|budget| budget.withdraw())
+            {
+                return Err(labelled);
+            }
+            retried += 1;
+            match &call.policy {
+                Some(state) => policy_metrics::retried(
+                    state.service.clone(),
+                    state.method.clone(),
+                    retried,
+                    &labelled,
+                ),
+                None => {
+                    tracing::debug!(err = %labelled, method = %call.method, "retrying on another endpoint")
+                }
+            }
+            if E::MOVES_ON {
+                tried.push(picked);
+                last = Some(labelled);
+                picked = match endpoints.pick(call, &tried) {
+                    Some(next) => next,
+                    None => return Err(last.unwrap_or_else(|| endpoints.none_left())),
+                };
+            } else {
+                if let Some(deadline) = call.deadline {
+                    if deadline.remaining().map_or(true, |left| left <= pause) {
+                        return Err(labelled);
+                    }
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_RETRY_DELAY);
+                last = Some(labelled);
+            }
+        }
         let wire = match call.deadline {
             None => None,
-            Some(deadline) if first => Some(deadline.timeout()),
             Some(deadline) => match deadline.remaining() {
                 Ok(left) => Some(left),
                 Err(timeout) => return Err(last.unwrap_or(timeout)),
             },
         };
-        first = false;
-        let err = match endpoints.attempt(&picked, call, wire).await {
+        err = match endpoints.attempt(&picked, call, wire).await {
             Ok(reply) => {
                 endpoints.report(&picked, None);
                 return Ok(reply);
             }
             Err(err) => err,
         };
-        // Sent behind an early hello the server refused: it never ran, and the endpoint's
-        // next connection (dialled without early calls) takes it, once, like a first attempt.
-        if !resent_early && refused_early(&err) {
-            resent_early = true;
-            continue;
-        }
-        // The endpoint's circuit for the method is open: not a failure of the endpoint, not
-        // a retry (nothing left this process). A balanced channel tries another endpoint.
-        if let Error::CircuitOpen { .. } = err {
-            if !E::MOVES_ON {
-                return Err(err);
-            }
-            tried.push(picked);
-            last = Some(err);
-            continue;
-        }
-        let failure = Failure::of(&err);
-        endpoints.report(&picked, Some((&err, failure)));
-        let err = endpoints.label(&picked, err, failure);
-        let allowed = match call.retries() {
-            Some(retries) => retried < retries,
-            // Without a policy, a direct channel does not retry; a balanced channel fails
-            // over while endpoints and the budget last.
-            None => E::MOVES_ON,
-        };
-        if !allowed
-            || !failure.may_retry(call.idempotent)
-            || !endpoints.budget().is_none_or(|budget| budget.withdraw())
-        {
-            return Err(err);
-        }
-        retried += 1;
-        match call.policy {
-            Some(state) => {
-                policy_metrics::retried(state.service.clone(), state.method.clone(), retried, &err)
-            }
-            None => tracing::debug!(%err, method = %call.method, "retrying on another endpoint"),
-        }
-        if E::MOVES_ON {
-            tried.push(picked);
-        } else {
-            if let Some(deadline) = call.deadline {
-                if deadline.remaining().map_or(true, |left| left <= pause) {
-                    return Err(err);
-                }
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(MAX_RETRY_DELAY);
-        }
-        last = Some(err);
     }
 }
 
