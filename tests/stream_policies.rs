@@ -13,6 +13,7 @@ use wirecall::stream::Streaming;
 use wirecall::{CallContext, Channel, Error, Next, RunningServer, Server};
 use wirecall_test_support::eventually;
 
+/// Streams with policies.
 #[wirecall::service]
 pub trait Tap {
     /// 0, 1, 2, ... until the caller stops it; at most one open through a channel.
@@ -46,11 +47,10 @@ impl Tap for Taps {
     }
 
     async fn tenant(&self) -> Streaming<String> {
-        let tenant = CallContext::with_current(|call| {
-            call.metadata().get("x-tenant").map(str::to_owned)
-        })
-        .flatten()
-        .unwrap_or_default();
+        let tenant =
+            CallContext::with_current(|call| call.metadata().get("x-tenant").map(str::to_owned))
+                .flatten()
+                .unwrap_or_default();
         Streaming::from_iter([tenant])
     }
 }
@@ -76,7 +76,6 @@ async fn both_channels(server: &RunningServer, registry: &Registry) -> [Channel;
 
 #[tokio::test]
 async fn a_stream_holds_its_methods_concurrency_place_while_it_is_open() {
-    let _quiet = wirecall_test_support::quiet_panics_starting_with("the tap breaks");
     let registry = Registry::new(StaticRegistry::new());
     let server = serve(Taps::default(), &registry).await;
     for channel in both_channels(&server, &registry).await {
@@ -100,7 +99,7 @@ async fn a_stream_holds_its_methods_concurrency_place_while_it_is_open() {
 
 #[tokio::test]
 async fn streams_that_fail_open_their_methods_circuit() {
-    let _quiet = wirecall_test_support::quiet_panics_starting_with("the tap breaks");
+    wirecall_test_support::quiet_panics_starting_with("the tap breaks");
     let registry = Registry::new(StaticRegistry::new());
     let taps_impl = Taps::default();
     let opened = Arc::clone(&taps_impl.flaky_opened);

@@ -29,14 +29,13 @@ pub mod client;
 pub mod codec;
 mod context;
 pub mod discovery;
-#[doc(hidden)]
-pub mod dispatch;
 mod error;
 pub mod events;
 pub mod health;
 mod id_hash;
 pub mod layers;
 mod limit;
+mod message;
 mod metadata;
 mod method;
 pub mod negotiate;
@@ -91,14 +90,12 @@ pub mod __private {
     pub use crate::client::Method;
     pub use crate::codec::evolve::{self, SerdeFields};
     pub use crate::codec::proto;
-    pub use crate::dispatch::{dispatch, result_from_parts, unknown_method};
     pub use crate::events::__private as events;
     pub use crate::layers::CircuitBreakerConfig;
+    pub use crate::message::result_from_parts;
     pub use crate::policy::{fallback_for, MethodPolicy};
     pub use crate::reflect;
-    pub use crate::stream::outgoing::{
-        serve_bidi_stream, serve_client_stream, serve_stream, unknown_stream,
-    };
+    pub use crate::server::handler;
     pub use crate::stream::ItemMessage;
     pub use crate::{proto_message_field, proto_unit_enum, serde_message};
     pub use ::bytes;

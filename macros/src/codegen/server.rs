@@ -1,5 +1,6 @@
 //! The server side: `{Trait}Server<S>`, the service descriptor, and the `wirecall::Service`
-//! impl whose `call` is one `match` on the method id handing off to the runtime's `dispatch`.
+//! impl whose `call` is one `match` on the method id, each arm handing the handler to the
+//! runtime's helper for the method's shape (`wirecall::__private::handler`).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -85,31 +86,7 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
     let arms = service
         .methods
         .iter()
-        .filter(|method| !method.def.is_stream_call())
-        .map(|method| dispatch_arm(service, method));
-    let stream_arms: Vec<TokenStream> = service
-        .methods
-        .iter()
-        .filter(|method| method.def.is_stream_call())
-        .map(|method| open_arm(service, method))
-        .collect();
-    // Only services with a streaming method replace the default `open`.
-    let open = (!stream_arms.is_empty()).then(|| {
-        quote! {
-            fn open(
-                &self,
-                __method: #krate::MethodId,
-                __codec: #krate::Codec,
-                __payload: #krate::__private::Bytes,
-                __upload: #krate::stream::Upload,
-            ) -> #krate::stream::OpenFuture {
-                match #krate::MethodId::get(__method) {
-                    #(#stream_arms)*
-                    _ => #krate::__private::unknown_stream(__method),
-                }
-            }
-        }
-    });
+        .map(|method| call_arm(service, method));
     let schema = super::reflect::service_schema(service);
     quote! {
         impl<__S: #trait_ident> #server<__S> {
@@ -136,55 +113,73 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
                 __method: #krate::MethodId,
                 __codec: #krate::Codec,
                 __payload: #krate::__private::Bytes,
+                __upload: #krate::stream::Upload,
             ) -> #krate::ReplyFuture {
                 match #krate::MethodId::get(__method) {
                     #(#arms)*
-                    _ => #krate::__private::unknown_method(__method),
+                    _ => #krate::__private::handler::unknown_method(__method),
                 }
             }
-
-            #open
 
             #schema
         }
     }
 }
 
-/// The arm of `open` for a stream call: the handler's items (or its one reply, for a
-/// client-streaming method), each encoded as the method's item message (its `Reply`
-/// struct), and for a method that takes an upload, the client's items as its `Streaming`
-/// argument.
-fn open_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
+/// The arm of `call` for one method: the runtime's helper for its shape, with the handler.
+/// A stream call's handler returns its items (or, for a client-streaming method, its one
+/// reply, which travels as the server's only item); a method that takes an upload gets the
+/// client's items as its `Streaming` argument.
+fn call_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
     let krate = &service.def.krate;
     let trait_ident = &service.def.item.ident;
     let ident = &method.def.sig.ident;
     let id = &method.id;
     let args_struct = &method.args_struct;
     let reply_struct = &method.reply_struct;
-    let args = method.call_args();
     let args_binding = if method.arg_idents.is_empty() {
         quote!(_)
     } else {
         quote!(__args)
     };
-    let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
+    let handler = quote!(#krate::__private::handler);
     let serve = match (&method.upload, method.def.reply.is_stream()) {
-        (None, _) => quote! {
-            #krate::__private::serve_stream::<#args_struct, #reply_struct, _, _>(
-                __codec,
-                __payload,
-                move |#args_binding: #args_struct| async move { #call },
-            )
-        },
+        (None, false) => {
+            let args = method.arg_idents.iter().map(|arg| quote!(__args.#arg));
+            // Fully qualified so that a method named like an `Arc` method (`clone`, ...)
+            // still calls the user's implementation.
+            let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
+            let reply = unary_reply(method, reply_struct, call);
+            quote! {
+                #handler::unary(
+                    __codec,
+                    __payload,
+                    move |#args_binding: #args_struct| async move { #reply },
+                )
+            }
+        }
+        (None, true) => {
+            let args = method.call_args();
+            let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
+            quote! {
+                #handler::server_stream::<#args_struct, #reply_struct, _, _>(
+                    __codec,
+                    __payload,
+                    move |#args_binding: #args_struct| async move { #call },
+                )
+            }
+        }
         (Some(upload), bidirectional) => {
+            let args = method.call_args();
+            let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
             let message = &upload.message;
             let helper = if bidirectional {
-                quote!(serve_bidi_stream)
+                quote!(bidi_stream)
             } else {
-                quote!(serve_client_stream)
+                quote!(client_stream)
             };
             quote! {
-                #krate::__private::#helper::<#args_struct, #message, #reply_struct, _, _>(
+                #handler::#helper::<#args_struct, #message, #reply_struct, _, _>(
                     __codec,
                     __payload,
                     __upload,
@@ -203,20 +198,13 @@ fn open_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
     }
 }
 
-fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
-    let krate = &service.def.krate;
-    let trait_ident = &service.def.item.ident;
-    let ident = &method.def.sig.ident;
-    let id = &method.id;
-    let args_struct = &method.args_struct;
-    let reply_struct = &method.reply_struct;
-    let args = method.arg_idents.iter().map(|arg| quote!(__args.#arg));
-    // Fully qualified so that a method named like an `Arc` method (`clone`, ...) still calls
-    // the user's implementation.
-    let call = quote! {
-        <__S as #trait_ident>::#ident(&*__inner, #(#args),*).await
-    };
-    let reply = match &method.def.reply {
+/// The reply message a unary handler's return value `call` travels in.
+fn unary_reply(
+    method: &MethodGen<'_>,
+    reply_struct: &syn::Ident,
+    call: TokenStream,
+) -> TokenStream {
+    match &method.def.reply {
         ReplyShape::Unit => quote! {
             #call;
             #reply_struct {}
@@ -236,8 +224,6 @@ fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream
                 },
             }
         },
-        // Served by `open_arm`.
-        ReplyShape::Stream { .. } => return TokenStream::new(),
         ReplyShape::Result { ok: None, .. } => quote! {
             match #call {
                 ::core::result::Result::Ok(()) => #reply_struct {
@@ -248,22 +234,7 @@ fn dispatch_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream
                 },
             }
         },
-    };
-    let args_binding = if method.arg_idents.is_empty() {
-        quote!(_)
-    } else {
-        quote!(__args)
-    };
-    let cfg = &method.cfg_attrs;
-    quote! {
-        #(#cfg)*
-        #id => {
-            let __inner = ::core::clone::Clone::clone(&self.inner);
-            #krate::__private::dispatch(
-                __codec,
-                __payload,
-                move |#args_binding: #args_struct| async move { #reply },
-            )
-        }
+        // A stream is served by `call_arm`'s stream helpers.
+        ReplyShape::Stream { .. } => quote!(#call),
     }
 }

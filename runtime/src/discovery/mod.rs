@@ -11,6 +11,7 @@
 //!   policy, passive and active health checks and failover.
 
 pub(crate) mod backend;
+mod backoff;
 pub(crate) mod balance;
 pub(crate) mod balanced;
 #[cfg(feature = "etcd")]
@@ -19,7 +20,6 @@ mod etcd;
 pub(crate) mod record;
 pub(crate) mod registered;
 pub(crate) mod registry;
-mod retry;
 mod static_registry;
 pub(crate) mod watch;
 #[cfg(feature = "zookeeper")]

@@ -9,8 +9,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::backend::{Backend, RegistryError};
+use super::backoff::{FIRST_RETRY_DELAY, MAX_RETRY_DELAY};
 use super::record::Registration;
-use super::retry::{FIRST_RETRY_DELAY, MAX_RETRY_DELAY};
 
 /// How long a graceful deregistration waits for the registry.
 const DEREGISTER_LIMIT: Duration = Duration::from_secs(2);

@@ -11,8 +11,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::backend::{Backend, WatchEvent};
+use super::backoff::{FIRST_RETRY_DELAY, MAX_RETRY_DELAY};
 use super::record::Registration;
-use super::retry::{FIRST_RETRY_DELAY, MAX_RETRY_DELAY};
 
 /// Owns the watch task of one service name; aborted when the last [`Endpoints`] goes.
 pub(super) struct WatchShared {

@@ -1,7 +1,7 @@
 //! How a subscription consumes: prefetch (how many events one consumer holds at once) and
 //! the retry policy.
 
-use super::retry::RetryPolicy;
+use super::redelivery::RetryPolicy;
 
 /// Events one consumer holds unacknowledged at once (RabbitMQ `basic_qos` prefetch; the batch
 /// size of the in-process back-end), and so how many of its handlers run concurrently.

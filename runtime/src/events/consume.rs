@@ -12,7 +12,7 @@ use super::context::EventContext;
 use super::contract::EventHandler;
 use super::envelope::{codec_of, Envelope};
 use super::error::{DeadLetterReason, HandlerError};
-use super::retry::{RetryDecision, RetryPolicy};
+use super::redelivery::{RetryDecision, RetryPolicy};
 
 /// What the back-end does with a delivered event.
 #[derive(Debug)]

@@ -9,7 +9,7 @@
 //! Layout, one job per file: [`EventBus`] (`bus.rs`) over a back-end, `in_process.rs` (the
 //! default) or `rabbitmq/` (feature `rabbitmq`); [`Envelope`] (`envelope.rs`), what travels
 //! with an event; `contract.rs`, the seam generated code implements; `consume.rs`, how one
-//! delivered event is handled and judged, the same for every back-end; `retry.rs`,
+//! delivered event is handled and judged, the same for every back-end; `redelivery.rs`,
 //! `config.rs`, `dead_letter.rs`, `context.rs`, `subscription.rs`, `error.rs`.
 //!
 //! The book's "Events" chapter describes the topology and every guarantee.
@@ -25,7 +25,7 @@ mod error;
 mod in_process;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
-mod retry;
+mod redelivery;
 mod subscription;
 
 pub use bus::EventBus;
@@ -42,7 +42,7 @@ pub use rabbitmq::{
     topology, RabbitMqConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECONNECT_MAX_DELAY,
     DEFAULT_RECONNECT_MIN_DELAY,
 };
-pub use retry::{
+pub use redelivery::{
     RetryDecision, RetryPolicy, DEFAULT_FIRST_RETRY_DELAY, DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_RETRY_DELAY,
 };

@@ -9,25 +9,30 @@
 //! connection shares (token check, shutdown signals, the connection slot); `running.rs` the
 //! [`RunningServer`] and [`ShutdownHandle`] handles and [`shutdown_signal`];
 //! `connection/` one connection's read loop and calls; `layer/` the tower stack every call
-//! goes through; `router.rs` method ids to handlers; `identity.rs` and `request.rs` what
-//! the authorisation hook and the layers see; `registration.rs` publishing in a registry;
+//! goes through; `handler.rs` what generated servers run a handler through, every shape
+//! alike; `stream/` what is a stream's own; `router.rs` method ids to handlers; `identity.rs`
+//! and `request.rs` what the authorisation hook and the layers see; `registration.rs`
+//! publishing in a registry;
 //! `descriptor_budget.rs` the default connection limit; `metrics.rs` the server's metrics.
 
 mod accept_backoff;
 mod builder;
 mod config;
-mod connection;
+pub(crate) mod connection;
 mod descriptor_budget;
+#[doc(hidden)]
+pub mod handler;
 pub(crate) mod identity;
 mod launch;
 mod layer;
 mod listener;
 pub mod metrics;
 mod registration;
-mod request;
+pub(crate) mod request;
 mod router;
 pub(crate) mod running;
 mod shared;
+pub(crate) mod stream;
 
 pub use builder::{Server, ServerBuilder};
 pub use config::{

@@ -4,10 +4,12 @@ use bytes::Bytes;
 
 use crate::codec::Codec;
 use crate::context::CallContext;
+use crate::limit::{Limit, Permit};
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::server::identity::PeerIdentity;
-use crate::stream::{OutgoingItems, Upload};
+use crate::server::stream::upload_queue::Upload;
+use crate::stream::outgoing::OutgoingItems;
 use crate::transport::frame::FrameBuf;
 
 /// One call, as the server's tower layers see it: its [`CallContext`] (request id, service
@@ -23,6 +25,8 @@ pub struct Request {
     /// For an `Open` (a stream call) rather than a `Request` or `Notify`: the items the
     /// client uploads (none for a server stream).
     pub(crate) open: Option<Upload>,
+    /// Where the router found the call's service, resolved once when the call was read.
+    pub(crate) service: usize,
 }
 
 impl Request {
@@ -73,10 +77,18 @@ impl Request {
     }
 }
 
+/// A stream's place under the server's `max_in_flight`.
+pub(crate) type Admission = Permit<std::sync::Arc<Limit>>;
+
 /// A handler's encoded reply, or an opened stream's items, as it leaves the server's tower
 /// layers. Opaque: a layer passes it on (or returns an error instead).
 #[derive(Debug)]
-pub struct Reply(pub(crate) ReplyBody);
+pub struct Reply {
+    pub(crate) body: ReplyBody,
+    /// A stream's place under the server's `max_in_flight`, held while it is open (a unary
+    /// call's ends with the call).
+    pub(crate) admission: Option<Admission>,
+}
 
 /// What a [`Reply`] holds.
 #[derive(Debug)]
@@ -88,9 +100,25 @@ pub(crate) enum ReplyBody {
 }
 
 impl Reply {
+    /// A unary call's encoded reply.
+    pub(crate) fn message(frame: FrameBuf) -> Self {
+        Self {
+            body: ReplyBody::Message(frame),
+            admission: None,
+        }
+    }
+
+    /// An opened stream's items.
+    pub(crate) fn stream(items: OutgoingItems) -> Self {
+        Self {
+            body: ReplyBody::Stream(items),
+            admission: None,
+        }
+    }
+
     /// Bytes of the encoded reply (reply metadata included); 0 for a stream.
     pub fn len(&self) -> usize {
-        match &self.0 {
+        match &self.body {
             ReplyBody::Message(frame) => frame.payload_len(),
             ReplyBody::Stream(_) => 0,
         }
@@ -98,7 +126,7 @@ impl Reply {
 
     /// Whether this is an opened stream's items rather than one reply.
     pub fn is_stream(&self) -> bool {
-        matches!(self.0, ReplyBody::Stream(_))
+        matches!(self.body, ReplyBody::Stream(_))
     }
 
     /// Whether the encoded reply is empty.

@@ -11,6 +11,9 @@ use crate::service::Service;
 /// One routable method.
 pub(crate) struct Route {
     pub(crate) service: Arc<dyn Service>,
+    /// Where the service is in the router's list: what a call carries to its dispatcher, so
+    /// the method is looked up once per call.
+    pub(crate) service_index: usize,
     pub(crate) method: &'static MethodDescriptor,
     pub(crate) metrics: Arc<RouteMetrics>,
 }
@@ -25,6 +28,7 @@ impl Route {
 #[derive(Default)]
 pub(crate) struct Router {
     routes: IdMap<MethodId, Route>,
+    services: Vec<Arc<dyn Service>>,
 }
 
 impl Router {
@@ -32,10 +36,11 @@ impl Router {
     /// error (two services with the same name, or a hash collision).
     pub(crate) fn build(services: &[Arc<dyn Service>]) -> Result<Self, Error> {
         let mut routes: IdMap<MethodId, Route> = IdMap::default();
-        for service in services {
+        for (service_index, service) in services.iter().enumerate() {
             for method in service.descriptor().methods {
                 let route = Route {
                     service: Arc::clone(service),
+                    service_index,
                     method,
                     metrics: Arc::new(RouteMetrics::new(service.descriptor().name, method.name)),
                 };
@@ -51,7 +56,16 @@ impl Router {
                 routes.insert(method.id, route);
             }
         }
-        Ok(Self { routes })
+        Ok(Self {
+            routes,
+            services: services.to_vec(),
+        })
+    }
+
+    /// The service at `index` in the router's list (see [`Route::service_index`]).
+    #[inline]
+    pub(crate) fn service(&self, index: usize) -> Option<&Arc<dyn Service>> {
+        self.services.get(index)
     }
 
     pub(crate) fn get(&self, method: MethodId) -> Option<&Route> {

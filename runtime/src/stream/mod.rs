@@ -3,23 +3,20 @@
 //! `Item` frame, paid for in advance by the receiver's `Credit`.
 //!
 //! Layout: `streaming.rs` the producer type handlers return; `item.rs` the item messages
-//! generated code declares; `credit.rs` the sender's credit; `window.rs` the receiver's; `outgoing.rs` a
-//! producer's items encoded for the wire; `upload.rs` a client's items
-//! on their way to a handler. The client's side of a stream is
-//! `client/item_stream.rs`, the server's `server/connection/stream.rs`.
+//! generated code declares; `credit.rs` the sender's credit; `window.rs` the receiver's;
+//! `outgoing.rs` items encoded for the wire, a handler's or an upload's. Each side's streams
+//! have one home of their own: the client's `client/stream/`, the server's `server/stream/`.
 
-pub(crate) mod batch;
 pub(crate) mod credit;
-mod item;
+pub(crate) mod item;
 pub(crate) mod outgoing;
-mod streaming;
-pub(crate) mod upload;
+pub(crate) mod streaming;
 pub(crate) mod window;
 
+pub use crate::server::stream::upload_queue::Upload;
 pub use item::ItemMessage;
-pub use outgoing::{OpenFuture, OutgoingItems};
+pub use outgoing::OutgoingItems;
 pub use streaming::Streaming;
-pub use upload::Upload;
 
 /// Items a client grants a server stream when it opens it, and the most it lets the server
 /// have sent ahead of its consumer (see `ChannelBuilder::stream_window`).

@@ -37,7 +37,7 @@ use super::contract::{ContractDescriptor, EventHandler};
 use super::dead_letter::DeadLetter;
 use super::envelope::Envelope;
 use super::error::{ConnectError, DeadLetterReason, PublishError, SubscribeError};
-use super::retry::RetryPolicy;
+use super::redelivery::RetryPolicy;
 use super::subscription::Subscription;
 
 /// The back-end's shared state.

@@ -23,7 +23,7 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Channel, ExchangeKind};
 
 use super::super::contract::ContractDescriptor;
-use super::super::retry::RetryPolicy;
+use super::super::redelivery::RetryPolicy;
 
 /// The exchange of `contract`.
 pub fn exchange(contract: &str) -> String {

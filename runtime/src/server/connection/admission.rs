@@ -9,17 +9,18 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::future::{AbortHandle, Abortable, Aborted, Either};
+use futures::future::{AbortHandle, Either};
 use futures::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::calls::CallSlot;
 use super::gauge::InFlightGauge;
-use super::in_flight::CallSlot;
 use super::rejected::CallRejected;
 use super::reply::{queue_reply, HandlerOutcome, ReplyTo};
 use super::state::ConnectionState;
-use super::stream::{spawn_stream, OpenedStream};
+use super::stream_task::{spawn_stream, OpenedStream};
+use super::supervise::{supervise, CallRecord, Supervised};
 use crate::call_span::{CallSpan, Side};
 use crate::context::CallContext;
 use crate::error::ErrorCode;
@@ -27,7 +28,8 @@ use crate::metadata::Metadata;
 use crate::server::metrics::{self, Outcome as Ended};
 use crate::server::request::Request;
 use crate::server::shared::Shared;
-use crate::stream::upload::{Upload, UploadQueue};
+use crate::server::stream::produce::StreamOut;
+use crate::server::stream::upload_queue::{Upload, UploadQueue};
 use crate::stream::window::WindowSize;
 use crate::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
 use crate::trace::{TraceContext, TRACEPARENT};
@@ -154,6 +156,7 @@ pub(super) fn start_call(
         codec: context.codec,
         payload,
         open,
+        service: route.service_index,
     };
     // Every piece of the pipeline is always ready (see `Pipeline`): no `poll_ready` needed.
     let work = tower::Service::call(&mut &shared.pipeline, request);
@@ -169,22 +172,26 @@ pub(super) fn start_call(
         shared.metrics.streams_opened.increment(1);
         shared.metrics.streams_open.increment(1.0);
         let opened = OpenedStream {
-            request_id,
-            method,
-            codec: context.codec,
-            received,
+            out: StreamOut {
+                request_id,
+                method,
+                codec: context.codec,
+                send_limit: context.send_limit,
+                sink: context.sink.clone(),
+                sent_bytes: shared.metrics.sent_bytes.clone(),
+                items: shared.metrics.stream_items.clone(),
+            },
+            record: CallRecord {
+                span,
+                metrics: Arc::clone(&route.metrics),
+                received,
+            },
             deadline,
             deadline_ms,
-            send_limit: context.send_limit,
-            sink: context.sink.clone(),
             calls: Arc::clone(&context.calls),
             slot,
-            route_metrics: Arc::clone(&route.metrics),
             in_flight: shared.metrics.in_flight.clone(),
-            sent_bytes: shared.metrics.sent_bytes.clone(),
-            items: shared.metrics.stream_items.clone(),
             open: shared.metrics.streams_open.clone(),
-            span,
             upload,
         };
         spawn_stream(work, opened);
@@ -201,15 +208,18 @@ pub(super) fn start_call(
     // That poll needs no waker: the task polls the call again first thing, and a poll looks
     // at the call's state afresh, so no wake-up in between is lost.
     shared.metrics.in_flight.increment(1.0);
+    let record = CallRecord {
+        span,
+        metrics: Arc::clone(&route.metrics),
+        received,
+    };
     let mut first_poll = Context::from_waker(Waker::noop());
     if let Poll::Ready(outcome) = Pin::new(&mut work).poll(&mut first_poll) {
         drop(slot);
         let now = Instant::now();
         *clock = Some(now);
         let outcome = within(deadline, now, outcome);
-        let ended = Ended::of(&outcome);
-        record_outcome(&span, ended.label());
-        route.metrics.record(ended, now - received);
+        record.ended(Ended::of(&outcome), now);
         shared.metrics.in_flight.decrement(1.0);
         if !one_way {
             let frame = reply.frame(outcome);
@@ -222,35 +232,26 @@ pub(super) fn start_call(
     context.calls.insert(request_id, abort);
     let sink = context.sink.clone();
     let calls = Arc::clone(&context.calls);
-    let route_metrics = Arc::clone(&route.metrics);
     let in_flight = shared.metrics.in_flight.clone();
     let sent_bytes = shared.metrics.sent_bytes.clone();
     tokio::spawn(async move {
         let _slot = slot;
         // Counts the call out however the task ends (an abort at shutdown included).
         let _in_flight = InFlightGauge(in_flight);
-        let work = Abortable::new(work, registration);
-        let outcome = match deadline {
-            Some(at) => tokio::time::timeout_at(at, work).await.ok(),
-            None => Some(work.await),
-        };
-        calls.remove(request_id);
+        let supervised = supervise(work, registration, deadline, &calls, request_id).await;
         let now = Instant::now();
-        let outcome = match outcome {
+        let outcome = match supervised {
             // Cancelled by the caller or by the end of the connection: no reply is wanted.
-            Some(Err(Aborted)) => {
-                record_outcome(&span, Ended::Cancelled.label());
-                route_metrics.record(Ended::Cancelled, now - received);
+            Supervised::Aborted => {
+                record.ended(Ended::Cancelled, now);
                 return;
             }
             // `timeout_at` polls the call before its timer, so a call that became ready after
             // the deadline (say, once a long decode finished) still needs the check.
-            Some(Ok(outcome)) => within(deadline, now, outcome),
-            None => None,
+            Supervised::Finished(outcome) => within(deadline, now, outcome),
+            Supervised::Late => None,
         };
-        let ended = Ended::of(&outcome);
-        record_outcome(&span, ended.label());
-        route_metrics.record(ended, now - received);
+        record.ended(Ended::of(&outcome), now);
         if !one_way {
             let frame = reply.frame(outcome);
             sent_bytes.increment(frame.len() as u64);
@@ -258,13 +259,6 @@ pub(super) fn start_call(
         }
     });
     Ok(None)
-}
-
-/// Records how the call ended on its span, if it has one.
-fn record_outcome(span: &Option<tracing::Span>, ended: &'static str) {
-    if let Some(span) = span {
-        span.record("outcome", ended);
-    }
 }
 
 impl Ended {

@@ -4,11 +4,14 @@
 //!
 //! Layout: this module is the read loop and the close; `handshake.rs` the hello within the
 //! handshake deadline; `state.rs` what every call task of the connection shares;
-//! `admission.rs` how a request becomes a running call (cancellation, deadline, inline or
-//! spawned); `in_flight.rs` the calls running, by request id and against the connection's
-//! limit; `reply.rs` how an outcome becomes a frame; `rejected.rs` why a call was not
-//! started; `stream.rs` a stream call's task (items, credit, its one end); `gauge.rs` a
-//! running call's share of the in-flight gauge.
+//! `admission.rs` how a request, a one-way call or a stream's open becomes a running call
+//! (its route found once, its span, then the server's one pipeline; run inline, or as a task);
+//! `supervise.rs` what every call that runs as a task goes through (cancellation, deadline,
+//! its outcome recorded); `stream_task.rs` a stream's task (its items come from
+//! `server/stream/`, its one end goes out here); `calls.rs` the calls running, by request id
+//! and against the connection's limits; `slots.rs` those limits; `reply.rs` how an outcome
+//! becomes a frame; `rejected.rs` why a call was not started; `gauge.rs` a running call's
+//! share of the in-flight gauge.
 //!
 //! Memory: a server holds one task per connection for the connection's whole life, most of
 //! them idle, so that task is kept small. Opening a connection ([`open_connection`]) runs in
@@ -17,14 +20,15 @@
 //! once (a wait for a call slot, the close) is boxed.
 
 mod admission;
+mod calls;
 mod gauge;
 mod handshake;
-mod in_flight;
 mod rejected;
-mod reply;
+pub(crate) mod reply;
 mod slots;
 mod state;
-mod stream;
+mod stream_task;
+mod supervise;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -47,8 +51,8 @@ use crate::transport::writer::{Delivery, FrameSink};
 use crate::transport::Transport;
 
 use admission::start_call;
+use calls::{CallSlot, Calls, UploadTarget};
 use handshake::handshake;
-use in_flight::{CallSlot, InFlight, UploadTarget};
 use rejected::CallRejected;
 use reply::{queue_reply, send_connection_error};
 use state::ConnectionState;
@@ -98,7 +102,7 @@ pub(crate) async fn open_connection<T: Transport>(
         codec: negotiated.codec,
         version: negotiated.version,
         sink,
-        calls: Arc::new(InFlight::new(
+        calls: Arc::new(Calls::new(
             config.max_in_flight_per_connection,
             config.max_streams_per_connection,
         )),
@@ -270,7 +274,7 @@ impl Connection {
         }
         if frame.kind == FrameKind::Open {
             let Some(slot) = self.state.calls.try_stream_slot() else {
-                // Refused rather than waited for (see `InFlight`); checked for a duplicate id
+                // Refused rather than waited for (see `Calls`); checked for a duplicate id
                 // first, as every call is.
                 if self.state.calls.contains(frame.request_id) {
                     let message = format!("request id {} is already in flight", frame.request_id);
@@ -387,7 +391,7 @@ impl Connection {
 /// Queues an upload's `Item` or takes its `End`; the message of a protocol violation
 /// (wire chapter, "Credit"). A frame for a call that has ended is discarded: the server may
 /// answer before the client's upload is over.
-fn route_upload(calls: &InFlight, frame: Frame) -> Result<(), String> {
+fn route_upload(calls: &Calls, frame: Frame) -> Result<(), String> {
     match calls.upload(frame.request_id) {
         UploadTarget::Gone => Ok(()),
         UploadTarget::NoUpload => Err(format!(

@@ -24,7 +24,7 @@ pub(super) fn queue_reply(sink: &FrameSink, frame: Bytes) -> Result<Option<Bytes
 }
 
 /// What a handler's future resolved to: its encoded reply or call error, or the panic.
-pub(super) type HandlerOutcome = std::thread::Result<Result<Reply, CallError>>;
+pub(crate) type HandlerOutcome = std::thread::Result<Result<Reply, CallError>>;
 
 /// Where a call's reply goes, and what it needs to be framed.
 pub(super) struct ReplyTo {
@@ -56,11 +56,17 @@ impl ReplyTo {
                 error(call_error.code(), &call_error.to_string())
             }
             // Admission sends every stream call to its own task: a layer swapped the reply.
-            Some(Ok(Ok(Reply(ReplyBody::Stream(_))))) => error(
+            Some(Ok(Ok(Reply {
+                body: ReplyBody::Stream(_),
+                ..
+            }))) => error(
                 ErrorCode::LayerFailed,
                 "a server layer answered a unary call with a stream",
             ),
-            Some(Ok(Ok(Reply(ReplyBody::Message(reply))))) => match reply.finish(
+            Some(Ok(Ok(Reply {
+                body: ReplyBody::Message(reply),
+                ..
+            }))) => match reply.finish(
                 FrameKind::Response,
                 self.request_id,
                 self.method,
@@ -79,7 +85,7 @@ impl ReplyTo {
     }
 }
 
-pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = panic.downcast_ref::<&'static str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {

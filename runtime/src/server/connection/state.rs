@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::in_flight::InFlight;
+use super::calls::Calls;
 use crate::codec::Codec;
 use crate::server::identity::PeerIdentity;
 use crate::transport::writer::FrameSink;
@@ -14,7 +14,7 @@ pub(super) struct ConnectionState {
     /// The negotiated protocol version (2: metadata may travel).
     pub(super) version: u8,
     pub(super) sink: FrameSink,
-    pub(super) calls: Arc<InFlight>,
+    pub(super) calls: Arc<Calls>,
     /// The largest frame this connection may send: the server's `max_frame_len`, lowered to
     /// the client's announced limit (version 2).
     pub(super) send_limit: u32,

@@ -1,26 +1,20 @@
-//! The innermost service: finds the call's handler, which decodes the arguments, runs, and
-//! encodes its reply, with the call's context current while it is polled.
+//! The innermost service: hands the call to its service (found once, when the call was read),
+//! whose handler decodes the arguments, runs, and encodes its reply or its stream's items,
+//! with the call's context current while it is polled.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use std::future::Future;
-use std::pin::Pin;
-
-use futures::future::{Either, MapErr};
-use futures::TryFutureExt;
+use futures::future::Either;
 use tower::Service;
 
 use crate::context::InCall;
-use crate::dispatch::unknown_method;
-use crate::error::BoxError;
 use crate::error::CallError;
 use crate::layers::next::{Next, NextFuture};
-use crate::server::request::{Reply, ReplyBody, Request};
+use crate::server::handler::unknown_method;
+use crate::server::request::{Reply, Request};
 use crate::server::router::Router;
 use crate::service::ReplyFuture;
-use crate::stream::outgoing::unknown_stream;
-use crate::stream::OpenFuture;
 
 /// Runs handlers; always ready.
 #[derive(Clone)]
@@ -34,30 +28,8 @@ impl Dispatch {
     }
 }
 
-/// A handler's future, with its context, its reply wrapped for the layers. Not futures'
-/// `MapOk`, which moves its whole state (the call's context included) out when it completes.
-pub(crate) enum DispatchFuture {
-    /// A unary call: its reply.
-    Call(InCall<ReplyFuture>),
-    /// A stream call: its items, once the handler has returned them.
-    Open(InCall<OpenFuture>),
-}
-
-impl Future for DispatchFuture {
-    type Output = Result<Reply, CallError>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Self::Call(call) => Pin::new(call)
-                .poll(cx)
-                .map_ok(|frame| Reply(ReplyBody::Message(frame))),
-            Self::Open(open) => Pin::new(open)
-                .poll(cx)
-                .map_ok(|items| Reply(ReplyBody::Stream(items))),
-        }
-    }
-}
+/// A handler's future, with its call's context current while it is polled.
+pub(crate) type DispatchFuture = InCall<ReplyFuture>;
 
 impl Service<Request> for Dispatch {
     type Response = Reply;
@@ -75,6 +47,7 @@ impl Service<Request> for Dispatch {
 }
 
 impl Dispatch {
+    /// Hands the call to its service, found when the call was read (every shape alike).
     #[inline]
     fn dispatch(&self, request: Request) -> DispatchFuture {
         let Request {
@@ -82,21 +55,14 @@ impl Dispatch {
             codec,
             payload,
             open,
+            service,
         } = request;
         let method = context.method_id();
-        let route = self.router.get(method);
-        if let Some(upload) = open {
-            let items = match route {
-                Some(route) => route.service.open(method, codec, payload, upload),
-                None => unknown_stream(method),
-            };
-            return DispatchFuture::Open(context.around(items));
-        }
-        let handler = match route {
-            Some(route) => route.service.call(method, codec, payload),
+        let reply = match self.router.service(service) {
+            Some(service) => service.call(method, codec, payload, open.unwrap_or_default()),
             None => unknown_method(method),
         };
-        DispatchFuture::Call(context.around(handler))
+        context.around(reply)
     }
 }
 
@@ -107,7 +73,21 @@ pub(crate) enum Core {
     Layered(Next<Request, Reply>),
 }
 
-type LayeredFuture = MapErr<NextFuture<Reply>, fn(BoxError) -> CallError>;
+/// A call through the user's layers, its error classified by [`CallError::from_layer`]. A
+/// named future rather than `MapErr` with a function pointer, whose higher-ranked type the
+/// compiler cannot prove `Send` through the generic code that spawns a call's task.
+pub(crate) struct LayeredFuture(NextFuture<Reply>);
+
+impl std::future::Future for LayeredFuture {
+    type Output = Result<Reply, CallError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Reply, CallError>> {
+        self.0.as_mut().poll(cx).map_err(CallError::from_layer)
+    }
+}
 
 impl Service<Request> for Core {
     type Response = Reply;
@@ -130,11 +110,7 @@ impl Core {
     fn call_ref(&self, request: Request) -> <Self as Service<Request>>::Future {
         match self {
             Self::Direct(dispatch) => Either::Left(dispatch.dispatch(request)),
-            Self::Layered(layers) => Either::Right(
-                layers
-                    .call_shared(request)
-                    .map_err(CallError::from_layer as fn(BoxError) -> CallError),
-            ),
+            Self::Layered(layers) => Either::Right(LayeredFuture(layers.call_shared(request))),
         }
     }
 }

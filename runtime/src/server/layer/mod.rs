@@ -6,13 +6,13 @@
 
 mod authorize;
 mod dispatch;
-mod in_flight;
+mod max_in_flight;
 
 pub(crate) use authorize::AuthorizeLayer;
 pub(crate) use dispatch::{Core, Dispatch};
-pub(crate) use in_flight::{CallBudget, InFlightLimitLayer};
+pub(crate) use max_in_flight::{CallBudget, InFlightLimitLayer};
 
 /// The service every call goes through: authorisation, the in-flight limit, then the user's
 /// layers (if any) around the dispatcher. Each piece is always ready, so the server calls it
 /// without waiting for readiness; the user's layers are awaited inside [`Core`].
-pub(crate) type Pipeline = authorize::Authorize<in_flight::InFlightLimit<Core>>;
+pub(crate) type Pipeline = authorize::Authorize<max_in_flight::InFlightLimit<Core>>;

@@ -1,65 +1,40 @@
-//! A server stream's life on its connection: the task that takes the handler's items as the
-//! client's credit allows, frames and sends them, and ends the stream with exactly one `End`
-//! or `Error` frame (wire chapter, "Streams").
-//!
-//! The task is registered in the connection's in-flight table like a running call, so a
-//! `Cancel` (the client dropped its stream) or the connection's end aborts it, and the
-//! producer is dropped at once, without having to send first. The call's deadline bounds
-//! the whole stream.
+//! A stream's items on their way out of the server: the handler runs, then its items are taken
+//! as the client's credit allows, framed (several to a batch when the producer has them ready)
+//! and queued, until the producer runs out or fails. How the stream then ends, and the task it
+//! runs in, are the connection's (`connection/stream_task.rs`).
 
 use std::future::{poll_fn, Future};
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use futures::future::{AbortHandle, Abortable, Aborted};
-use tokio::time::Instant;
-use tracing::Instrument;
 
-use super::gauge::InFlightGauge;
-use super::in_flight::{CallSlot, InFlight};
-use super::reply::{panic_message, HandlerOutcome};
+use super::batch::ItemBatch;
 use crate::codec::Codec;
 use crate::error::{CallError, ErrorCode};
 use crate::method::MethodId;
-use crate::server::metrics::{Outcome, RouteMetrics};
+use crate::server::connection::reply::{panic_message, HandlerOutcome};
 use crate::server::request::{Reply, ReplyBody};
-use crate::stream::batch::ItemBatch;
 use crate::stream::credit::SendCredit;
 use crate::stream::outgoing::OutgoingItems;
-use crate::stream::upload::UploadQueue;
-use crate::transport::frame::{Frame, FrameKind};
-use crate::transport::writer::{Delivery, FrameSink};
+use crate::transport::writer::FrameSink;
 
-/// What a stream's task needs from its connection.
-pub(super) struct OpenedStream {
-    pub(super) request_id: u64,
-    pub(super) method: MethodId,
+/// What a stream's producer needs from its connection.
+pub(crate) struct StreamOut {
+    pub(crate) request_id: u64,
+    pub(crate) method: MethodId,
     /// The connection's codec, which the items are encoded in.
-    pub(super) codec: Codec,
-    pub(super) received: Instant,
-    pub(super) deadline: Option<Instant>,
-    pub(super) deadline_ms: u32,
+    pub(crate) codec: Codec,
     /// The largest frame the client accepts.
-    pub(super) send_limit: u32,
-    pub(super) sink: FrameSink,
-    pub(super) calls: Arc<InFlight>,
-    pub(super) slot: CallSlot,
-    pub(super) route_metrics: Arc<RouteMetrics>,
-    pub(super) in_flight: ::metrics::Gauge,
-    pub(super) sent_bytes: ::metrics::Counter,
+    pub(crate) send_limit: u32,
+    pub(crate) sink: FrameSink,
+    pub(crate) sent_bytes: ::metrics::Counter,
     /// Items sent on streams, server-wide.
-    pub(super) items: ::metrics::Counter,
-    /// Streams open, server-wide: this one counts until its task ends.
-    pub(super) open: ::metrics::Gauge,
-    pub(super) span: Option<tracing::Span>,
-    /// The items the client uploads, for a method that takes them.
-    pub(super) upload: Option<Arc<UploadQueue>>,
+    pub(crate) items: ::metrics::Counter,
 }
 
-/// How a stream ended, for its last frame and its metrics.
-enum Ended {
+/// How a stream's producer ended, for its last frame and its metrics.
+pub(crate) enum Ended {
     /// The producer ran out (or sent its application error): `End`.
     Complete,
     /// An `Error` frame with this code and message.
@@ -68,100 +43,23 @@ enum Ended {
     PeerGone,
 }
 
-/// Starts the task of the stream call `work` (the server pipeline's future for an `Open`).
-pub(super) fn spawn_stream<W>(work: W, opened: OpenedStream)
-where
-    W: Future<Output = HandlerOutcome> + Send + 'static,
-{
-    let credit = Arc::new(SendCredit::default());
-    let (abort, registration) = AbortHandle::new_pair();
-    opened.calls.insert_stream(
-        opened.request_id,
-        abort,
-        Arc::clone(&credit),
-        opened.upload.clone(),
-    );
-    let span = opened.span.clone().filter(|span| !span.is_disabled());
-    let task = async move {
-        let _gauge = InFlightGauge(opened.in_flight.clone());
-        let _open = InFlightGauge(opened.open.clone());
-        let run = Abortable::new(produce(work, &credit, &opened), registration);
-        let ended = match opened.deadline {
-            Some(at) => tokio::time::timeout_at(at, run).await.ok(),
-            None => Some(run.await),
-        };
-        opened.calls.remove(opened.request_id);
-        let ended = match ended {
-            None => Ended::Failed(
-                ErrorCode::DeadlineExceeded,
-                format!(
-                    "the stream did not end within its deadline of {} ms",
-                    opened.deadline_ms
-                ),
-            ),
-            // Cancelled by the client, the connection is gone, or stopped at the end of a
-            // shutdown's grace period: nothing to send. In the last case the connection then
-            // closes without its goodbye, so the client reads the stream as cut off (it may have
-            // run), as it reads a unary call stopped the same way.
-            Some(Err(Aborted)) => {
-                record(&opened, Outcome::Cancelled);
-                return;
-            }
-            // An upload item that did not decode ended the handler's input: the call failed.
-            Some(Ok(Ended::Complete)) => match opened.upload.as_ref().and_then(|u| u.failure()) {
-                Some(failure) => Ended::Failed(ErrorCode::BadRequest, failure),
-                None => Ended::Complete,
-            },
-            Some(Ok(ended)) => ended,
-        };
-        let last = match &ended {
-            Ended::Complete => Frame::control(FrameKind::End, opened.request_id).to_bytes(),
-            Ended::Failed(code, message) => {
-                Frame::error(opened.request_id, opened.method, *code, message).to_bytes()
-            }
-            Ended::PeerGone => {
-                record(&opened, Outcome::Cancelled);
-                return;
-            }
-        };
-        record(
-            &opened,
-            match &ended {
-                Ended::Failed(code, _) => Outcome::Failed(*code),
-                _ => Outcome::Ok,
-            },
-        );
-        opened.sent_bytes.increment(last.len() as u64);
-        // Sent before the slot is given back, so that a closing connection (which waits for
-        // every slot) still writes it.
-        let _ = opened.sink.send(last, Delivery::Now).await;
-        drop(opened.slot);
-    };
-    match span {
-        Some(span) => tokio::spawn(task.instrument(span)),
-        None => tokio::spawn(task),
-    };
-}
-
-fn record(opened: &OpenedStream, outcome: Outcome) {
-    if let Some(span) = &opened.span {
-        span.record("outcome", outcome.label());
-    }
-    opened
-        .route_metrics
-        .record(outcome, Instant::now() - opened.received);
-}
-
 /// Runs the handler, then sends its items, one per unit of credit, until it runs out.
-async fn produce<W>(work: W, credit: &SendCredit, opened: &OpenedStream) -> Ended
+pub(crate) async fn produce<W>(work: W, credit: &SendCredit, opened: &StreamOut) -> Ended
 where
     W: Future<Output = HandlerOutcome>,
 {
-    let mut items = match work.await {
+    // The reply holds the stream's place under `max_in_flight` until the stream ends.
+    let (mut items, _admission) = match work.await {
         Err(panic) => return panicked(opened, panic.as_ref()),
         Ok(Err(call_error)) => return failed(call_error),
-        Ok(Ok(Reply(ReplyBody::Stream(items)))) => items,
-        Ok(Ok(Reply(ReplyBody::Message(_)))) => {
+        Ok(Ok(Reply {
+            body: ReplyBody::Stream(items),
+            admission,
+        })) => (items, admission),
+        Ok(Ok(Reply {
+            body: ReplyBody::Message(_),
+            ..
+        })) => {
             return Ended::Failed(
                 ErrorCode::LayerFailed,
                 "a server layer answered a stream call with a unary reply".to_owned(),
@@ -202,7 +100,7 @@ fn produce_ready(
     items: &mut OutgoingItems,
     batch: &mut ItemBatch,
     credit: &SendCredit,
-    opened: &OpenedStream,
+    opened: &StreamOut,
 ) -> Option<Ended> {
     // Polled with a waker that does nothing: an item that is not ready ends the batch, and
     // the next wait for an item polls with the task's own waker again.
@@ -239,7 +137,7 @@ enum Produced {
 fn produce_into(
     items: &mut OutgoingItems,
     batch: &mut ItemBatch,
-    opened: &OpenedStream,
+    opened: &StreamOut,
     cx: &mut Context<'_>,
 ) -> Poll<Produced> {
     let start = batch.begin();
@@ -270,7 +168,7 @@ fn produce_into(
 
 /// Queues a batch of `count` items: the writer task coalesces a busy stream's batches into
 /// few writes.
-async fn send_items(opened: &OpenedStream, frames: Bytes, count: u64) -> Result<(), ()> {
+async fn send_items(opened: &StreamOut, frames: Bytes, count: u64) -> Result<(), ()> {
     opened.sent_bytes.increment(frames.len() as u64);
     opened
         .sink
@@ -286,7 +184,7 @@ fn failed(call_error: CallError) -> Ended {
     Ended::Failed(call_error.code(), call_error.to_string())
 }
 
-fn panicked(opened: &OpenedStream, panic: &(dyn std::any::Any + Send)) -> Ended {
+fn panicked(opened: &StreamOut, panic: &(dyn std::any::Any + Send)) -> Ended {
     let message = panic_message(panic);
     tracing::error!(method = %opened.method, %message, "stream handler panicked");
     Ended::Failed(ErrorCode::HandlerPanicked, message)

@@ -7,8 +7,8 @@ use futures::future::AbortHandle;
 
 use super::slots::Slots;
 use crate::id_hash::IdMap;
+use crate::server::stream::upload_queue::UploadQueue;
 use crate::stream::credit::{CreditError, SendCredit};
-use crate::stream::upload::UploadQueue;
 
 /// One running call: how to stop it, and for a stream, the credit its client grants and the
 /// items it uploads.
@@ -33,7 +33,7 @@ pub(super) enum UploadTarget {
 ///
 /// One value per connection holds both (rather than a semaphore and a task tracker of their
 /// own): a server holds many connections, and each shared allocation costs every one of them.
-pub(super) struct InFlight {
+pub(super) struct Calls {
     calls: Mutex<IdMap<u64, Running>>,
     /// One slot per call that may start; every call holds one ([`CallSlot`]) until it ends,
     /// so all slots free means no call is running.
@@ -48,7 +48,7 @@ pub(super) struct InFlight {
 /// A running call's or stream's place in its connection's limit, given back when dropped
 /// (when it ends, however it ends).
 pub(super) struct CallSlot {
-    in_flight: Arc<InFlight>,
+    in_flight: Arc<Calls>,
     stream: bool,
 }
 
@@ -62,7 +62,7 @@ impl Drop for CallSlot {
     }
 }
 
-impl InFlight {
+impl Calls {
     /// Allows `limit` calls and `stream_limit` streams at once (at least one of each).
     pub(super) fn new(limit: usize, stream_limit: usize) -> Self {
         let limit = u32::try_from(limit).unwrap_or(u32::MAX);

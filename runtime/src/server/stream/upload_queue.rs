@@ -16,11 +16,11 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use futures::Stream;
 
-use super::credit::credit_frame;
-use super::item::ItemMessage;
-use super::streaming::Streaming;
-use super::window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::codec::Codec;
+use crate::stream::credit::credit_frame;
+use crate::stream::item::ItemMessage;
+use crate::stream::streaming::Streaming;
+use crate::stream::window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::transport::writer::FrameSink;
 
 /// The items a client uploads to one call, for its handler. Opaque: generated code turns it
@@ -28,6 +28,13 @@ use crate::transport::writer::FrameSink;
 /// one.
 pub struct Upload {
     queue: Option<Arc<UploadQueue>>,
+}
+
+impl Default for Upload {
+    /// No upload: the call's method takes none.
+    fn default() -> Self {
+        Self::none()
+    }
 }
 
 impl fmt::Debug for Upload {

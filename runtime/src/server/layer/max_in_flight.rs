@@ -11,15 +11,14 @@ use futures::future::Either;
 use tower::{Layer, Service};
 
 use crate::error::CallError;
-use crate::limit::{Limit, Permit};
+use crate::limit::Limit;
 use crate::server::request::{Reply, Request};
 
 /// The server's calls in flight, counted against `max_in_flight`: the one limiter of both
 /// sides ([`Limit`]), with a permit that lives as long as the call's future.
 pub(crate) type CallBudget = Limit;
 
-/// One admitted call's place in the budget, given back when dropped.
-type Admission = Permit<Arc<Limit>>;
+use crate::server::request::Admission;
 
 /// Adds [`InFlightLimit`] with the server's budget.
 #[derive(Clone)]
@@ -123,13 +122,23 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F: Future> Future for Admitted<F> {
+impl<F, E> Future for Admitted<F>
+where
+    F: Future<Output = Result<Reply, E>>,
+{
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let output = std::task::ready!(this.inner.poll(cx));
-        this.permit.take();
-        Poll::Ready(output)
+        let permit = this.permit.take();
+        // An opened stream keeps its place for as long as it is open; a unary call's ends
+        // here.
+        Poll::Ready(output.map(|mut reply| {
+            if reply.is_stream() {
+                reply.admission = permit;
+            }
+            reply
+        }))
     }
 }
