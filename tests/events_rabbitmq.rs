@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use wirecall::events::{EventBus, PublishError, RabbitMqConfig};
+use wirecall::events::{EventBus, PublishError, PublishOutcome, RabbitMqConfig};
 use wirecall_test_support::events::{
     self, quick_config, unique, user, Recorder, UserEventsPublisher, UserEventsSubscriber, CONTRACT,
 };
@@ -202,6 +202,8 @@ async fn broker_restart_mid_stream_loses_no_confirmed_event() {
 
     let confirmed = Arc::new(Mutex::new(HashSet::new()));
     let (mut attempts, mut failed) = (0u64, 0u64);
+    // The events one of whose failed publishes may have reached the queue all the same.
+    let mut maybe_published = HashSet::new();
     let publisher = UserEventsPublisher::new(&publishing);
     let mut restarter = None;
     let mut published_after_restart = 0;
@@ -230,8 +232,16 @@ async fn broker_restart_mid_stream_loses_no_confirmed_event() {
                     confirmed.lock().unwrap().insert(n);
                     break;
                 }
-                Err(PublishError::Disconnected) | Err(PublishError::Broker(_)) => {
+                Err(
+                    error @ (PublishError::Disconnected
+                    | PublishError::Broker(_)
+                    | PublishError::Unconfirmed(_)
+                    | PublishError::Nacked),
+                ) => {
                     failed += 1;
+                    if error.outcome() == PublishOutcome::MaybePublished {
+                        maybe_published.insert(n);
+                    }
                     // Waiting for the bus to reconnect; the failures are counted, not timed.
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -267,12 +277,26 @@ async fn broker_restart_mid_stream_loses_no_confirmed_event() {
         .iter()
         .filter(|&&n| recorder.log.handled(n) == 0)
         .count();
+    // An event published twice (an error, then the retry) that reached the queue twice must
+    // have had an error saying it may have been published.
+    let published_twice: Vec<i32> = (0..n).filter(|&n| recorder.log.publishes(n) > 1).collect();
+    let said_not_published = published_twice
+        .iter()
+        .filter(|n| !maybe_published.contains(*n))
+        .count();
     println!(
         "broker restart: {attempts} publish attempts, {failed} failed while the broker was \
-         away, {} confirmed, {} delivered (distinct), {} duplicates, {lost} lost",
+         away ({} said maybe published, {} of them were), {} confirmed, {} delivered \
+         (distinct), {} duplicates, {lost} lost",
+        maybe_published.len(),
+        published_twice.len(),
         confirmed.len(),
         recorder.log.distinct(),
         recorder.log.duplicates()
+    );
+    assert_eq!(
+        said_not_published, 0,
+        "a publish that failed as not published reached the queue"
     );
     assert_eq!(lost, 0);
     assert_eq!(confirmed.len(), n as usize);

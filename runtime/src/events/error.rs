@@ -3,28 +3,71 @@
 
 use crate::codec::CodecError;
 
-/// A publish that did not complete: the event may or may not have reached the broker, but it
-/// was not confirmed, so the caller must assume it was not delivered.
+/// A publish that did not complete. The event was not confirmed, so the caller must assume
+/// it was not delivered; [`outcome`](Self::outcome) says whether it may have been published
+/// all the same (publishing it again could then deliver it twice).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PublishError {
-    /// The payload could not be encoded.
+    /// The payload could not be encoded. Not published.
     #[error("the event could not be encoded: {0}")]
     Encode(#[from] CodecError),
     /// The bus has no connection to its broker right now (it is reconnecting in the
     /// background); publishes fail at once rather than wait, so the caller decides whether to
-    /// retry, buffer or give up.
+    /// retry, buffer or give up. Not published.
     #[error("not connected to the event broker (reconnecting); the event was not published")]
     Disconnected,
-    /// The broker refused the message (a negative confirm).
-    #[error("the broker refused the event (negative publisher confirm)")]
+    /// The broker refused the message (a negative confirm): it did not take responsibility
+    /// for it, which does not prove that no queue holds it. Maybe published.
+    #[error("the broker refused the event (negative publisher confirm); it may still have reached a queue")]
     Nacked,
-    /// The broker connection failed while the publish was in flight.
-    #[error("the event broker connection failed during the publish: {0}")]
+    /// The broker failed the publish before the event was sent (declaring the contract's
+    /// exchange failed). Not published.
+    #[error("the event broker failed before the event was sent: {0}; the event was not published")]
     Broker(String),
-    /// The bus was shut down.
-    #[error("the event bus is closed")]
+    /// The connection failed after the event was handed to it and before the broker
+    /// confirmed it (or, in process, the bus closed while the event was being fanned out to
+    /// its subscriptions). Maybe published.
+    #[error("the event was sent but not confirmed: {0}; it may have been published")]
+    Unconfirmed(String),
+    /// The bus was shut down before the publish. Not published.
+    #[error("the event bus is closed; the event was not published")]
     Closed,
+}
+
+/// Whether a failed publish may have reached a subscription anyway: [`PublishError::outcome`].
+///
+/// | outcome | publishing it again |
+/// |---|---|
+/// | [`NotPublished`](Self::NotPublished) | cannot deliver it twice |
+/// | [`MaybePublished`](Self::MaybePublished) | may deliver it twice: subscribers de-duplicate |
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PublishOutcome {
+    /// The event reached no queue: it was never sent (not encoded, no connection, the bus
+    /// closed, the exchange not declared).
+    NotPublished,
+    /// The event was sent and not confirmed: it may be in a queue (the connection failed
+    /// before the confirm, or the broker answered with a negative confirm).
+    MaybePublished,
+}
+
+impl PublishError {
+    /// Whether the event may have been published despite the error.
+    ///
+    /// ```
+    /// use wirecall_runtime::events::{PublishError, PublishOutcome};
+    ///
+    /// assert_eq!(PublishError::Disconnected.outcome(), PublishOutcome::NotPublished);
+    /// assert_eq!(PublishError::Nacked.outcome(), PublishOutcome::MaybePublished);
+    /// ```
+    pub fn outcome(&self) -> PublishOutcome {
+        match self {
+            Self::Encode(_) | Self::Disconnected | Self::Broker(_) | Self::Closed => {
+                PublishOutcome::NotPublished
+            }
+            Self::Nacked | Self::Unconfirmed(_) => PublishOutcome::MaybePublished,
+        }
+    }
 }
 
 /// A subscription (or a declaration, or a dead-letter read) that did not complete.

@@ -55,17 +55,27 @@ impl InProcess {
             Some(split) => split,
             None => return Ok(()),
         };
-        for queue in others {
+        let subscriptions = queues.len();
+        // The bus closing mid fan-out leaves the event in the queues before the failed one.
+        let closed = |delivered: usize| {
+            match delivered {
+            0 => PublishError::Closed,
+            _ => PublishError::Unconfirmed(format!(
+                "the bus closed after the event reached {delivered} of its {subscriptions} subscriptions"
+            )),
+        }
+        };
+        for (delivered, queue) in others.iter().enumerate() {
             queue
                 .sender
                 .send(envelope.clone())
                 .await
-                .map_err(|_| PublishError::Closed)?;
+                .map_err(|_| closed(delivered))?;
         }
         last.sender
             .send(envelope)
             .await
-            .map_err(|_| PublishError::Closed)
+            .map_err(|_| closed(others.len()))
     }
 
     /// The queue of `subscription` on `contract`, created on first use.

@@ -34,7 +34,9 @@ pub use context::EventContext;
 pub use contract::{ContractDescriptor, EventHandler, HandlerFuture, HandlerOutcome};
 pub use dead_letter::DeadLetter;
 pub use envelope::{codec_of, content_type, Envelope, EventId};
-pub use error::{ConnectError, DeadLetterReason, HandlerError, PublishError, SubscribeError};
+pub use error::{
+    ConnectError, DeadLetterReason, HandlerError, PublishError, PublishOutcome, SubscribeError,
+};
 pub use in_process::IN_PROCESS_QUEUE_CAPACITY;
 #[cfg(feature = "rabbitmq")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rabbitmq")))]

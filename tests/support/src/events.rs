@@ -6,7 +6,7 @@
 //! can count deliveries per published event; its `name` steers the [`Recorder`]: `poison`
 //! always fails, `panic` panics on its first attempt.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -51,6 +51,9 @@ pub fn unique(name: &str) -> String {
 pub struct EventLog {
     /// Successful handlings per `user_id`.
     handled: Mutex<HashMap<i32, u32>>,
+    /// The ids of the published events handled per `user_id`: more than one means the
+    /// publisher's event reached a queue more than once (published again after an error).
+    publishes: Mutex<HashMap<i32, HashSet<EventId>>>,
     /// Handler runs, failed ones included.
     runs: AtomicU64,
     /// The metadata entry `tenant` and whether a trace context came with the last event.
@@ -83,6 +86,16 @@ impl EventLog {
             .unwrap_or(0)
     }
 
+    /// How many distinct publishes of the event with `user_id` were handled (a redelivery
+    /// of one publish counts once).
+    pub fn publishes(&self, user_id: i32) -> usize {
+        self.publishes
+            .lock()
+            .unwrap()
+            .get(&user_id)
+            .map_or(0, HashSet::len)
+    }
+
     /// Handler runs, failed ones included.
     pub fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
@@ -95,7 +108,16 @@ impl EventLog {
 
     fn record(&self, user_id: i32) {
         *self.handled.lock().unwrap().entry(user_id).or_default() += 1;
-        *self.last_context.lock().unwrap() = EventContext::current();
+        let context = EventContext::current();
+        if let Some(context) = &context {
+            self.publishes
+                .lock()
+                .unwrap()
+                .entry(user_id)
+                .or_default()
+                .insert(context.id);
+        }
+        *self.last_context.lock().unwrap() = context;
     }
 }
 

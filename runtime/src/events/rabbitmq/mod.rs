@@ -79,10 +79,12 @@ impl RabbitMq {
             return Err(PublishError::Closed);
         }
         let live = self.live().ok_or(PublishError::Disconnected)?;
-        let broker = |error: lapin::Error| PublishError::Broker(error.to_string());
         live.ensure_exchange(&envelope.contract)
             .await
-            .map_err(broker)?;
+            .map_err(|error| PublishError::Broker(error.to_string()))?;
+        // From here the frames may be on their way: a failure cannot prove the broker did
+        // not route the event.
+        let unconfirmed = |error: lapin::Error| PublishError::Unconfirmed(error.to_string());
         let confirm = live
             .publisher
             .basic_publish(
@@ -93,11 +95,11 @@ impl RabbitMq {
                 headers::properties(&envelope),
             )
             .await
-            .map_err(broker)?;
-        match confirm.await.map_err(broker)? {
+            .map_err(unconfirmed)?;
+        match confirm.await.map_err(unconfirmed)? {
             Confirmation::Ack(_) => Ok(()),
             Confirmation::Nack(_) => Err(PublishError::Nacked),
-            Confirmation::NotRequested => Err(PublishError::Broker(
+            Confirmation::NotRequested => Err(PublishError::Unconfirmed(
                 "the publishing channel is not in confirm mode".to_owned(),
             )),
         }
