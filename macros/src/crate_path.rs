@@ -4,7 +4,7 @@
 //! Generated code starts every path to wirecall with this root (`::wirecall` by default), as
 //! serde's `#[serde(crate = "...")]` does.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
 use syn::{LitStr, Path, PathArguments};
 
@@ -49,6 +49,32 @@ impl CratePath {
         text.push_str(suffix);
         LitStr::new(&text, proc_macro2::Span::call_site())
     }
+}
+
+impl CratePath {
+    /// The path with every token at `span`: the start of a generated path whose errors should
+    /// be reported where `span` is (rustc reports a path expression at its first token).
+    pub fn at(&self, span: Span) -> TokenStream {
+        let path = &self.0;
+        respan(quote!(#path), span)
+    }
+}
+
+/// `tokens` with every token, nested ones too, at `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                token = TokenTree::Group(inner);
+            } else {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
 }
 
 impl ToTokens for CratePath {

@@ -18,7 +18,6 @@ use wirecall_wire::method_hash;
 const CLIENT_METHODS: &[&str] = &[
     "connect",
     "discover",
-    "over",
     "new",
     "channel",
     "codec",
@@ -335,6 +334,9 @@ fn validate_stream(
     refuse_replays(method, errors);
 }
 
+/// The most arguments a method (or an event) takes, an upload aside.
+const MAX_ARGS: usize = 16;
+
 /// The rules on a method's signature that do not depend on what it returns: `async`, no
 /// generics, `&self`, plainly named arguments of types that can travel, no default body.
 pub fn validate_signature(
@@ -386,6 +388,28 @@ pub fn validate_signature(
     }
 
     validate_receiver(method, wording, errors);
+
+    // The arguments travel as one generic message over a tuple, which the runtime
+    // implements up to 16 fields (`runtime/src/message/fields.rs`).
+    let travelling = method.args.len() - usize::from(method.upload.is_some());
+    if travelling > MAX_ARGS {
+        let extra = method
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| method.upload != Some(*index))
+            .nth(MAX_ARGS)
+            .map(|(_, arg)| arg);
+        if let Some(extra) = extra {
+            errors.spanned(
+                &extra.pat,
+                format!(
+                    "{methods} take at most {MAX_ARGS} arguments (an upload aside), this one \
+                     takes {travelling}; group some in a `#[wirecall::message]` struct"
+                ),
+            );
+        }
+    }
 
     for arg in &method.args {
         if arg.ident().is_none() {

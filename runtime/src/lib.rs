@@ -86,15 +86,25 @@ pub use transport::frame::FrameError;
 /// re-exports this module). Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::client::single_reply;
+    pub use crate::client::typed::{call, notify, open_stream, open_upload, upload};
     pub use crate::client::Method;
     pub use crate::codec::evolve::{self, SerdeFields};
     pub use crate::codec::proto;
     pub use crate::events::__private as events;
     pub use crate::layers::CircuitBreakerConfig;
-    pub use crate::message::result_from_parts;
+    pub use crate::message::{
+        result_from_parts, ArgsMessage, ErrField, FieldNames, Fields, MethodMessages, Nested,
+        NoFields, OkErrFields, Plain, ResultMessage, Slot, SlotCodec, Slots, UnitMessage,
+        UnitResultMessage, ValueField, ValueMessage,
+    };
     pub use crate::policy::{fallback_for, MethodPolicy};
-    pub use crate::reflect;
+    /// Reflection, with the helpers generated schemas are built with.
+    pub mod reflect {
+        pub use crate::reflect::registry::{
+            enum_value, field, method, opaque_field, service, type_ref, variant,
+        };
+        pub use crate::reflect::*;
+    }
     pub use crate::server::handler;
     pub use crate::stream::ItemMessage;
     pub use crate::{proto_message_field, proto_unit_enum, serde_message};

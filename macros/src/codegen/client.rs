@@ -2,7 +2,7 @@
 //! balanced fleet) with one `async` method per service method.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 
 use super::{client_attrs, doc_attrs, MethodGen, ServiceGen};
 use crate::parse::ReplyShape;
@@ -153,49 +153,46 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             }
         }
     });
-    let args_struct = &method.args_struct;
-    let reply_struct = &method.reply_struct;
-    let arg_idents = &method.arg_idents;
-    let args = quote!(#args_struct { #(#arg_idents),* });
+    let messages = &method.messages;
+    let args = method.args_tuple();
     let declared = declared_method(service, method);
+    // The calls are spanned at the method: a type of its that cannot travel is reported
+    // there (rustc reports an expression at its first token, the crate path).
+    let span = ident.span();
+    let wirecall = krate.at(span);
 
     if method.def.oneway.is_some() {
+        let notify = quote_spanned! {span=>
+            #wirecall::__private::notify::<#messages>(&self.channel, &__METHOD, #args).await
+        };
         return Ok(quote! {
             #docs
             ///
             /// One-way: resolves once the request is queued; the server sends no reply.
             pub async fn #ident(&self, #(#params),*) -> ::core::result::Result<(), #krate::Error> {
                 #declared
-                self.channel.notify(&__METHOD, #args).await
+                #notify
             }
         });
     }
 
     if let Some(upload) = &method.upload {
-        let message = &upload.message;
         let upload_ident = upload.ident;
         let name = upload_ident.to_string();
-        let bidi_note = format!(
-            " A bidirectional stream: uploads the items of `{name}` as the server takes them, \
-             and yields the server's items as they come. The call's deadline bounds the whole \
-             stream; dropping the returned stream cancels the call."
-        );
-        let client_note = format!(
-            " A client stream: uploads the items of `{name}` as the server takes them, and \
-             resolves with the server's reply, which may come before the upload is over (the \
-             upload then stops). The call's deadline bounds the whole call."
-        );
-        let open = quote! {
-            self.channel
-                .open_upload::<_, #message, #reply_struct, _>(&__METHOD, #args, #upload_ident)
-                .await
-        };
         if let ReplyShape::Stream { item, .. } = &method.def.reply {
             let item_ty = item_type(item);
+            let open = quote_spanned! {span=>
+                #wirecall::__private::open_upload::<#messages, _>(&self.channel, &__METHOD, #args, #upload_ident).await
+            };
+            let note = format!(
+                " A bidirectional stream: uploads the items of `{name}` as the server takes \
+                 them, and yields the server's items as they come. The call's deadline bounds \
+                 the whole stream; dropping the returned stream cancels the call."
+            );
             return Ok(quote! {
                 #docs
                 ///
-                #[doc = #bidi_note]
+                #[doc = #note]
                 pub async fn #ident(
                     &self,
                     #(#params),*
@@ -206,21 +203,32 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
             });
         }
         let output = item_type(&method.def.reply);
+        let upload = quote_spanned! {span=>
+            #wirecall::__private::upload::<#messages, _>(&self.channel, &__METHOD, #args, #upload_ident).await
+        };
+        let note = format!(
+            " A client stream: uploads the items of `{name}` as the server takes them, and \
+             resolves with the server's reply, which may come before the upload is over (the \
+             upload then stops). The call's deadline bounds the whole call."
+        );
         return Ok(quote! {
             #docs
             ///
-            #[doc = #client_note]
+            #[doc = #note]
             pub async fn #ident(
                 &self,
                 #(#params),*
             ) -> ::core::result::Result<#output, #krate::Error> {
                 #declared
-                #krate::__private::single_reply(#open?).await
+                #upload
             }
         });
     }
     if let ReplyShape::Stream { item, .. } = &method.def.reply {
         let item_ty = item_type(item);
+        let open = quote_spanned! {span=>
+            #wirecall::__private::open_stream::<#messages>(&self.channel, &__METHOD, #args).await
+        };
         return Ok(quote! {
             #docs
             ///
@@ -232,46 +240,13 @@ fn client_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> syn::Resul
                 #(#params),*
             ) -> ::core::result::Result<#krate::client::ItemStream<#item_ty>, #krate::Error> {
                 #declared
-                self.channel.open_stream::<_, #reply_struct>(&__METHOD, #args).await
+                #open
             }
         });
     }
-    let (output, body) = match &method.def.reply {
-        ReplyShape::Unit => (
-            quote!(()),
-            quote! {
-                let _: #reply_struct = self.channel.call(&__METHOD, #args).await?;
-                ::core::result::Result::Ok(())
-            },
-        ),
-        ReplyShape::Value(ty) => (
-            quote!(#ty),
-            quote! {
-                let __reply: #reply_struct = self.channel.call(&__METHOD, #args).await?;
-                ::core::result::Result::Ok(__reply.value)
-            },
-        ),
-        ReplyShape::Result {
-            ok: Some(ok), err, ..
-        } => (
-            quote!(::core::result::Result<#ok, #err>),
-            quote! {
-                let __reply: #reply_struct = self.channel.call(&__METHOD, #args).await?;
-                #krate::__private::result_from_parts(__reply.ok, __reply.err)
-            },
-        ),
-        ReplyShape::Result { ok: None, err, .. } => (
-            quote!(::core::result::Result<(), #err>),
-            quote! {
-                let __reply: #reply_struct = self.channel.call(&__METHOD, #args).await?;
-                ::core::result::Result::Ok(match __reply.err {
-                    ::core::option::Option::Some(__err) => ::core::result::Result::Err(__err),
-                    ::core::option::Option::None => ::core::result::Result::Ok(()),
-                })
-            },
-        ),
-        // Returned above.
-        ReplyShape::Stream { .. } => return Ok(TokenStream::new()),
+    let output = item_type(&method.def.reply);
+    let body = quote_spanned! {span=>
+        #wirecall::__private::call::<#messages>(&self.channel, &__METHOD, #args).await
     };
     let body = match &method.def.policy.fallback {
         None => body,

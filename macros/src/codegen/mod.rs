@@ -30,9 +30,12 @@ pub struct MethodGen<'a> {
     pub arg_types: Vec<&'a syn::Type>,
     /// The upload argument, for a method that takes one.
     pub upload: Option<UploadGen<'a>>,
-    /// `__GetUserIdArgs`.
+    /// `__GetUserId`: the method's messages (`Messages<Args, Reply, Upload>`), or, for an
+    /// event, its argument message.
+    pub messages: Ident,
+    /// `__GetUserIdArgs`: the argument names (the argument struct of a serde-only service).
     pub args_struct: Ident,
-    /// `__GetUserIdReply`.
+    /// `__GetUserIdReply`: the reply struct of a serde-only service.
     pub reply_struct: Ident,
     /// The method id as a `u64` literal.
     pub id: LitInt,
@@ -46,12 +49,13 @@ pub struct UploadGen<'a> {
     pub ident: &'a Ident,
     /// `T`.
     pub item: &'a syn::Type,
-    /// `__StoreUpload`: the message one uploaded item travels as.
+    /// `__StoreUpload`: the struct one uploaded item travels as, in a serde-only service.
     pub message: Ident,
 }
 
 impl MethodGen<'_> {
-    /// Every argument in declaration order, the upload among them: how the handler is called.
+    /// Every argument in declaration order, the upload among them: how the handler is called
+    /// (the handler's closure binds each argument to its own name).
     pub fn call_args(&self) -> Vec<TokenStream> {
         self.def
             .args
@@ -59,11 +63,18 @@ impl MethodGen<'_> {
             .enumerate()
             .map(|(index, arg)| match (self.def.upload, arg.ident()) {
                 (Some(upload), _) if upload == index => quote!(__upload),
-                (_, Some(ident)) => quote!(__args.#ident),
+                (_, Some(ident)) => quote!(#ident),
                 // Refused by validation (and by `service_gen`).
                 (_, None) => quote!(()),
             })
             .collect()
+    }
+
+    /// `(a, b,)`: the arguments that travel in the call's frame, as the tuple the runtime
+    /// takes and gives back.
+    pub fn args_tuple(&self) -> TokenStream {
+        let idents = &self.arg_idents;
+        quote_spanned!(self.def.sig.ident.span()=> (#(#idents,)*))
     }
 
     /// `::wirecall::MethodId::new(0x...u64)`.
@@ -90,7 +101,6 @@ pub fn expand(def: &ServiceDef) -> syn::Result<TokenStream> {
     let client_struct = client::client_struct(&service);
     let server_struct = server::server_struct(&service);
     let messages = messages::messages(&service);
-    let item_impls = messages::item_impls(&service);
     let descriptor = server::descriptor(&service);
     let client_impl = client::client_impl(&service)?;
     let server_impls = server::server_impls(&service);
@@ -106,7 +116,6 @@ pub fn expand(def: &ServiceDef) -> syn::Result<TokenStream> {
         #[allow(clippy::all, clippy::pedantic, clippy::nursery, dead_code, deprecated, non_camel_case_types, unused_qualifications)]
         const _: () = {
             #messages
-            #item_impls
             #descriptor
             #client_impl
             #server_impls
@@ -121,7 +130,7 @@ pub(crate) fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
         .iter()
         .map(|method| upper_camel(&method.wire_name))
         .collect();
-    // `get_user` and `getUser` both become `GetUser`; number the structs if that happens.
+    // `get_user` and `getUser` both become `GetUser`; number the names if that happens.
     let distinct = camel_names.iter().collect::<HashSet<_>>().len() == camel_names.len();
 
     let mut methods = Vec::with_capacity(def.methods.len());
@@ -165,6 +174,7 @@ pub(crate) fn service_gen(def: &ServiceDef) -> syn::Result<ServiceGen<'_>> {
             arg_idents,
             arg_types,
             upload,
+            messages: Ident::new(&format!("__{stem}"), span),
             args_struct: Ident::new(&format!("__{stem}Args"), span),
             reply_struct: Ident::new(&format!("__{stem}Reply"), span),
             id: LitInt::new(&format!("{id:#018x}u64"), Span::call_site()),

@@ -3,10 +3,9 @@
 //! runtime's helper for the method's shape (`wirecall::__private::handler`).
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 
 use super::{MethodGen, ServiceGen};
-use crate::parse::ReplyShape;
 
 /// `pub struct {Trait}Server<S> { inner: Arc<S> }` with `Clone` and `Debug` that need nothing
 /// from `S`.
@@ -126,64 +125,44 @@ pub fn server_impls(service: &ServiceGen<'_>) -> TokenStream {
     }
 }
 
-/// The arm of `call` for one method: the runtime's helper for its shape, with the handler.
+/// The arm of `call` for one method: the runtime's helper for its shape, with the handler, a
+/// closure that takes the arguments (and the upload, if any) and calls the implementation.
 /// A stream call's handler returns its items (or, for a client-streaming method, its one
-/// reply, which travels as the server's only item); a method that takes an upload gets the
-/// client's items as its `Streaming` argument.
+/// reply, which travels as the server's only item).
 fn call_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
     let krate = &service.def.krate;
     let trait_ident = &service.def.item.ident;
     let ident = &method.def.sig.ident;
     let id = &method.id;
-    let args_struct = &method.args_struct;
-    let reply_struct = &method.reply_struct;
-    let args_binding = if method.arg_idents.is_empty() {
-        quote!(_)
-    } else {
-        quote!(__args)
-    };
-    let handler = quote!(#krate::__private::handler);
+    let messages = &method.messages;
+    let args = method.args_tuple();
+    let call_args = method.call_args();
+    // Fully qualified so that a method named like an `Arc` method (`clone`, ...) still calls
+    // the user's implementation.
+    let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#call_args),*).await);
+    // The helper's call is spanned at the method: a type of its that cannot travel is
+    // reported there (rustc reports an expression at its first token, the crate path).
+    let span = ident.span();
+    let wirecall = krate.at(span);
     let serve = match (&method.upload, method.def.reply.is_stream()) {
-        (None, false) => {
-            let args = method.arg_idents.iter().map(|arg| quote!(__args.#arg));
-            // Fully qualified so that a method named like an `Arc` method (`clone`, ...)
-            // still calls the user's implementation.
-            let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
-            let reply = unary_reply(method, reply_struct, call);
-            quote! {
-                #handler::unary(
-                    __codec,
-                    __payload,
-                    move |#args_binding: #args_struct| async move { #reply },
-                )
-            }
-        }
-        (None, true) => {
-            let args = method.call_args();
-            let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
-            quote! {
-                #handler::server_stream::<#args_struct, #reply_struct, _, _>(
-                    __codec,
-                    __payload,
-                    move |#args_binding: #args_struct| async move { #call },
-                )
-            }
-        }
-        (Some(upload), bidirectional) => {
-            let args = method.call_args();
-            let call = quote!(<__S as #trait_ident>::#ident(&*__inner, #(#args),*).await);
-            let message = &upload.message;
+        (None, false) => quote_spanned! {span=>
+            #wirecall::__private::handler::unary::<#messages, _, _>(__codec, __payload, move |#args| async move { #call })
+        },
+        (None, true) => quote_spanned! {span=>
+            #wirecall::__private::handler::server_stream::<#messages, _, _>(__codec, __payload, move |#args| async move { #call })
+        },
+        (Some(_), bidirectional) => {
             let helper = if bidirectional {
                 quote!(bidi_stream)
             } else {
                 quote!(client_stream)
             };
-            quote! {
-                #handler::#helper::<#args_struct, #message, #reply_struct, _, _>(
+            quote_spanned! {span=>
+                #wirecall::__private::handler::#helper::<#messages, _, _>(
                     __codec,
                     __payload,
                     __upload,
-                    move |#args_binding: #args_struct, __upload| async move { #call },
+                    move |#args, __upload| async move { #call },
                 )
             }
         }
@@ -195,46 +174,5 @@ fn call_arm(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStream {
             let __inner = ::core::clone::Clone::clone(&self.inner);
             #serve
         }
-    }
-}
-
-/// The reply message a unary handler's return value `call` travels in.
-fn unary_reply(
-    method: &MethodGen<'_>,
-    reply_struct: &syn::Ident,
-    call: TokenStream,
-) -> TokenStream {
-    match &method.def.reply {
-        ReplyShape::Unit => quote! {
-            #call;
-            #reply_struct {}
-        },
-        ReplyShape::Value(_) => quote! {
-            #reply_struct { value: #call }
-        },
-        ReplyShape::Result { ok: Some(_), .. } => quote! {
-            match #call {
-                ::core::result::Result::Ok(__ok) => #reply_struct {
-                    ok: ::core::option::Option::Some(__ok),
-                    err: ::core::option::Option::None,
-                },
-                ::core::result::Result::Err(__err) => #reply_struct {
-                    ok: ::core::option::Option::None,
-                    err: ::core::option::Option::Some(__err),
-                },
-            }
-        },
-        ReplyShape::Result { ok: None, .. } => quote! {
-            match #call {
-                ::core::result::Result::Ok(()) => #reply_struct {
-                    err: ::core::option::Option::None,
-                },
-                ::core::result::Result::Err(__err) => #reply_struct {
-                    err: ::core::option::Option::Some(__err),
-                },
-            }
-        },
-        // A stream is served by `call_arm`'s stream helpers.
-        ReplyShape::Stream { .. } => quote!(#call),
     }
 }

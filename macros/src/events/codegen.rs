@@ -3,7 +3,7 @@
 //! `{Trait}Subscriber<S>`.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 
 use super::parse::EventsDef;
 use crate::codegen::{self, messages, MethodGen, ServiceGen};
@@ -153,24 +153,30 @@ fn publish_method(service: &ServiceGen<'_>, method: &MethodGen<'_>) -> TokenStre
     let name = &method.def.wire_name;
     let docs = codegen::doc_attrs(method.def);
     let attrs = codegen::client_attrs(method.def);
-    let args_struct = &method.args_struct;
+    let messages = &method.messages;
+    let args = method.args_tuple();
     let arg_idents = &method.arg_idents;
     let arg_types = &method.arg_types;
+    // Spanned at the event: a type of its that cannot travel is reported there.
+    let wirecall = krate.at(ident.span());
+    let publish = quote_spanned! {ident.span()=>
+        #wirecall::__private::events::publish::<#messages>(
+            &self.bus,
+            Self::CONTRACT,
+            #name,
+            self.codec,
+            &self.metadata,
+            #args,
+        )
+        .await
+    };
     quote! {
         #(#docs)*
         #(#attrs)*
         pub async fn #ident(&self, #(#arg_idents: #arg_types),*)
             -> ::core::result::Result<(), #krate::events::PublishError>
         {
-            #krate::__private::events::publish(
-                &self.bus,
-                Self::CONTRACT,
-                #name,
-                self.codec,
-                &self.metadata,
-                &#args_struct { #(#arg_idents),* },
-            )
-            .await
+            #publish
         }
     }
 }
@@ -185,25 +191,26 @@ fn subscriber_impls(
     let arms = service.methods.iter().map(|method| {
         let ident = &method.def.sig.ident;
         let name = &method.def.wire_name;
-        let args_struct = &method.args_struct;
-        let args = method.arg_idents.iter().map(|arg| quote!(__args.#arg));
-        let binding = if method.arg_idents.is_empty() {
-            quote!(_)
-        } else {
-            quote!(__args)
+        let messages = &method.messages;
+        let args = method.args_tuple();
+        let call_args = &method.arg_idents;
+        // Spanned at the event: a type of its that cannot travel is reported there.
+        let wirecall = krate.at(ident.span());
+        let handle = quote_spanned! {ident.span()=>
+            #wirecall::__private::events::handle_event::<#messages, _, _>(
+                __codec,
+                __payload,
+                move |#args| async move {
+                    <__S as #trait_ident>::#ident(&*__inner, #(#call_args),*).await
+                },
+            )
         };
         let cfg = &method.cfg_attrs;
         quote! {
             #(#cfg)*
             #name => {
                 let __inner = ::core::clone::Clone::clone(&self.inner);
-                #krate::__private::events::handle_event(
-                    __codec,
-                    __payload,
-                    move |#binding: #args_struct| async move {
-                        <__S as #trait_ident>::#ident(&*__inner, #(#args),*).await
-                    },
-                )
+                #handle
             }
         }
     });

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::{Codec, CodecError, WireMessage};
-use crate::stream::{ItemMessage, OutgoingItems, Streaming};
+use crate::stream::outgoing::OutgoingItems;
+use crate::stream::{ItemMessage, Streaming};
 
 /// Arguments whose type the stack does not know; encoded once the connection (and so the
 /// codec) is known.
@@ -54,6 +55,23 @@ impl<E: EncodeArgs> SharedArgs for Locked<E> {
         // Encoding never leaves the value half-changed, so a poisoned lock is still usable.
         let args = self.0.lock().unwrap_or_else(|p| p.into_inner());
         args.encode_to(codec, dst)
+    }
+}
+
+/// Arguments that are `Sync` themselves (every generated argument message is): shared by
+/// reference without a lock.
+pub(crate) struct Bare<E>(E);
+
+impl<E> Bare<E> {
+    pub(crate) fn new(args: E) -> Self {
+        Self(args)
+    }
+}
+
+impl<E: EncodeArgs + Sync> SharedArgs for Bare<E> {
+    #[inline]
+    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
+        self.0.encode_to(codec, dst)
     }
 }
 

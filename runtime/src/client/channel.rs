@@ -3,6 +3,7 @@
 //! fleet.
 
 use std::fmt;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use bytes::Bytes;
 use futures::Stream;
 
 use super::args::UploadSlot;
-use super::args::{CallArgs, EncodeArgs, Locked, RawArgs, SharedArgs};
+use super::args::{Bare, CallArgs, EncodeArgs, Locked, RawArgs, SharedArgs};
 use super::declared::Method;
 use super::endpoint::options::EndpointOptions;
 use super::endpoint::Endpoint;
@@ -85,13 +86,15 @@ impl fmt::Debug for Channel {
     }
 }
 
-/// A call's arguments, where they are (no layer will need them) or shared (some will).
-enum Args<A> {
-    Here(Locked<A>),
+/// A call's arguments, where they are (no layer will need them: held in an `H`) or shared
+/// (some will).
+enum Args<H> {
+    Here(H),
     Shared(CallArgs),
 }
 
-impl<A: EncodeArgs + 'static> Args<A> {
+impl<A: EncodeArgs + 'static> Args<Locked<A>> {
+    /// Arguments of any type, behind a lock while here.
     fn new(args: A, share: bool) -> Self {
         if share {
             Self::Shared(CallArgs::new(args))
@@ -99,7 +102,20 @@ impl<A: EncodeArgs + 'static> Args<A> {
             Self::Here(Locked::new(args))
         }
     }
+}
 
+impl<A: EncodeArgs + Sync + 'static> Args<Bare<A>> {
+    /// `Sync` arguments, without a lock while here.
+    fn bare(args: A, share: bool) -> Self {
+        if share {
+            Self::Shared(CallArgs::new(args))
+        } else {
+            Self::Here(Bare::new(args))
+        }
+    }
+}
+
+impl<H: SharedArgs> Args<H> {
     fn parts(&self) -> (&dyn SharedArgs, Option<&CallArgs>) {
         match self {
             Self::Here(args) => (args, None),
@@ -115,12 +131,28 @@ impl Channel {
     /// Dropping the returned future before it completes cancels the call: the server is sent
     /// a `Cancel` frame and stops the handler. Generated clients call this; use it directly
     /// only for hand-written clients.
-    pub async fn call<A: WireMessage, R: WireMessage>(
+    pub fn call<'a, A: WireMessage, R: WireMessage>(
+        &'a self,
+        method: &'a Method,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
+        self.unary(method, Args::new(args, self.core.erases_args))
+    }
+
+    /// [`call`](Self::call) for arguments that are `Sync` (generated ones): no lock.
+    pub(crate) fn call_sync<'a, A: WireMessage + Sync, R: WireMessage>(
+        &'a self,
+        method: &'a Method,
+        args: A,
+    ) -> impl Future<Output = Result<R, Error>> + Send + 'a {
+        self.unary(method, Args::bare(args, self.core.erases_args))
+    }
+
+    async fn unary<H: SharedArgs + 'static, R: WireMessage>(
         &self,
         method: &Method,
-        args: A,
+        args: Args<H>,
     ) -> Result<R, Error> {
-        let args = Args::new(args, self.core.erases_args);
         let call = self.start(method, Kind::Unary, &args, None, None);
         let _permit = call.admit()?;
         let reply = self.core.send(&call).await?;
@@ -131,8 +163,28 @@ impl Channel {
     /// waiting for (or ever receiving) a reply. (On a connection opened with early calls,
     /// the first ones also wait for the server's hello: see
     /// [`ChannelBuilder::early_calls`](crate::ChannelBuilder::early_calls).)
-    pub async fn notify<A: WireMessage>(&self, method: &Method, args: A) -> Result<(), Error> {
-        let args = Args::new(args, self.core.erases_args);
+    pub fn notify<'a, A: WireMessage>(
+        &'a self,
+        method: &'a Method,
+        args: A,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'a {
+        self.one_way(method, Args::new(args, self.core.erases_args))
+    }
+
+    /// [`notify`](Self::notify) for arguments that are `Sync` (generated ones): no lock.
+    pub(crate) fn notify_sync<'a, A: WireMessage + Sync>(
+        &'a self,
+        method: &'a Method,
+        args: A,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'a {
+        self.one_way(method, Args::bare(args, self.core.erases_args))
+    }
+
+    async fn one_way<H: SharedArgs + 'static>(
+        &self,
+        method: &Method,
+        args: Args<H>,
+    ) -> Result<(), Error> {
         let call = self.start(method, Kind::OneWay, &args, None, None);
         let _permit = call.admit()?;
         self.core.send(&call).await.map(drop)
@@ -239,11 +291,11 @@ impl Channel {
 
     /// A call of any shape through this handle, with its policy and deadline (the stack's
     /// stages 1 and 3).
-    fn start<'a, A: EncodeArgs + 'static>(
+    fn start<'a, H: SharedArgs + 'static>(
         &'a self,
         method: &'a Method,
         kind: Kind,
-        args: &'a Args<A>,
+        args: &'a Args<H>,
         upload: Option<&'a UploadSlot>,
         raw_codec: Option<Codec>,
     ) -> Call<'a> {

@@ -7,6 +7,7 @@
 //! of a channel is opened with, and the defaults; `declared.rs` the [`Method`] a call names;
 //! `stack/` the one call stack every call goes down (policy, deadline, retries); `endpoint/`
 //! one server at the bottom of it (breaker, layers, connection); `stream/` stream calls;
+//! `typed.rs` the calls of a generated client;
 //! `request.rs` what the stack's tower layers see; `args.rs` a call's arguments on their way
 //! to a frame; [`reply_metadata`] reading what a server sent back. This module only declares
 //! and re-exports.
@@ -21,6 +22,8 @@ pub(crate) mod request;
 mod settings;
 pub(crate) mod stack;
 pub(crate) mod stream;
+#[doc(hidden)]
+pub mod typed;
 
 pub use builder::ChannelBuilder;
 pub use channel::Channel;
@@ -30,6 +33,4 @@ pub use settings::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
     DEFAULT_MAX_RECONNECT_BACKOFF, DEFAULT_TIMEOUT,
 };
-#[doc(hidden)]
-pub use stream::item_stream::single_reply;
 pub use stream::item_stream::ItemStream;

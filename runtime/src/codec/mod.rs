@@ -118,6 +118,7 @@ impl Codec {
     }
 
     /// Appends the encoding of `value` to `dst`.
+    #[inline]
     pub fn encode<T: WireMessage>(self, value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
         match self {
             #[cfg(feature = "json")]
@@ -132,6 +133,7 @@ impl Codec {
     }
 
     /// Decodes one whole message.
+    #[inline]
     pub fn decode<T: WireMessage>(self, src: &[u8]) -> Result<T, CodecError> {
         match self {
             #[cfg(feature = "json")]

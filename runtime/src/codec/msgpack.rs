@@ -1,16 +1,40 @@
 //! MessagePack through rmp-serde. Structs are encoded as arrays (rmp-serde's default), so
 //! field names do not travel: compact, and positional like Protobuf tags.
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 
 use super::{Codec, CodecError, WireMessage};
 
+#[inline]
 pub(super) fn encode<T: WireMessage>(value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
-    let mut writer = dst.writer();
-    rmp_serde::encode::write(&mut writer, value).map_err(|e| CodecError::Encode {
+    rmp_serde::encode::write(&mut Append(dst), value).map_err(|e| CodecError::Encode {
         codec: Codec::MessagePack,
         cause: e.into(),
     })
+}
+
+/// Appends to a `BytesMut`, which cannot fail: rmp writes a message a few bytes at a time, and
+/// `bytes`' own `Writer` checks the room left on each write, which keeps rmp's small writers
+/// (a marker, a length) from being inlined.
+struct Append<'a>(&'a mut BytesMut);
+
+impl std::io::Write for Append<'_> {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.extend_from_slice(buf);
+        Ok(())
+    }
+
+    #[inline]
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// How deeply arrays and maps may nest: serde_json's fixed limit, so that JSON and MessagePack
@@ -18,6 +42,7 @@ pub(super) fn encode<T: WireMessage>(value: &T, dst: &mut BytesMut) -> Result<()
 /// in debug builds before it is reached: a peer could abort the process.
 const MAX_DEPTH: usize = 128;
 
+#[inline]
 pub(super) fn decode<T: WireMessage>(src: &[u8]) -> Result<T, CodecError> {
     let mut deserializer = rmp_serde::Deserializer::from_read_ref(src);
     deserializer.set_max_depth(MAX_DEPTH);

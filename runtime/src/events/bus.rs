@@ -16,6 +16,7 @@ use super::in_process::InProcess;
 use super::subscription::Subscription;
 use crate::codec::{Codec, WireMessage};
 use crate::context::CallContext;
+use crate::message::{ArgValues, ArgsMessage, MethodMessages};
 use crate::metadata::Metadata;
 use crate::trace::TraceContext;
 
@@ -220,19 +221,19 @@ fn check_name(subscription: &str) -> Result<(), SubscribeError> {
     }
 }
 
-/// Encodes `args` with `codec` and publishes them as `event` of `contract`: what a generated
+/// Encodes `args` (event `M`'s) with `codec` and publishes them as `event` of `contract`: what a generated
 /// `{Trait}Publisher` method does. The trace context is the current call's (a child span), so
 /// a publish from inside a handler joins its trace; elsewhere a new trace starts.
 #[doc(hidden)]
-pub async fn publish<A: WireMessage>(
+pub async fn publish<M: MethodMessages<Args: ArgsMessage>>(
     bus: &EventBus,
     contract: &'static ContractDescriptor,
     event: &'static str,
     codec: Codec,
     metadata: &Metadata,
-    args: &A,
+    args: ArgValues<M>,
 ) -> Result<(), PublishError> {
-    let payload = encode(codec, args)?;
+    let payload = encode(codec, &M::Args::from_values(args))?;
     let trace = CallContext::with_current(|call| call.trace())
         .flatten()
         .or_else(|| super::context::EventContext::current().and_then(|event| event.trace))

@@ -7,7 +7,8 @@ use std::pin::Pin;
 use bytes::Bytes;
 
 use super::error::HandlerError;
-use crate::codec::{Codec, WireMessage};
+use crate::codec::Codec;
+use crate::message::{ArgValues, ArgsMessage, MethodMessages};
 
 /// An event contract (a trait marked `#[wirecall::events]`): its name, which names the
 /// exchange, and its events, which are the routing keys.
@@ -59,16 +60,16 @@ impl<E: std::fmt::Display> HandlerOutcome for Result<(), E> {
 /// Decodes the arguments of one event and runs `handler` on them; what generated
 /// `{Trait}Subscriber`s call for each event.
 #[doc(hidden)]
-pub fn handle_event<A, F, Fut>(codec: Codec, payload: Bytes, handler: F) -> HandlerFuture
+pub fn handle_event<M, F, Fut>(codec: Codec, payload: Bytes, handler: F) -> HandlerFuture
 where
-    A: WireMessage,
-    F: FnOnce(A) -> Fut + Send + 'static,
+    M: MethodMessages<Args: ArgsMessage>,
+    F: FnOnce(ArgValues<M>) -> Fut + Send + 'static,
     Fut: Future + Send + 'static,
     Fut::Output: HandlerOutcome,
 {
-    match codec.decode::<A>(&payload) {
+    match codec.decode::<M::Args>(&payload) {
         Ok(args) => Box::pin(async move {
-            handler(args)
+            handler(args.into_values())
                 .await
                 .into_outcome()
                 .map_err(HandlerError::Failed)

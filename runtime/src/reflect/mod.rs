@@ -18,7 +18,7 @@ mod json_messages;
 #[cfg(feature = "json")]
 mod json_schema;
 mod proto_file;
-mod registry;
+pub(crate) mod registry;
 pub(crate) mod schema;
 mod service;
 mod std_impls;
@@ -33,9 +33,7 @@ pub use json_schema::{
     json_schema, method_json_schemas, type_json_schema, type_json_schemas, MethodJsonSchemas,
 };
 pub use proto_file::{proto_file, ProtoFileError};
-pub use registry::{
-    enum_value, field, method, opaque_field, service, type_ref, variant, Reflect, TypeRegistry,
-};
+pub use registry::{Reflect, TypeRegistry};
 pub use schema::{
     EnumValue, FieldSchema, MethodSchema, ReflectionError, ReplySchema, ServiceSchema,
     ServiceSummary, TypeDef, TypeKind, TypeRef, VariantSchema, VariantShape,

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use super::request::Reply;
 use crate::codec::{Codec, WireMessage};
 use crate::error::CallError;
+use crate::message::{ArgValues, ArgsMessage, MethodMessages, ReplyItem, UploadItem};
 use crate::method::MethodId;
 use crate::server::stream::upload_queue::Upload;
 use crate::service::ReplyFuture;
@@ -53,18 +54,18 @@ where
     }
 }
 
-/// A unary method: decodes `payload` as `A`, runs `handler` on it and encodes its reply (an
-/// `R`) with `codec`, after the reply metadata the handler set through its
-/// [`CallContext`](crate::CallContext), if any.
-pub fn unary<A, R, F, Fut>(codec: Codec, payload: Bytes, handler: F) -> ReplyFuture
+/// A unary method `M`: decodes `payload` as its arguments, runs `handler` on them and encodes
+/// what it returns as `M`'s reply with `codec`, after the reply metadata the handler set
+/// through its [`CallContext`](crate::CallContext), if any.
+pub fn unary<M, F, Fut>(codec: Codec, payload: Bytes, handler: F) -> ReplyFuture
 where
-    A: WireMessage,
-    R: WireMessage,
-    F: FnOnce(A) -> Fut + Send + 'static,
-    Fut: Future<Output = R> + Send + 'static,
+    M: MethodMessages<Args: ArgsMessage, Reply: ItemMessage>,
+    F: FnOnce(ArgValues<M>) -> Fut + Send + 'static,
+    Fut: Future<Output = ReplyItem<M>> + Send + 'static,
 {
-    decoded(codec, payload, move |args| async move {
-        encode_reply(codec, &handler(args).await)
+    decoded(codec, payload, move |args: M::Args| async move {
+        let (reply, _) = M::Reply::from_item(handler(args.into_values()).await);
+        encode_reply(codec, &reply)
     })
 }
 
@@ -80,58 +81,54 @@ fn encode_reply<R: WireMessage>(codec: Codec, reply: &R) -> Result<Reply, CallEr
     Ok(Reply::message(frame))
 }
 
-/// A server-streaming method: decodes `payload` as `A`, runs `handler` on it, and encodes the
-/// items of the stream it returns as `M`s, each as the client's credit lets it go.
-pub fn server_stream<A, M, F, Fut>(codec: Codec, payload: Bytes, handler: F) -> ReplyFuture
+/// A server-streaming method `M`: decodes `payload` as its arguments, runs `handler` on them,
+/// and encodes the items of the stream it returns as `M`'s reply messages, each as the
+/// client's credit lets it go.
+pub fn server_stream<M, F, Fut>(codec: Codec, payload: Bytes, handler: F) -> ReplyFuture
 where
-    A: WireMessage,
-    M: ItemMessage,
-    F: FnOnce(A) -> Fut + Send + 'static,
-    Fut: Future<Output = Streaming<M::Item>> + Send + 'static,
+    M: MethodMessages<Args: ArgsMessage, Reply: ItemMessage>,
+    F: FnOnce(ArgValues<M>) -> Fut + Send + 'static,
+    Fut: Future<Output = Streaming<ReplyItem<M>>> + Send + 'static,
 {
-    decoded(codec, payload, move |args| async move {
-        Ok(Reply::stream(OutgoingItems::encoding::<M>(
-            handler(args).await,
+    decoded(codec, payload, move |args: M::Args| async move {
+        Ok(Reply::stream(OutgoingItems::encoding::<M::Reply>(
+            handler(args.into_values()).await,
         )))
     })
 }
 
-/// A bidirectional method: like [`server_stream`], `handler` also getting the client's
-/// uploaded items, decoded as `U`s.
-pub fn bidi_stream<A, U, M, F, Fut>(
+/// A bidirectional method `M`: like [`server_stream`], `handler` also getting the client's
+/// uploaded items.
+pub fn bidi_stream<M, F, Fut>(
     codec: Codec,
     payload: Bytes,
     upload: Upload,
     handler: F,
 ) -> ReplyFuture
 where
-    A: WireMessage,
-    U: ItemMessage,
-    M: ItemMessage,
-    F: FnOnce(A, Streaming<U::Item>) -> Fut + Send + 'static,
-    Fut: Future<Output = Streaming<M::Item>> + Send + 'static,
+    M: MethodMessages<Args: ArgsMessage, Reply: ItemMessage, Upload: ItemMessage>,
+    F: FnOnce(ArgValues<M>, Streaming<UploadItem<M>>) -> Fut + Send + 'static,
+    Fut: Future<Output = Streaming<ReplyItem<M>>> + Send + 'static,
 {
-    let uploaded = upload.into_items::<U>(codec);
-    server_stream::<A, M, _, _>(codec, payload, move |args| handler(args, uploaded))
+    let uploaded = upload.into_items::<M::Upload>(codec);
+    server_stream::<M, _, _>(codec, payload, move |args| handler(args, uploaded))
 }
 
-/// A client-streaming method: `handler` gets the arguments and the uploaded items (decoded as
-/// `U`s) and returns one reply, which travels as the server's only item (an `M`).
-pub fn client_stream<A, U, M, F, Fut>(
+/// A client-streaming method `M`: `handler` gets the arguments and the uploaded items and
+/// returns one reply, which travels as the server's only item.
+pub fn client_stream<M, F, Fut>(
     codec: Codec,
     payload: Bytes,
     upload: Upload,
     handler: F,
 ) -> ReplyFuture
 where
-    A: WireMessage,
-    U: ItemMessage,
-    M: ItemMessage,
-    F: FnOnce(A, Streaming<U::Item>) -> Fut + Send + 'static,
-    Fut: Future<Output = M::Item> + Send + 'static,
+    M: MethodMessages<Args: ArgsMessage, Reply: ItemMessage, Upload: ItemMessage>,
+    F: FnOnce(ArgValues<M>, Streaming<UploadItem<M>>) -> Fut + Send + 'static,
+    Fut: Future<Output = ReplyItem<M>> + Send + 'static,
 {
-    let uploaded = upload.into_items::<U>(codec);
-    server_stream::<A, M, _, _>(codec, payload, move |args| async move {
+    let uploaded = upload.into_items::<M::Upload>(codec);
+    server_stream::<M, _, _>(codec, payload, move |args| async move {
         let reply = handler(args, uploaded).await;
         Streaming::new(futures::stream::once(std::future::ready(reply)))
     })

@@ -1,4 +1,5 @@
-// A type without #[wirecall::message] is reported on the type, naming the fix.
+// A type without #[wirecall::message] is reported on the type and on the method that carries
+// it, naming the fix.
 pub enum Color {
     Red,
     Green,

@@ -1,0 +1,133 @@
+//! The messages a method's output travels in, the same for a unary reply, a stream item and an
+//! uploaded item: a value in the field `value`; a result in the optional fields `ok` and
+//! `err`, or `err` alone for `Result<(), E>`; nothing for `()`. Each is a [`Fields`] whose
+//! [`ItemMessage`] turns it into the caller's value and back.
+
+use super::fields::{FieldNames, Fields};
+use super::result_from_parts;
+use super::slot::{Plain, SlotCodec};
+use crate::error::Error;
+use crate::stream::ItemMessage;
+
+/// The field names of a value: `value`.
+pub struct ValueField;
+
+impl FieldNames for ValueField {
+    const NAME: &'static str = "Value";
+    const FIELDS: &'static [&'static str] = &["value"];
+}
+
+/// The field names of a result: `ok`, `err`.
+pub struct OkErrFields;
+
+impl FieldNames for OkErrFields {
+    const NAME: &'static str = "Result";
+    const FIELDS: &'static [&'static str] = &["ok", "err"];
+}
+
+/// The field name of a result without a value: `err`.
+pub struct ErrField;
+
+impl FieldNames for ErrField {
+    const NAME: &'static str = "Result";
+    const FIELDS: &'static [&'static str] = &["err"];
+}
+
+/// No fields: the reply of a method that returns `()`.
+pub struct NoFields;
+
+impl FieldNames for NoFields {
+    const NAME: &'static str = "Empty";
+    const FIELDS: &'static [&'static str] = &[];
+}
+
+/// The message of a `T`.
+pub type ValueMessage<T> = Fields<ValueField, (Plain<T>,)>;
+/// The message of a `Result<T, E>`.
+pub type ResultMessage<T, E> = Fields<OkErrFields, (Plain<Option<T>>, Plain<Option<E>>)>;
+/// The message of a `Result<(), E>`.
+pub type UnitResultMessage<E> = Fields<ErrField, (Plain<Option<E>>,)>;
+/// The message of a `()`.
+pub type UnitMessage = Fields<NoFields, ()>;
+
+impl<S: SlotCodec> ItemMessage for Fields<ValueField, (S,)>
+where
+    Self: crate::codec::WireMessage,
+{
+    type Item = S::Value;
+
+    #[inline]
+    fn from_item(item: S::Value) -> (Self, bool) {
+        (Self::new((item,)), false)
+    }
+
+    #[inline]
+    fn into_item(self) -> Result<S::Value, Error> {
+        let (value,) = self.values;
+        Ok(value)
+    }
+}
+
+impl<OkSlot, ErrSlot, T, E> ItemMessage for Fields<OkErrFields, (OkSlot, ErrSlot)>
+where
+    OkSlot: SlotCodec<Value = Option<T>>,
+    ErrSlot: SlotCodec<Value = Option<E>>,
+    T: Send + 'static,
+    E: Send + 'static,
+    Self: crate::codec::WireMessage,
+{
+    type Item = Result<T, E>;
+
+    /// An error is a stream's last item.
+    #[inline]
+    fn from_item(item: Result<T, E>) -> (Self, bool) {
+        match item {
+            Ok(ok) => (Self::new((Some(ok), None)), false),
+            Err(err) => (Self::new((None, Some(err))), true),
+        }
+    }
+
+    #[inline]
+    fn into_item(self) -> Result<Result<T, E>, Error> {
+        let (ok, err) = self.values;
+        result_from_parts(ok, err)
+    }
+}
+
+impl<ErrSlot, E> ItemMessage for Fields<ErrField, (ErrSlot,)>
+where
+    ErrSlot: SlotCodec<Value = Option<E>>,
+    E: Send + 'static,
+    Self: crate::codec::WireMessage,
+{
+    type Item = Result<(), E>;
+
+    /// An error is a stream's last item.
+    #[inline]
+    fn from_item(item: Result<(), E>) -> (Self, bool) {
+        match item {
+            Ok(()) => (Self::new((None,)), false),
+            Err(err) => (Self::new((Some(err),)), true),
+        }
+    }
+
+    #[inline]
+    fn into_item(self) -> Result<Result<(), E>, Error> {
+        let (err,) = self.values;
+        Ok(err.map_or(Ok(()), Err))
+    }
+}
+
+impl ItemMessage for UnitMessage {
+    type Item = ();
+
+    #[inline]
+    fn from_item((): ()) -> (Self, bool) {
+        (Self::new(()), false)
+    }
+
+    #[inline]
+    fn into_item(self) -> Result<(), Error> {
+        Ok(())
+    }
+}
