@@ -150,11 +150,15 @@ pub mod policy {
     pub use wirecall_runtime::policy::*;
 }
 /// The client side beyond [`Channel`]: the [`client::Method`] a call names, a stream call's
-/// items, reading reply metadata, and what a channel's tower layers see
-/// ([`ChannelBuilder::layer`]).
+/// items, reading reply metadata, what a channel's tower layers see
+/// ([`ChannelBuilder::layer`]), and the channel's defaults.
 pub mod client {
     pub use wirecall_runtime::client::reply_metadata;
     pub use wirecall_runtime::client::{ItemStream, Method, Reply, Request};
+    pub use wirecall_runtime::client::{
+        DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
+        DEFAULT_MAX_RECONNECT_BACKOFF, DEFAULT_TIMEOUT,
+    };
 }
 /// The server side beyond [`Server`]: what a server's tower layers see
 /// ([`ServerBuilder::layer`]), the server's defaults, and the names and labels of the
@@ -166,8 +170,9 @@ pub mod server {
         DEFAULT_AUTH_FAILURE_WINDOW, DEFAULT_AUTH_MAX_FAILURES, DEFAULT_DRAIN_DELAY,
         DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LISTEN_BACKLOG,
         DEFAULT_MAX_CONNECTIONS_CEILING, DEFAULT_MAX_IN_FLIGHT,
-        DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_PING_TIMEOUT, DEFAULT_RESERVED_DESCRIPTORS,
-        DEFAULT_SHUTDOWN_GRACE_PERIOD, DEFAULT_WRITE_TIMEOUT,
+        DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_MAX_STREAMS_PER_CONNECTION,
+        DEFAULT_PING_TIMEOUT, DEFAULT_RESERVED_DESCRIPTORS, DEFAULT_SHUTDOWN_GRACE_PERIOD,
+        DEFAULT_WRITE_TIMEOUT,
     };
 }
 /// Service reflection: schemas, the built-in `wirecall.Reflection` service and its client,

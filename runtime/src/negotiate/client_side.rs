@@ -14,8 +14,10 @@ use crate::wire::{HelloStatus, MAX_CODECS, MAX_EXTENSIONS_LEN, MIN_PROTOCOL_VERS
 /// The longest possible server hello.
 const MAX_SERVER_HELLO: usize = 8 + MAX_CODECS + 2 + MAX_EXTENSIONS_LEN;
 
-/// Runs the client side: sends `hello` and reads the verdict.
-pub async fn client_handshake<S>(
+/// Runs the client side: sends `hello` and reads the verdict (the tests' handshake; the
+/// channel uses [`client_handshake_listed`]).
+#[cfg(test)]
+pub(crate) async fn client_handshake<S>(
     stream: &mut S,
     hello: &ClientHello,
 ) -> Result<Negotiated, NegotiationError>

@@ -41,13 +41,12 @@ mod server_side;
 
 pub(crate) use choice::check_codec_list;
 pub use choice::{negotiate_codec, Preference};
-pub use client_side::client_handshake;
 pub(crate) use client_side::{client_handshake_listed, read_verdict};
-pub use codec_list::CodecList;
+pub(crate) use codec_list::CodecList;
 pub use error::NegotiationError;
 pub use hello::{ClientHello, ServerHello};
-pub use negotiated::Negotiated;
-pub use server_side::{refuse, refuse_as, server_handshake, ServerHandshake};
+pub(crate) use negotiated::Negotiated;
+pub(crate) use server_side::{refuse, server_handshake, ServerHandshake};
 pub use wirecall_wire::{
     HelloStatus, MAGIC, MAX_CODECS, MAX_TOKEN_LEN, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };

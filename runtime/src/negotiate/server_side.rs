@@ -20,7 +20,7 @@ const MAX_CLIENT_HELLO: usize = 7 + MAX_CODECS + MAX_TOKEN_LEN + 2 + MAX_EXTENSI
 
 /// What the server side of a handshake offers and requires.
 #[derive(Clone, Copy, Debug)]
-pub struct ServerHandshake<'a> {
+pub(crate) struct ServerHandshake<'a> {
     /// The codecs clients may pick, in the server's preference order.
     pub supported: &'a [Codec],
     /// Whose order wins when several codecs are common.
@@ -48,7 +48,7 @@ pub struct ServerHandshake<'a> {
 /// whatever `preference` says, and [`HelloStatus::EarlyCallsRefused`] otherwise. After a
 /// refusal of such a hello the early frames are read and discarded (never run) until the
 /// client closes, so that closing does not reset the connection under the refusal.
-pub async fn server_handshake<S>(
+pub(crate) async fn server_handshake<S>(
     stream: &mut S,
     config: ServerHandshake<'_>,
     authenticate: impl FnOnce(&[u8]) -> bool,
@@ -174,7 +174,7 @@ where
 
 /// Sends a refusal carrying this build's protocol version; failures are ignored because the
 /// connection is closed right after.
-pub async fn refuse<S>(stream: &mut S, status: HelloStatus, supported: &[Codec])
+pub(crate) async fn refuse<S>(stream: &mut S, status: HelloStatus, supported: &[Codec])
 where
     S: AsyncWrite + Unpin,
 {
@@ -182,8 +182,12 @@ where
 }
 
 /// Sends a refusal carrying protocol `version`.
-pub async fn refuse_as<S>(stream: &mut S, version: u8, status: HelloStatus, supported: &[Codec])
-where
+pub(crate) async fn refuse_as<S>(
+    stream: &mut S,
+    version: u8,
+    status: HelloStatus,
+    supported: &[Codec],
+) where
     S: AsyncWrite + Unpin,
 {
     let reply = ServerHello {

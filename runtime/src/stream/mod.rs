@@ -15,7 +15,6 @@ pub(crate) mod window;
 
 pub use crate::server::stream::upload_queue::Upload;
 pub use item::ItemMessage;
-pub use outgoing::OutgoingItems;
 pub use streaming::Streaming;
 
 /// Items a client grants a server stream when it opens it, and the most it lets the server

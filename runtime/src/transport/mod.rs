@@ -8,6 +8,10 @@
 //! `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs` the
 //! write side a connection's senders share; `liveness.rs` when a silent peer counts as dead.
 
+/// The frame codec, for wirecall's own tests, fuzzers and benches, which write frames by
+/// hand: not a public API (the wire format itself is `wirecall_wire` and the book's wire
+/// chapter).
+#[doc(hidden)]
 pub mod frame;
 pub(crate) mod frame_reader;
 pub(crate) mod liveness;

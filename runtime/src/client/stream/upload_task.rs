@@ -16,7 +16,7 @@ use crate::client::endpoint::connection::Connection;
 use crate::error::Error;
 use crate::method::MethodId;
 use crate::stream::credit::SendCredit;
-use crate::stream::OutgoingItems;
+use crate::stream::outgoing::OutgoingItems;
 use crate::transport::frame::{Frame, FrameBuf, FrameKind};
 use crate::transport::writer::Delivery;
 
