@@ -71,3 +71,32 @@ fn the_services_chapter_lists_every_reserved_method_name() {
         "book/src/services.md's \"Not allowed\" paragraph misses the reserved names {missing:?}"
     );
 }
+
+/// `MethodPolicy`'s table names the error a call over the concurrency limit fails with: the
+/// variant `policies::the_call_over_the_concurrency_limit_fails_at_once_without_reaching_the_server`
+/// asserts.
+#[test]
+fn the_method_policy_docs_name_the_concurrency_limit_error() {
+    let source = read("runtime/src/policy/method_policy.rs");
+    let row = source
+        .lines()
+        .find(|line| line.starts_with("/// | [`concurrency`]"))
+        .expect("MethodPolicy's table has a `concurrency` row");
+    let named: Vec<&str> = row
+        .split("Error::")
+        .skip(1)
+        .map(|rest| {
+            rest.split(|c: char| !c.is_alphanumeric())
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(named.first().copied(), Some("ConcurrencyLimit"), "{row}");
+    // The variant exists and is the one the limit returns (a compile error otherwise).
+    let limited = wirecall::Error::ConcurrencyLimit {
+        service: "S".to_owned(),
+        method: "m".to_owned(),
+        limit: 1,
+    };
+    assert!(matches!(limited, wirecall::Error::ConcurrencyLimit { .. }));
+}

@@ -66,7 +66,8 @@ use proc_macro::TokenStream;
 /// - **The trait itself**, with `Send + Sync + 'static` added and each `async fn` rewritten to
 ///   return `impl Future<Output = R> + Send`. Implement it with plain `async fn`; the futures
 ///   must be `Send` (they run on a multi-threaded runtime).
-/// - **`TClient`**: `connect(addr)`, `new(channel)`, `channel()`, `codec()`,
+/// - **`TClient`**, over a `wirecall::Channel` to one server or to a balanced fleet:
+///   `connect(addr)`, `discover(&registry, balance)`, `new(channel)`, `channel()`, `codec()`,
 ///   `with_timeout(duration)`, the constant `SERVICE_NAME`, and one method per trait method with
 ///   the same arguments and the user's doc comments:
 ///   - `async fn m(&self, ..) -> R` becomes `async fn m(&self, ..) -> Result<R, wirecall::Error>`;
@@ -75,17 +76,17 @@ use proc_macro::TokenStream;
 ///     protocol failure.
 /// - **`TServer<S>`**: `TServer::new(impl)` or `TServer::from_arc(arc)`, which implements
 ///   `wirecall::Service`; pass it to `wirecall::ServerBuilder::serve`.
-/// - Private per-method argument and reply structs that every codec (JSON, MessagePack,
-///   Protobuf) can encode.
+/// - A private type per method naming its messages (arguments, reply or items, upload) as the
+///   runtime's generic messages, which every codec (JSON, MessagePack, Protobuf) encodes.
 ///
 /// `TClient` and `TServer` get the trait's visibility.
 ///
 /// # Methods
 ///
-/// Every method is `async fn name(&self, arg: Type, ...)`, with owned, concretely typed
-/// arguments bound to plain names. Not allowed: generics, lifetimes, `&mut self` or `self`,
+/// Every method is `async fn name(&self, arg: Type, ...)`, with at most 16 owned, concretely
+/// typed arguments bound to plain names. Not allowed: generics, lifetimes, `&mut self` or `self`,
 /// references (take `String`, not `&str`), `impl Trait`, default bodies, associated types or
-/// consts, the names `connect`, `new`, `channel`, `codec` and `with_timeout` (the client
+/// consts, the names `connect`, `discover`, `new`, `channel`, `codec` and `with_timeout` (the client
 /// has methods with those names) and the names of its trait methods (`clone`, `fmt`, ...).
 /// `#[cfg]` on a method reaches everything generated for it; `#[deprecated]` warns callers of
 /// the client method, not the generated code. Each mistake is a compile error on the offending tokens that
@@ -99,10 +100,10 @@ use proc_macro::TokenStream;
 /// # `#[idempotent]`
 ///
 /// A method marked `#[idempotent]` may run more than once with the same effect as once (a
-/// read, a put of a whole value). A client over a
-/// [`BalancedChannel`](../wirecall/discovery/struct.BalancedChannel.html) retries such a call
-/// on another endpoint when its connection fails, within the call's deadline and the retry
-/// budget; other methods are only retried when the server certainly did not run them. The
+/// read, a put of a whole value). A client over a balanced
+/// [`Channel`](../wirecall/struct.Channel.html) retries such a call on another endpoint when
+/// its connection fails, within the call's deadline and the retry budget; other methods are
+/// only retried when the server certainly did not run them (`Error::outcome()`). The
 /// mark also appears in the service's reflection schema (`wirecall::reflect`), so callers and
 /// tools know a retry is safe.
 ///

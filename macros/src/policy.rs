@@ -95,14 +95,14 @@ fn read_key(
             policy.timeout = value;
         }
         "retries" => {
-            let value = number(meta, 0, errors)?;
+            let value = number(meta, 0, "", errors)?;
             if policy.retries.is_some() {
                 return Err(twice());
             }
             policy.retries = value.map(|n| (n, meta.path.segments[0].ident.span()));
         }
         "concurrency" => {
-            let value = number(meta, 1, errors)?;
+            let value = number(meta, 1, "zero would refuse every call", errors)?;
             if policy.concurrency.is_some() {
                 return Err(twice());
             }
@@ -150,8 +150,14 @@ fn duration(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<Option<D
     }
 }
 
-/// `key = 2`, at least `min`.
-fn number(meta: &ParseNestedMeta, min: u32, errors: &mut Errors) -> syn::Result<Option<u32>> {
+/// `key = 2`, at least `min`. `zero` says why 0 is refused, for a key whose `min` is 1: each
+/// key has its own reason.
+fn number(
+    meta: &ParseNestedMeta,
+    min: u32,
+    zero: &str,
+    errors: &mut Errors,
+) -> syn::Result<Option<u32>> {
     let value = meta.value()?;
     if value.peek(syn::Token![-]) {
         let negative: syn::ExprUnary = value.parse()?;
@@ -167,7 +173,7 @@ fn number(meta: &ParseNestedMeta, min: u32, errors: &mut Errors) -> syn::Result<
     match lit.base10_parse::<u32>() {
         Ok(n) if n >= min => Ok(Some(n)),
         Ok(0) => {
-            errors.spanned(&lit, "zero would refuse every call; give at least 1");
+            errors.spanned(&lit, format!("{zero}; give at least 1"));
             Ok(None)
         }
         _ => {
@@ -209,11 +215,23 @@ fn breaker(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<BreakerDe
             match key.as_str() {
                 "window" => settings.window = duration(&inner, errors)?,
                 "open" => settings.open = duration(&inner, errors)?,
-                "buckets" => settings.buckets = number(&inner, 1, errors)?,
-                "min_calls" => settings.min_calls = number(&inner, 1, errors)?,
-                "trials" => settings.trials = number(&inner, 1, errors)?,
+                "buckets" => {
+                    let zero = "the window is counted in buckets: it needs at least one";
+                    settings.buckets = number(&inner, 1, zero, errors)?;
+                }
+                "min_calls" => {
+                    let zero = "min_calls is how many calls the window must hold before their \
+                                failure rate may open the circuit: with 0, the first failed \
+                                call would open it";
+                    settings.min_calls = number(&inner, 1, zero, errors)?;
+                }
+                "trials" => {
+                    let zero = "trials is how many calls an open circuit lets through to test \
+                                the endpoint: with 0, it could never close again";
+                    settings.trials = number(&inner, 1, zero, errors)?;
+                }
                 "threshold" => {
-                    settings.threshold = match number(&inner, 0, errors)? {
+                    settings.threshold = match number(&inner, 0, "", errors)? {
                         Some(n) if n <= 100 => Some(n as u8),
                         Some(_) => {
                             return Err(inner.error(

@@ -1,4 +1,4 @@
-//! The text form of a duration in a call policy: `"300ms"`, `"2s"`, `"1.5s"`, `"1m"`. The
+//! The text form of a duration in a call policy: `"300ms"`, `"2s"`, `"1.5s"`, `"1m"`, `"2h"`. The
 //! `#[wirecall(timeout = "...")]` attribute (read by the macros at compile time) and policy
 //! files and environment variables (read by the runtime) parse it here, so a value means the
 //! same on both sides of the crate boundary, as method ids do.
@@ -16,6 +16,8 @@ use core::time::Duration;
 ///
 /// assert_eq!(parse_duration("300ms"), Ok(Duration::from_millis(300)));
 /// assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1_500)));
+/// assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+/// assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7_200)));
 /// assert!(parse_duration("0s").is_err());
 /// assert!(parse_duration("300").is_err());
 /// ```

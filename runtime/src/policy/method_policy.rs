@@ -15,7 +15,7 @@ use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
 /// |---|---|
 /// | [`timeout`](Self::timeout) | the call's deadline, unless the caller's is shorter; it travels to the server |
 /// | [`retries`](Self::retries) | how many more times a failed call of an `#[idempotent]` method is sent (ignored for other methods) |
-/// | [`concurrency`](Self::concurrency) | calls of the method in flight at once through one client handle; one more fails at once with [`Error::Overloaded`](crate::Error) |
+/// | [`concurrency`](Self::concurrency) | calls of the method in flight at once through one client handle, open streams included; one more fails at once with [`Error::ConcurrencyLimit`](crate::Error::ConcurrencyLimit) |
 /// | [`breaker`](Self::breaker) | a circuit breaker per method (per endpoint and method on a balanced channel) |
 ///
 /// ```
