@@ -100,7 +100,7 @@ pub mod __private {
     pub use crate::policy::{fallback_for, MethodPolicy};
     /// Reflection, with the helpers generated schemas are built with.
     pub mod reflect {
-        pub use crate::reflect::registry::{
+        pub use crate::reflect::type_registry::{
             enum_value, field, method, opaque_field, service, type_ref, variant,
         };
         pub use crate::reflect::*;

@@ -7,7 +7,7 @@ use crate::auth::Token;
 use crate::codec::Codec;
 use crate::error::Error;
 use crate::negotiate::{check_codec_list, PROTOCOL_VERSION};
-use crate::stream::window::WindowSize;
+use crate::stream::credit_window::WindowSize;
 use crate::stream::{
     DEFAULT_CONNECTION_WINDOW_BYTES, DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES,
 };

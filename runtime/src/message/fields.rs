@@ -17,7 +17,7 @@ use serde::de::{IgnoredAny, SeqAccess};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::slot::{Slot, SlotCodec};
+use super::field_codec::{Slot, SlotCodec};
 use crate::codec::evolve::{deserialize_message, skip_rest, SerdeFields};
 
 /// The names of a message's fields, in order, and the name its serde form gives the message.

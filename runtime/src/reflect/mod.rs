@@ -18,11 +18,11 @@ mod json_messages;
 #[cfg(feature = "json")]
 mod json_schema;
 mod proto_file;
-pub(crate) mod registry;
+mod reflection_service;
 pub(crate) mod schema;
-mod service;
 mod std_impls;
 mod type_name;
+pub(crate) mod type_registry;
 
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
@@ -33,13 +33,13 @@ pub use json_schema::{
     json_schema, method_json_schemas, type_json_schema, type_json_schemas, MethodJsonSchemas,
 };
 pub use proto_file::{proto_file, ProtoFileError};
-pub use registry::{Reflect, TypeRegistry};
+pub(crate) use reflection_service::reflection_for;
+pub use reflection_service::{Reflection, ReflectionClient, ReflectionServer, ReflectionService};
 pub use schema::{
     EnumValue, FieldSchema, MethodSchema, ReflectionError, ReplySchema, ServiceSchema,
     ServiceSummary, TypeDef, TypeKind, TypeRef, VariantSchema, VariantShape,
 };
-pub(crate) use service::reflection_for;
-pub use service::{Reflection, ReflectionClient, ReflectionServer, ReflectionService};
+pub use type_registry::{Reflect, TypeRegistry};
 
 /// The wire name of the built-in reflection service.
 pub const REFLECTION_SERVICE: &str = "wirecall.Reflection";

@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
-use super::registry::{Reflect, TypeRegistry};
 use super::schema::TypeRef;
+use super::type_registry::{Reflect, TypeRegistry};
 
 macro_rules! leaf {
     ($($ty:ty => $variant:ident),* $(,)?) => {$(

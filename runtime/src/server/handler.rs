@@ -3,7 +3,7 @@
 //! each arm of a generated `Service::call` picks one of these functions and hands it the
 //! handler.
 //!
-//! Every shape decodes its arguments the same way ([`decoded`]): a small payload before the
+//! Every shape decodes its arguments the same way (`decoded`): a small payload before the
 //! reply future is returned, so a bad one fails without spawning anything; one of
 //! [`DECODE_OFF_LOOP_FROM`] bytes or more on tokio's blocking pool when the future is first
 //! polled, so that decoding megabytes does not hold up the connection's read loop.

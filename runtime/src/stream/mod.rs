@@ -3,15 +3,15 @@
 //! `Item` frame, paid for in advance by the receiver's `Credit`.
 //!
 //! Layout: `streaming.rs` the producer type handlers return; `item.rs` the item messages
-//! generated code declares; `credit.rs` the sender's credit; `window.rs` the receiver's;
+//! generated code declares; `credit.rs` the sender's credit; `credit_window.rs` the receiver's;
 //! `outgoing.rs` items encoded for the wire, a handler's or an upload's. Each side's streams
 //! have one home of their own: the client's `client/stream/`, the server's `server/stream/`.
 
 pub(crate) mod credit;
+pub(crate) mod credit_window;
 pub(crate) mod item;
 pub(crate) mod outgoing;
 pub(crate) mod streaming;
-pub(crate) mod window;
 
 pub use crate::server::stream::upload_queue::Upload;
 pub use item::ItemMessage;

@@ -2,22 +2,23 @@
 //! ([`Transport`]: TCP, TLS, Unix sockets, an in-memory duplex), the length-prefixed
 //! [`frame`]s on it, and the read and write loops both sides share.
 //!
-//! Layout: `stream.rs` is [`Transport`] and the TCP socket options; `frame.rs` the frame
+//! Layout: `byte_stream.rs` is [`Transport`] and the TCP socket options; `frame.rs` the frame
 //! codec (a tokio-util `Decoder`/`Encoder` with an explicit limit) and frame buffers;
 //! `frame_reader.rs` reading frames without holding a buffer while idle, and
 //! `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs` the
-//! write side a connection's senders share; `liveness.rs` when a silent peer counts as dead.
+//! write side a connection's senders share, with `frame_batch.rs` the frames it queues; `liveness.rs` when a silent peer counts as dead.
 
+mod byte_stream;
 /// The frame codec, for wirecall's own tests, fuzzers and benches, which write frames by
 /// hand: not a public API (the wire format itself is `wirecall_wire` and the book's wire
 /// chapter).
 #[doc(hidden)]
 pub mod frame;
+mod frame_batch;
 pub(crate) mod frame_reader;
 pub(crate) mod liveness;
 mod spare_buffers;
-mod stream;
 pub(crate) mod writer;
 
-pub(crate) use stream::configure_tcp;
-pub use stream::Transport;
+pub(crate) use byte_stream::configure_tcp;
+pub use byte_stream::Transport;

@@ -8,7 +8,6 @@
 //! is bounded in bytes: senders wait for space, so a peer that does not read cannot make the
 //! queue grow without limit.
 
-use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::io::IoSlice;
 use std::pin::Pin;
@@ -19,6 +18,8 @@ use std::time::Duration;
 use bytes::{Buf, Bytes};
 use tokio::io::AsyncWrite;
 use tokio::sync::Notify;
+
+use super::frame_batch::FrameBatch;
 
 /// Bytes queued per connection before senders wait for the writer.
 pub(crate) const MAX_QUEUED_BYTES: usize = 1024 * 1024;
@@ -207,7 +208,7 @@ impl FrameSink {
     /// cannot wait. Dropped when the queue is full; the writer task sends it.
     pub(crate) fn send_now(&self, frame: Bytes) {
         let mut queue = self.shared.lock_queue();
-        if queue.closing || queue.failed || queue.batch.remaining > MAX_QUEUED_BYTES {
+        if queue.closing || queue.failed || queue.batch.remaining() > MAX_QUEUED_BYTES {
             return;
         }
         queue.batch.push(frame);
@@ -258,7 +259,7 @@ impl Shared {
         if queue.closing || queue.failed {
             return Err(TrySend::Closed);
         }
-        if queue.batch.remaining > 0 && queue.batch.remaining + frame.len() > limit {
+        if queue.batch.remaining() > 0 && queue.batch.remaining() + frame.len() > limit {
             return Err(TrySend::Full(frame));
         }
         queue.batch.push(frame);
@@ -447,77 +448,6 @@ impl SinkWriter {
                     )
                 })?,
             None => written.await,
-        }
-    }
-}
-
-/// Queued frames viewed as one [`Buf`], so vectored writes send them without copying.
-#[derive(Default)]
-struct FrameBatch {
-    frames: VecDeque<Bytes>,
-    remaining: usize,
-}
-
-impl FrameBatch {
-    /// Moves these frames in front of `later`'s.
-    fn prepend_to(self, later: &mut FrameBatch) {
-        let mut frames = self.frames;
-        frames.extend(later.frames.drain(..));
-        later.frames = frames;
-        later.remaining += self.remaining;
-    }
-
-    /// Keeps the storage of `written`, a batch that has been sent, when this batch is empty:
-    /// the queue is taken whole for every write, and handing it back its storage saves an
-    /// allocation per frame.
-    fn recycle(&mut self, written: FrameBatch) {
-        if self.frames.is_empty() && written.frames.capacity() > self.frames.capacity() {
-            debug_assert_eq!(written.remaining, 0);
-            let mut frames = written.frames;
-            frames.clear();
-            self.frames = frames;
-        }
-    }
-
-    fn push(&mut self, frame: Bytes) {
-        if frame.is_empty() {
-            return;
-        }
-        self.remaining += frame.len();
-        self.frames.push_back(frame);
-    }
-}
-
-impl Buf for FrameBatch {
-    fn remaining(&self) -> usize {
-        self.remaining
-    }
-
-    fn chunk(&self) -> &[u8] {
-        self.frames.front().map_or(&[], |f| f.as_ref())
-    }
-
-    fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
-        let mut n = 0;
-        for (slot, frame) in dst.iter_mut().zip(self.frames.iter()) {
-            *slot = IoSlice::new(frame);
-            n += 1;
-        }
-        n
-    }
-
-    fn advance(&mut self, mut cnt: usize) {
-        self.remaining -= cnt;
-        while cnt > 0 {
-            let Some(front) = self.frames.front_mut() else {
-                return;
-            };
-            if cnt < front.len() {
-                front.advance(cnt);
-                return;
-            }
-            cnt -= front.len();
-            self.frames.pop_front();
         }
     }
 }

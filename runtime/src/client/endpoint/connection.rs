@@ -25,7 +25,7 @@ use crate::error::Error;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::negotiate::{read_verdict, ClientHello, Negotiated, NegotiationError};
-use crate::stream::window::WindowSize;
+use crate::stream::credit_window::WindowSize;
 use crate::trace::TRACEPARENT;
 use crate::transport::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};

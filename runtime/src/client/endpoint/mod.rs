@@ -6,13 +6,15 @@
 //! A direct channel has one endpoint; a balanced channel one per server it calls.
 //!
 //! Layout: this module is the endpoint; `link.rs` its connection and how it is dialled again;
-//! `connector.rs` the innermost service of the endpoint's layers; `connection.rs` one negotiated connection and how a call's frame is
-//! made; `send.rs` one attempt of each call shape on a connection; `exchange.rs` a unary
-//! call's wait for its reply; `dial.rs` opening connections (TCP or Unix, TLS, the hello) and
-//! `early.rs` the servers known to understand early calls; `pending.rs` the calls waiting on a
-//! connection, `reader.rs` the task that delivers their replies and `deadlines.rs` their one
-//! deadline timer; `options.rs` what a balanced channel opens each endpoint with.
+//! `connector.rs` the innermost service of the endpoint's layers; `connection.rs` one
+//! negotiated connection and how a call's frame is made; `send.rs` one attempt of each call
+//! shape on a connection; `exchange.rs` a unary call's wait for its reply; `dial.rs` opening
+//! connections (TCP or Unix, TLS, the hello) and `early.rs` the servers known to understand
+//! early calls; `pending.rs` the calls waiting on a connection, `closed.rs` why they ended
+//! when it closed, `reader.rs` the task that delivers their replies and `deadlines.rs` their
+//! one deadline timer; `options.rs` what a balanced channel opens each endpoint with.
 
+mod closed;
 pub(crate) mod connection;
 mod connector;
 pub(crate) mod deadlines;
@@ -177,7 +179,7 @@ impl Endpoint {
         connection.pending.drained().await;
         connection
             .pending
-            .close_all(pending::Closed::new(link::CLOSED_BY_OWNER, None));
+            .close_all(closed::Closed::new(link::CLOSED_BY_OWNER, None));
         connection.sink.close();
         connection.tasks.close();
         if tokio::time::timeout(CLOSE_LIMIT, connection.tasks.wait())

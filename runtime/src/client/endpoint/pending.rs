@@ -21,9 +21,10 @@ use super::deadlines::{Deadlines, Expiry};
 use crate::client::stream::slot::UploadSender;
 use crate::client::stream::slot::{StreamNext, StreamSlot, Taken};
 use crate::stream::credit::SendCredit;
-use crate::stream::window::{Neighbours, WindowSize};
+use crate::stream::credit_window::{Neighbours, WindowSize};
 
-use crate::error::{Error, ErrorCode};
+use super::closed::Closed;
+use crate::error::Error;
 use crate::id_hash::IdMap;
 use crate::transport::frame::Frame;
 
@@ -117,61 +118,6 @@ impl State {
         match &self.closed {
             Some(closed) => closed.unsent_error(),
             None => Error::unsent("the connection's tasks ended"),
-        }
-    }
-}
-
-/// Why the table closed.
-pub(crate) enum Closed {
-    /// The connection ended: calls fail with [`Error::ConnectionClosed`], this reason and,
-    /// when the server said why before closing, the code of its connection-level `Error`
-    /// frame.
-    Ended {
-        reason: String,
-        code: Option<ErrorCode>,
-    },
-    /// The server refused (or garbled) its answer to a hello sent with early calls: calls
-    /// fail with the error a connect would have returned.
-    Hello(Error),
-}
-
-impl Closed {
-    /// The connection ended for `reason`, the server having said `code` (if anything).
-    pub(crate) fn new(reason: impl Into<String>, code: Option<ErrorCode>) -> Self {
-        Self::Ended {
-            reason: reason.into(),
-            code,
-        }
-    }
-
-    /// The error of a call that this closing ended.
-    fn error(&self) -> Error {
-        match self {
-            Self::Ended { reason, code } => Error::ConnectionClosed {
-                reason: reason.clone(),
-                code: *code,
-            },
-            Self::Hello(Error::Negotiation(error)) => Error::Negotiation(error.duplicate()),
-            Self::Hello(Error::Tls(error)) => {
-                Error::Tls(std::io::Error::new(error.kind(), error.to_string()))
-            }
-            Self::Hello(other) => Error::closed(other.to_string()),
-        }
-    }
-
-    /// The error of a call that found the connection closed before it was sent: it never
-    /// left this side.
-    fn unsent_error(&self) -> Error {
-        match self {
-            Self::Ended { reason, .. } => Error::unsent(format!("the connection closed: {reason}")),
-            Self::Hello(_) => self.error(),
-        }
-    }
-
-    fn reason(&self) -> String {
-        match self {
-            Self::Ended { reason, .. } => reason.clone(),
-            Self::Hello(error) => error.to_string(),
         }
     }
 }
@@ -520,6 +466,7 @@ impl PendingCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
     use crate::transport::frame::FrameKind;
 
     /// Call `id`'s outcome, if it has one yet (taken off the table).

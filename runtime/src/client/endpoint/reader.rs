@@ -10,7 +10,8 @@ use std::task::Poll;
 use tokio::io::AsyncRead;
 use tokio::time::Instant;
 
-use super::pending::{Closed, PendingCalls};
+use super::closed::Closed;
+use super::pending::PendingCalls;
 use crate::client::settings::Keepalive;
 use crate::transport::frame::{ErrorBody, Frame, FrameKind};
 use crate::transport::frame_reader::FrameReader;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
 use crate::stream::credit::{CreditError, SendCredit};
-use crate::stream::window::{Neighbours, ReceiveWindow, WindowSize};
+use crate::stream::credit_window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::transport::frame::Frame;
 
 /// A server stream, as its connection's pending table holds it.

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::time::Instant;
 
+use super::circuit_state::{Admission, MethodCircuit, Outcome, Ticket, Transition};
 use super::config::CircuitBreakerConfig;
 use super::failure::counts_as_failure;
 use super::metrics;
-use super::state::{Admission, MethodCircuit, Outcome, Ticket, Transition};
 use crate::error::Error;
 use crate::id_hash::IdMap;
 use crate::method::MethodId;

@@ -9,10 +9,10 @@ use crate::error::{Error, Failure};
 /// - the transport failed: [`Error::Connect`], [`Error::ConnectionClosed`],
 ///   [`Error::Negotiation`], [`Error::Tls`];
 /// - the deadline passed: [`Error::Timeout`], [`Error::Remote`] with
-///   [`DeadlineExceeded`](ErrorCode::DeadlineExceeded) (a server time limit), and
+///   [`DeadlineExceeded`](crate::ErrorCode::DeadlineExceeded) (a server time limit), and
 ///   [`Error::Layer`] with `DeadlineExceeded` (a timeout layer under the breaker);
 /// - the server could not take it: [`Error::Remote`] with
-///   [`Overloaded`](ErrorCode::Overloaded) or [`ShuttingDown`](ErrorCode::ShuttingDown);
+///   [`Overloaded`](crate::ErrorCode::Overloaded) or [`ShuttingDown`](crate::ErrorCode::ShuttingDown);
 /// - the handler panicked: [`Error::HandlerPanicked`];
 /// - any of these behind [`Error::Endpoint`] (a breaker over a balanced channel's failover).
 ///
@@ -76,8 +76,8 @@ mod tests {
             Error::Timeout {
                 after: Duration::from_millis(10),
             },
-            remote(ErrorCode::DeadlineExceeded),
-            layer(ErrorCode::DeadlineExceeded),
+            remote(crate::ErrorCode::DeadlineExceeded),
+            layer(crate::ErrorCode::DeadlineExceeded),
         ];
         for error in errors {
             assert!(counts_as_failure(&error), "{error}");
@@ -91,8 +91,8 @@ mod tests {
             message: "boom".to_owned(),
         };
         for error in [
-            remote(ErrorCode::Overloaded),
-            remote(ErrorCode::ShuttingDown),
+            remote(crate::ErrorCode::Overloaded),
+            remote(crate::ErrorCode::ShuttingDown),
             panicked,
         ] {
             assert!(counts_as_failure(&error), "{error}");
@@ -103,7 +103,7 @@ mod tests {
     fn a_failure_behind_an_endpoint_of_a_balanced_channel_counts() {
         let error = Error::Endpoint {
             endpoint: "127.0.0.1:7000".to_owned(),
-            cause: Box::new(remote(ErrorCode::Overloaded)),
+            cause: Box::new(remote(crate::ErrorCode::Overloaded)),
         };
         assert!(counts_as_failure(&error));
     }
@@ -121,7 +121,7 @@ mod tests {
             }),
             Error::Config("bad".to_owned()),
             Error::FrameTooLarge { len: 10, max: 5 },
-            layer(ErrorCode::Overloaded),
+            layer(crate::ErrorCode::Overloaded),
             layer(ErrorCode::LayerFailed),
             Error::NoEndpoints {
                 service: "S".to_owned(),

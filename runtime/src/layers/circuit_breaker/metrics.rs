@@ -18,7 +18,7 @@
 
 use ::metrics::{counter, gauge};
 
-use super::state::{CircuitState, Transition};
+use super::circuit_state::{CircuitState, Transition};
 use crate::method::MethodId;
 
 /// Changes of state, by method and new state.

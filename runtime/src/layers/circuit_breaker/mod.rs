@@ -5,18 +5,18 @@
 //! open window a few trial calls test the method, and the circuit closes once they succeed.
 //!
 //! Layout, one job a file: `config.rs` the settings and their `DEFAULT_*`; `window.rs` the
-//! rolling count of outcomes; `state.rs` the state machine of one method's circuit; `circuits.rs`
-//! a breaker's circuits, one per method (shared with the per-method policies);
+//! rolling count of outcomes; `circuit_state.rs` the state machine of one method's circuit;
+//! `circuits.rs` a breaker's circuits, one per method (shared with the per-method policies);
 //! `failure.rs` which errors count ([`counts_as_failure`]); `layer.rs` the tower layer and
 //! service, one circuit per method; [`metrics`] its logs and metrics.
 //! This module only declares and re-exports.
 
+mod circuit_state;
 pub(crate) mod circuits;
 pub(crate) mod config;
 mod failure;
 mod layer;
 pub mod metrics;
-mod state;
 mod window;
 
 pub use config::{

@@ -30,7 +30,7 @@ use crate::server::request::Request;
 use crate::server::shared::Shared;
 use crate::server::stream::produce::StreamOut;
 use crate::server::stream::upload_queue::{Upload, UploadQueue};
-use crate::stream::window::WindowSize;
+use crate::stream::credit_window::WindowSize;
 use crate::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};

@@ -18,9 +18,9 @@ use futures::Stream;
 
 use crate::codec::Codec;
 use crate::stream::credit::credit_frame;
+use crate::stream::credit_window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::stream::item::ItemMessage;
 use crate::stream::streaming::Streaming;
-use crate::stream::window::{Neighbours, ReceiveWindow, WindowSize};
 use crate::transport::writer::FrameSink;
 
 /// The items a client uploads to one call, for its handler. Opaque: generated code turns it

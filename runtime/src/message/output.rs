@@ -3,9 +3,9 @@
 //! `err`, or `err` alone for `Result<(), E>`; nothing for `()`. Each is a [`Fields`] whose
 //! [`ItemMessage`] turns it into the caller's value and back.
 
+use super::field_codec::{Plain, SlotCodec};
 use super::fields::{FieldNames, Fields};
-use super::result_from_parts;
-use super::slot::{Plain, SlotCodec};
+use crate::codec::CodecError;
 use crate::error::Error;
 use crate::stream::ItemMessage;
 
@@ -129,5 +129,15 @@ impl ItemMessage for UnitMessage {
     #[inline]
     fn into_item(self) -> Result<(), Error> {
         Ok(())
+    }
+}
+
+/// Turns the two optional fields of a result reply into the caller's nested result. A reply
+/// with neither field set is a decode error: the peer sent something that is not a result.
+pub fn result_from_parts<T, E>(ok: Option<T>, err: Option<E>) -> Result<Result<T, E>, Error> {
+    match (ok, err) {
+        (_, Some(err)) => Ok(Err(err)),
+        (Some(ok), None) => Ok(Ok(ok)),
+        (None, None) => Err(Error::Codec(CodecError::EmptyResult)),
     }
 }
