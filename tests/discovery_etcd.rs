@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use cluster::scenarios::{self, Namespace, RegistryServer};
-use cluster::{client, shares, start_node, wait_for_endpoints};
+use cluster::{client, free_port, shares, start_node, wait_for_endpoints};
 use wirecall::discovery::{Balance, Etcd, Registry};
 
 const TTL: Duration = Duration::from_secs(2);
@@ -171,14 +171,6 @@ impl Drop for PrivateEtcd {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]

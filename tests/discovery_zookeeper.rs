@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use cluster::scenarios::{self, HostRegistry, Namespace, RegistryServer};
-use cluster::{client, start_node, wait_for_endpoints};
+use cluster::{client, free_port, start_node, wait_for_endpoints};
 use tokio::net::TcpStream;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use wirecall::discovery::{Balance, Registry, ZooKeeper};
@@ -216,14 +216,6 @@ impl Drop for PrivateZooKeeper {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]

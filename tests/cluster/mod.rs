@@ -268,3 +268,23 @@ impl<B: Backend> Backend for Flaky<B> {
         self.inner.watch(service)
     }
 }
+
+/// A loopback port free now, below Linux's ephemeral range (32768 and up): a registry stopped
+/// and started again on its port must find it free, and a port from the ephemeral range can
+/// meanwhile become the source port of some client's outgoing connection.
+pub fn free_port() -> u16 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = u64::from(std::process::id()).wrapping_mul(2_654_435_761)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+    for _ in 0..1_000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + (seed.wrapping_add(n.wrapping_mul(7_919)) % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port between 20000 and 32000");
+}
