@@ -27,6 +27,11 @@ use crate::events::contract::EventHandler;
 /// The longest wait between attempts to resubscribe on a connection that is up.
 const RESUBSCRIBE_MAX_DELAY: Duration = Duration::from_secs(5);
 
+/// How long one attempt to resubscribe (a channel, the topology, qos, consume) may take before
+/// it counts as failed: a broker that accepted the connection and then stopped answering must
+/// not hold the consumer forever.
+const RESUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// What a consumer consumes, and how.
 pub(crate) struct ConsumerSpec {
     pub(crate) subscription: String,
@@ -38,6 +43,8 @@ pub(crate) struct ConsumerSpec {
 pub(crate) struct Session {
     channel: Channel,
     deliveries: Consumer,
+    /// The connection it runs on ([`Live::generation`]).
+    generation: u64,
 }
 
 /// Declares the subscription's topology and starts consuming on a new channel.
@@ -63,6 +70,7 @@ pub(crate) async fn open_session(live: &Live, spec: &ConsumerSpec) -> lapin::Res
     Ok(Session {
         channel,
         deliveries,
+        generation: live.generation,
     })
 }
 
@@ -79,9 +87,17 @@ pub(crate) async fn run(
         if let Some(Session {
             channel,
             deliveries,
+            generation,
         }) = session.take()
         {
-            consume(&spec, &channel, deliveries, &stop).await;
+            // The session ends when its deliveries do, or as soon as the supervisor reports
+            // its connection lost, whether or not the deliveries stream has noticed: a consumer
+            // must never wait on a dead channel while its queue fills. Settles still in flight
+            // are dropped unacknowledged, so the broker delivers those events again.
+            tokio::select! {
+                () = consume(&spec, &channel, deliveries, &stop) => {}
+                () = connection_replaced(state.clone(), generation) => {}
+            }
             if stop.is_cancelled() {
                 // Deliveries not yet taken are unacknowledged and go back to the queue.
                 let _ = channel.close(200, "subscription closed".into()).await;
@@ -91,16 +107,21 @@ pub(crate) async fn run(
         }
         let live = state.borrow_and_update().clone();
         match live {
-            Some(live) if live.is_up() => match open_session(&live, &spec).await {
-                Ok(next) => {
-                    session = Some(next);
-                    delay = Duration::from_millis(100);
-                    continue;
+            Some(live) if live.is_up() => {
+                match tokio::time::timeout(RESUBSCRIBE_TIMEOUT, open_session(&live, &spec)).await {
+                    Ok(Ok(next)) => {
+                        session = Some(next);
+                        delay = Duration::from_millis(100);
+                        continue;
+                    }
+                    Ok(Err(error)) => {
+                        tracing::debug!(%error, subscription = %spec.subscription, "resubscribe failed");
+                    }
+                    Err(_) => {
+                        tracing::debug!(subscription = %spec.subscription, timeout = ?RESUBSCRIBE_TIMEOUT, "resubscribe timed out");
+                    }
                 }
-                Err(error) => {
-                    tracing::debug!(%error, subscription = %spec.subscription, "resubscribe failed");
-                }
-            },
+            }
             _ => {}
         }
         // Wait for a new connection, or retry on this one after a growing delay.
@@ -110,6 +131,21 @@ pub(crate) async fn run(
             () = tokio::time::sleep(delay) => {}
         }
         delay = (delay * 2).min(RESUBSCRIBE_MAX_DELAY);
+    }
+}
+
+/// Returns once the connection of `generation` is no longer the current one (lost, or
+/// replaced by a new one); never, if the supervisor has stopped.
+async fn connection_replaced(mut state: watch::Receiver<Option<Arc<Live>>>, generation: u64) {
+    let supervisor_gone = state
+        .wait_for(|live| {
+            live.as_ref()
+                .is_none_or(|live| live.generation != generation)
+        })
+        .await
+        .is_err();
+    if supervisor_gone {
+        std::future::pending::<()>().await;
     }
 }
 
