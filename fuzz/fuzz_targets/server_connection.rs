@@ -15,12 +15,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 use wirecall::{Codec, RunningServer, Server};
-use wirecall_runtime::transport::frame::{ErrorBody, FrameCodec, FrameKind};
 use wirecall_runtime::negotiate::{ClientHello, ServerHello, PROTOCOL_VERSION};
+use wirecall_runtime::transport::frame::{ErrorBody, FrameCodec, FrameKind};
 
 /// The server's frame limit: small, so that every length the fuzzer can write is reachable.
 const MAX_FRAME_LEN: u32 = 4096;
@@ -38,6 +39,11 @@ trait Target {
     async fn fail(&self, code: i32) -> Result<i32, String>;
     /// A server stream of `0..count`.
     async fn count(&self, count: u32) -> wirecall::Streaming<u32>;
+    /// An upload (client stream): the total of the readings, or an error at the first over
+    /// `limit`, answered without waiting for the rest.
+    async fn total(&self, limit: u64, readings: wirecall::Streaming<u64>) -> Result<u64, String>;
+    /// A bidirectional stream: each reading back, doubled.
+    async fn doubled(&self, readings: wirecall::Streaming<u64>) -> wirecall::Streaming<u64>;
     #[oneway]
     async fn record(&self, value: u64);
 }
@@ -66,6 +72,25 @@ impl Target for TargetImpl {
 
     async fn count(&self, count: u32) -> wirecall::Streaming<u32> {
         wirecall::Streaming::from_iter(0..count.min(1_000))
+    }
+
+    async fn total(
+        &self,
+        limit: u64,
+        mut readings: wirecall::Streaming<u64>,
+    ) -> Result<u64, String> {
+        let mut total = 0u64;
+        while let Some(reading) = readings.next().await {
+            if reading > limit {
+                return Err(format!("{reading} is over {limit}"));
+            }
+            total = total.wrapping_add(reading);
+        }
+        Ok(total)
+    }
+
+    async fn doubled(&self, readings: wirecall::Streaming<u64>) -> wirecall::Streaming<u64> {
+        wirecall::Streaming::new(readings.map(|reading| reading.wrapping_mul(2)))
     }
 }
 
@@ -132,43 +157,77 @@ fuzz_target!(|data: &[u8]| {
     });
 });
 
-/// How many Request frames the client sent with each request id (the frames before the first
-/// malformed one; the server reads no further).
-fn requests_sent(wire: &[u8]) -> HashMap<u64, usize> {
+/// What the client sent, per request id, in the frames before the first malformed one (the
+/// server reads no further).
+#[derive(Default)]
+struct Sent {
+    /// Request and Open frames.
+    requests: HashMap<u64, usize>,
+    /// The Items the client's Credit frames allowed the server to send.
+    credit: HashMap<u64, u64>,
+}
+
+fn sent_by_client(wire: &[u8]) -> Sent {
     let mut buf = BytesMut::from(wire);
     let mut frames = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
-    let mut sent = HashMap::new();
+    let mut sent = Sent::default();
     while let Ok(Some(frame)) = frames.decode(&mut buf) {
-        if matches!(frame.kind, FrameKind::Request | FrameKind::Open) {
-            *sent.entry(frame.request_id).or_default() += 1;
+        match frame.kind {
+            FrameKind::Request | FrameKind::Open => {
+                *sent.requests.entry(frame.request_id).or_default() += 1;
+            }
+            FrameKind::Credit => {
+                if let Ok(n) = <[u8; 4]>::try_from(&frame.payload[..]) {
+                    *sent.credit.entry(frame.request_id).or_default() +=
+                        u64::from(u32::from_be_bytes(n));
+                }
+            }
+            _ => {}
         }
     }
     sent
 }
 
-/// The server's bytes: an accepting hello, then whole frames within the limit, and no more
-/// replies to a request id than requests sent with it (an id may be reused once answered).
+/// The server's bytes: an accepting hello, then whole frames within the limit, no more replies
+/// to a request id than requests sent with it (an id may be reused once answered), and no
+/// more Items on a stream than the client's Credit frames allowed.
 fn check_output(wire: &[u8], output: &[u8]) {
     let (hello, used) = ServerHello::parse(output)
         .expect("a valid server hello")
         .expect("a whole server hello");
     assert_eq!(hello.status as u8, 0, "the hello is accepted");
-    let sent = requests_sent(wire);
+    let sent = sent_by_client(wire);
     let mut buf = BytesMut::from(&output[used..]);
     let mut frames = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
     let mut answered: HashMap<u64, usize> = HashMap::new();
-    while let Some(frame) = frames.decode(&mut buf).expect("the server sends valid frames") {
+    let mut items: HashMap<u64, u64> = HashMap::new();
+    while let Some(frame) = frames
+        .decode(&mut buf)
+        .expect("the server sends valid frames")
+    {
         match frame.kind {
-            // A stream's items: only on a stream the client opened.
-            FrameKind::Item => assert!(
-                sent.contains_key(&frame.request_id),
-                "an item on stream {} that was never opened",
+            // The credit for an upload's items: only on a stream the client opened.
+            FrameKind::Credit => assert!(
+                sent.requests.contains_key(&frame.request_id),
+                "credit on stream {} that was never opened",
                 frame.request_id
             ),
+            // A stream's items: only on a stream the client opened, and within its credit.
+            FrameKind::Item => {
+                let count = items.entry(frame.request_id).or_default();
+                *count += 1;
+                let allowed = sent.credit.get(&frame.request_id).copied().unwrap_or(0);
+                assert!(
+                    sent.requests.contains_key(&frame.request_id) && *count <= allowed,
+                    "item {count} on stream {} (opened: {}), the client allowed {allowed}",
+                    frame.request_id,
+                    sent.requests.contains_key(&frame.request_id)
+                );
+            }
             FrameKind::Response | FrameKind::Error | FrameKind::End if frame.request_id != 0 => {
                 let replies = answered.entry(frame.request_id).or_default();
                 *replies += 1;
-                let requests = sent.get(&frame.request_id).copied().unwrap_or(0);
+                let requests = sent.requests.get(&frame.request_id).copied().unwrap_or(0);
                 assert!(
                     *replies <= requests,
                     "request id {} answered {} times, sent {requests} times",
@@ -184,5 +243,8 @@ fn check_output(wire: &[u8], output: &[u8]) {
             kind => panic!("a server never sends {kind:?}"),
         }
     }
-    assert!(buf.is_empty(), "the server's output ends on a frame boundary");
+    assert!(
+        buf.is_empty(),
+        "the server's output ends on a frame boundary"
+    );
 }
