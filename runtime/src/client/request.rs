@@ -34,7 +34,7 @@ pub struct Request {
     pub(crate) deadline: Option<Deadline>,
     pub(crate) metadata: Option<Arc<Metadata>>,
     pub(crate) trace: Option<TraceContext>,
-    pub(crate) hash_key: Option<u64>,
+    pub(crate) hash_key: Option<std::num::NonZeroU64>,
     pub(crate) raw_codec: Option<Codec>,
     pub(crate) policy: Option<Arc<MethodState>>,
     pub(crate) args: CallArgs,

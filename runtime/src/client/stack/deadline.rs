@@ -10,11 +10,12 @@ use tokio::time::Instant;
 use crate::error::Error;
 
 /// A call's deadline: the instant it passes, and the timeout it came from (what
-/// [`Error::Timeout`] reports).
+/// [`Error::Timeout`] reports), in nanoseconds: every call carries one, and 24 bytes instead
+/// of 32 keep a call small enough to be moved without a `memcpy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Deadline {
     at: Instant,
-    after: Duration,
+    after_nanos: u64,
 }
 
 impl Deadline {
@@ -23,7 +24,8 @@ impl Deadline {
     pub(crate) fn after(after: Duration) -> Self {
         Self {
             at: Instant::now() + after,
-            after,
+            // 584 years: a timeout that long never passes, so the clamp changes nothing.
+            after_nanos: u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
         }
     }
 
@@ -40,7 +42,7 @@ impl Deadline {
 
     /// The timeout it was set with.
     pub(crate) fn timeout(self) -> Duration {
-        self.after
+        Duration::from_nanos(self.after_nanos)
     }
 
     /// What is left of it now, or the call's [`Error::Timeout`] once it has passed.
@@ -53,7 +55,9 @@ impl Deadline {
 
     /// The error of a call whose deadline passed.
     pub(crate) fn expired(self) -> Error {
-        Error::Timeout { after: self.after }
+        Error::Timeout {
+            after: self.timeout(),
+        }
     }
 }
 

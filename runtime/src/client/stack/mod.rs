@@ -102,7 +102,7 @@ impl Core {
             metadata: start.metadata,
             trace: call::trace_of(start.metadata.map(|m| &**m), self.trace),
             idempotent: start.method.is_idempotent(),
-            hash_key: start.hash_key,
+            hash_key: call::hash_key_of(start.hash_key),
             raw_codec: start.raw_codec,
             policy,
         }
@@ -111,6 +111,10 @@ impl Core {
     /// Stage 4 on: the call layers, if any, then the retry loop over the route. (Stage 2, the
     /// concurrency limit, is the caller's: a unary call holds its place while this runs, a
     /// stream for as long as it is open.)
+    ///
+    /// Inlined so that the future is built in its caller's state instead of being returned
+    /// and then copied there (twice: 224 bytes each, measured).
+    #[inline(always)]
     pub(crate) fn send<'a>(
         &'a self,
         call: &'a Call<'a>,

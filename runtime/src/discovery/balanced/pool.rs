@@ -289,7 +289,7 @@ impl Endpoints for Pool {
     const MOVES_ON: bool = true;
 
     fn pick(&self, call: &Call<'_>, tried: &[Arc<Slot>]) -> Option<Arc<Slot>> {
-        self.pick_slot(call.hash_key, tried)
+        self.pick_slot(call.hash_key.map(std::num::NonZeroU64::get), tried)
     }
 
     async fn attempt<'a>(
