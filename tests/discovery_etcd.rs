@@ -265,9 +265,19 @@ async fn discovery_keeps_working_when_one_member_of_a_three_member_cluster_dies(
         let prefix = "/wirecall-test/members/";
         let registry = Registry::new(Etcd::connect_with_prefix(&endpoints, prefix).await.unwrap());
         let mut probe = registry.watch("probe");
-        tokio::time::timeout(Duration::from_secs(20), probe.ready())
+        // A cluster's first election waits for all three members to start, which a loaded
+        // machine can stretch well past a single etcd's start.
+        if tokio::time::timeout(Duration::from_secs(60), probe.ready())
             .await
-            .expect("the 3-member cluster answers within 20 s");
+            .is_err()
+        {
+            let log = std::fs::read_to_string(dir.join("etcd.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            panic!(
+                "the 3-member cluster did not answer within 60 s; the members' log ends:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
         registry
     };
     let registry = connect().await;
