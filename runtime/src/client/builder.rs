@@ -28,10 +28,10 @@ use super::endpoint::options::EndpointOptions;
 use super::endpoint::Endpoint;
 use super::request::{Reply, Request};
 use super::settings::{
-    ConnectionSettings, Keepalive, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
-    DEFAULT_MAX_RECONNECT_BACKOFF, DEFAULT_TIMEOUT,
+    ConnectionSettings, DEFAULT_KEEPALIVE, DEFAULT_MAX_RECONNECT_BACKOFF, DEFAULT_TIMEOUT,
 };
 use super::stack::{Core, Route};
+use crate::transport::liveness::Periods;
 
 // The handle's constructors live with the options they start from.
 impl Channel {
@@ -205,6 +205,15 @@ impl ChannelBuilder {
         self
     }
 
+    /// Limit for the handshake alone, TLS and the hello, once TCP is connected (default 2 s):
+    /// a server process that hangs still has its kernel accept connections, and without this
+    /// limit a dial to it would wait out the whole connect timeout. The handshake is one or
+    /// two round trips, so 2 s leaves room for a 200 ms link ten times over.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.handshake_timeout = timeout;
+        self
+    }
+
     /// The largest frame this side sends or accepts (default 16 MiB).
     pub fn max_frame_len(mut self, max: u32) -> Self {
         self.settings.max_frame_len = max;
@@ -247,26 +256,37 @@ impl ChannelBuilder {
         self
     }
 
-    /// After `interval` without any frame from the server, send a ping (default 30 s).
+    /// After `interval` without any frame from a server no call waits on, send it a ping
+    /// (default 30 s).
     pub fn keepalive(mut self, interval: Duration) -> Self {
-        let timeout = self
-            .settings
-            .keepalive
-            .map_or(DEFAULT_KEEPALIVE_TIMEOUT, |k| k.timeout);
-        self.settings.keepalive = Some(Keepalive { interval, timeout });
+        self.keepalive_periods().idle = interval;
         self
     }
 
-    /// How long a pinged server has to send any frame before the connection is declared dead
-    /// and every call on it fails (default 10 s). So a dead peer is detected within
-    /// `keepalive + keepalive_timeout`.
-    pub fn keepalive_timeout(mut self, timeout: Duration) -> Self {
-        let interval = self
-            .settings
-            .keepalive
-            .map_or(DEFAULT_KEEPALIVE_INTERVAL, |k| k.interval);
-        self.settings.keepalive = Some(Keepalive { interval, timeout });
+    /// After `interval` without any sign of life from a server while calls or streams wait on
+    /// it, send it a ping (default 1 s). A server that is alive answers at once, however long
+    /// its handlers run; one whose process hangs (its kernel still acknowledging) or that the
+    /// network cut off does not, and its connection is declared dead after
+    /// [`keepalive_timeout`](Self::keepalive_timeout) more: its calls then fail with
+    /// [`Error::ConnectionClosed`] (`MaybeRan`), and an `#[idempotent]` call on a balanced
+    /// channel is sent to another endpoint within its deadline.
+    pub fn keepalive_while_waiting(mut self, interval: Duration) -> Self {
+        self.keepalive_periods().busy = interval;
         self
+    }
+
+    /// How long a pinged server has to show any sign of life (a byte of any frame) before the
+    /// connection is declared dead and every call on it fails (default 1 s). A dead peer is
+    /// then noticed within `keepalive_while_waiting + keepalive_timeout` (2 s) while calls
+    /// wait, `keepalive + keepalive_timeout` otherwise. A ping that waits behind this side's
+    /// own large frames still going out starts its clock once they stop moving.
+    pub fn keepalive_timeout(mut self, timeout: Duration) -> Self {
+        self.keepalive_periods().answer = timeout;
+        self
+    }
+
+    fn keepalive_periods(&mut self) -> &mut Periods {
+        self.settings.keepalive.get_or_insert(DEFAULT_KEEPALIVE)
     }
 
     /// Never ping; a dead peer is then only noticed when the OS reports it.

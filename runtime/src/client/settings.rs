@@ -14,15 +14,22 @@ use crate::stream::{
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
 use crate::transport::frame::DEFAULT_MAX_FRAME_LEN;
+use crate::transport::liveness::Periods;
 
 /// The default per-call deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default limit for connecting plus the handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default silence after which the client pings the server.
+/// The default limit for the handshake (TLS and the hello) once TCP is connected: a server
+/// process that hangs still has its kernel accept connections, and only this limit notices.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The default silence after which the client pings a server it has no call waiting on.
 pub const DEFAULT_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
-/// The default wait for any frame after a keepalive ping.
-pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default silence after which the client pings a server while calls or streams wait on
+/// it.
+pub const DEFAULT_KEEPALIVE_WHILE_WAITING: Duration = Duration::from_secs(1);
+/// The default wait for any sign of life after a keepalive ping.
+pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(1);
 /// The default cap of the wait between reconnect attempts.
 pub const DEFAULT_MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -39,9 +46,11 @@ pub(crate) struct ConnectionSettings {
     /// The largest frame sent or accepted (announced in the hello).
     pub(crate) max_frame_len: u32,
     /// Pings on a silent connection (`None`: never).
-    pub(crate) keepalive: Option<Keepalive>,
+    pub(crate) keepalive: Option<Periods>,
     /// The limit for connecting plus TLS plus the hello.
     pub(crate) connect_timeout: Duration,
+    /// The limit for TLS plus the hello, once connected.
+    pub(crate) handshake_timeout: Duration,
     pub(crate) token: Option<Token>,
     /// The newest protocol version to offer.
     pub(crate) max_protocol_version: u8,
@@ -59,11 +68,9 @@ impl Default for ConnectionSettings {
         Self {
             codecs: Codec::available(),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
-            keepalive: Some(Keepalive {
-                interval: DEFAULT_KEEPALIVE_INTERVAL,
-                timeout: DEFAULT_KEEPALIVE_TIMEOUT,
-            }),
+            keepalive: Some(DEFAULT_KEEPALIVE),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             token: None,
             max_protocol_version: PROTOCOL_VERSION,
             early_calls: true,
@@ -78,12 +85,14 @@ impl Default for ConnectionSettings {
     }
 }
 
-/// When to probe a silent connection, and how long to wait for any frame after the probe.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Keepalive {
-    pub(crate) interval: Duration,
-    pub(crate) timeout: Duration,
-}
+/// When the client pings a silent server, and how long it waits for an answer. The reader
+/// sees replies, not calls starting, so its timer ticks every `busy` to notice them.
+pub(crate) const DEFAULT_KEEPALIVE: Periods = Periods {
+    idle: DEFAULT_KEEPALIVE_INTERVAL,
+    busy: DEFAULT_KEEPALIVE_WHILE_WAITING,
+    answer: DEFAULT_KEEPALIVE_TIMEOUT,
+    tick_while_idle: true,
+};
 
 impl ConnectionSettings {
     /// Refuses what a hello could not carry: a token over 255 bytes, a codec listed twice.

@@ -28,10 +28,10 @@ use crate::tls::ServerTlsConfig;
 #[cfg(doc)]
 use super::config::{
     DEFAULT_AUTH_FAILURE_WINDOW, DEFAULT_AUTH_MAX_FAILURES, DEFAULT_DRAIN_DELAY,
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LISTEN_BACKLOG,
-    DEFAULT_MAX_CONNECTIONS_CEILING, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
-    DEFAULT_MAX_STREAMS_PER_CONNECTION, DEFAULT_PING_TIMEOUT, DEFAULT_RESERVED_DESCRIPTORS,
-    DEFAULT_SHUTDOWN_GRACE_PERIOD, DEFAULT_WRITE_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE_WHILE_SERVING,
+    DEFAULT_LISTEN_BACKLOG, DEFAULT_MAX_CONNECTIONS_CEILING, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_MAX_STREAMS_PER_CONNECTION, DEFAULT_PING_TIMEOUT,
+    DEFAULT_RESERVED_DESCRIPTORS, DEFAULT_SHUTDOWN_GRACE_PERIOD, DEFAULT_WRITE_TIMEOUT,
 };
 
 /// Entry point: `Server::builder()`.
@@ -225,10 +225,19 @@ impl ServerBuilder {
         self
     }
 
-    /// How long a connection may stay silent before the server pings it (default
-    /// [`DEFAULT_IDLE_TIMEOUT`]).
+    /// How long a connection with no call or stream running may stay silent before the
+    /// server pings it (default [`DEFAULT_IDLE_TIMEOUT`]).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.config.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may stay silent while the server runs its calls or streams
+    /// before the server pings it (default [`DEFAULT_KEEPALIVE_WHILE_SERVING`]). A client that
+    /// vanished does not answer, and after [`ping_timeout`](Self::ping_timeout) more its
+    /// connection is closed and its handlers are cancelled.
+    pub fn keepalive_while_serving(mut self, interval: Duration) -> Self {
+        self.config.keepalive_while_serving = interval;
         self
     }
 

@@ -7,6 +7,7 @@ use crate::auth::{DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILURES};
 use crate::codec::Codec;
 use crate::negotiate::{Preference, PROTOCOL_VERSION};
 use crate::transport::frame::DEFAULT_MAX_FRAME_LEN;
+use crate::transport::liveness::Periods;
 
 /// The default time a new connection has for its handshake (TLS included) and hello.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -23,6 +24,10 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 65_536;
 /// The default silence after which the server pings a connection: the idle period of the
 /// socket servers wirecall replaces.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// The default silence after which the server pings a connection whose calls or streams it is
+/// running: a client that vanished (its host cut off, no RST ever coming) is then noticed,
+/// and its handlers cancelled, within this plus [`DEFAULT_PING_TIMEOUT`] (15 s).
+pub const DEFAULT_KEEPALIVE_WHILE_SERVING: Duration = Duration::from_secs(5);
 /// The default time a pinged connection has to send any frame.
 pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default time writing to a peer may stall before the connection is closed.
@@ -58,6 +63,7 @@ pub(crate) struct ServerConfig {
     pub(crate) max_streams_per_connection: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) idle_timeout: Duration,
+    pub(crate) keepalive_while_serving: Duration,
     pub(crate) ping_timeout: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) listen_backlog: u32,
@@ -80,12 +86,26 @@ impl Default for ServerConfig {
             max_streams_per_connection: DEFAULT_MAX_STREAMS_PER_CONNECTION,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            keepalive_while_serving: DEFAULT_KEEPALIVE_WHILE_SERVING,
             ping_timeout: DEFAULT_PING_TIMEOUT,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             listen_backlog: DEFAULT_LISTEN_BACKLOG,
             auth_max_failures: DEFAULT_AUTH_MAX_FAILURES,
             auth_failure_window: DEFAULT_AUTH_FAILURE_WINDOW,
             max_protocol_version: PROTOCOL_VERSION,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// How long a client may stay silent, as the connection's read loop applies it.
+    pub(crate) fn liveness(&self) -> Periods {
+        Periods {
+            idle: self.idle_timeout,
+            busy: self.keepalive_while_serving,
+            answer: self.ping_timeout,
+            // The read loop sees every call start, and moves its timer then.
+            tick_while_idle: false,
         }
     }
 }
@@ -112,6 +132,10 @@ mod tests {
         assert_eq!(config.max_in_flight, DEFAULT_MAX_IN_FLIGHT);
         assert_eq!(config.idle_timeout, DEFAULT_IDLE_TIMEOUT);
         assert_eq!(config.ping_timeout, DEFAULT_PING_TIMEOUT);
+        assert_eq!(
+            config.keepalive_while_serving,
+            DEFAULT_KEEPALIVE_WHILE_SERVING
+        );
         assert_eq!(config.write_timeout, DEFAULT_WRITE_TIMEOUT);
         assert_eq!(config.listen_backlog, DEFAULT_LISTEN_BACKLOG);
         assert_eq!(config.auth_max_failures, DEFAULT_AUTH_MAX_FAILURES);

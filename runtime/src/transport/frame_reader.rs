@@ -134,6 +134,9 @@ pub(crate) struct FrameReader<R> {
     /// gone (let go when the connection calms down).
     spare: SpareBuffers,
     eof: bool,
+    /// Reads that brought bytes, counted (wrapping): a frame arriving slowly (a large one on
+    /// a slow link) shows the peer alive before it is whole.
+    reads: u32,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -148,6 +151,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             last_frame: 0,
             spare: SpareBuffers::default(),
             eof: false,
+            reads: 0,
         }
     }
 
@@ -197,7 +201,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             };
             match ready!(read) {
                 Ok(0) => self.eof = true,
-                Ok(read) => self.adapt_read_size(read),
+                Ok(read) => {
+                    self.reads = self.reads.wrapping_add(1);
+                    self.adapt_read_size(read);
+                }
                 Err(err) => return Poll::Ready(Some(Err(FrameError::Io(err)))),
             }
         }
@@ -282,6 +289,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.buffer.extend_from_slice(filled);
         }
         Poll::Ready(Ok(filled.len()))
+    }
+
+    /// How many reads brought bytes so far (wrapping).
+    pub(crate) fn reads(&self) -> u32 {
+        self.reads
     }
 
     /// Lets go of the read buffer if it holds no partial frame. Call it when the connection

@@ -11,6 +11,7 @@
 use std::future::{poll_fn, Future};
 use std::io::IoSlice;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -82,6 +83,10 @@ struct Shared {
     writer: Notify,
     /// Wakes senders waiting for room in the queue.
     space: Notify,
+    /// Writes that moved bytes into the socket, counted (wrapping) so that a liveness check
+    /// can tell a backlog that drains (a large frame on a slow link, with a ping behind it)
+    /// from one that does not (a peer that stopped reading).
+    writes: AtomicU32,
 }
 
 struct Queue {
@@ -110,6 +115,7 @@ impl FrameSink {
             io: Mutex::new(Box::pin(io)),
             writer: Notify::new(),
             space: Notify::new(),
+            writes: AtomicU32::new(0),
         });
         let writer = SinkWriter {
             shared: Arc::clone(&shared),
@@ -228,6 +234,14 @@ impl FrameSink {
         self.shared.hand_to_writer(&mut queue);
     }
 
+    /// The count of writes that moved bytes, if frames are waiting to be written (or being
+    /// written) now; `None` when everything queued is in the socket.
+    pub(crate) fn backlog_writes(&self) -> Option<u32> {
+        let queue = self.shared.lock_queue();
+        (queue.owner != Owner::Nobody || queue.batch.has_remaining())
+            .then(|| self.shared.writes.load(Ordering::Relaxed))
+    }
+
     /// Stops accepting frames; the writer task sends what is queued, then shuts the stream.
     pub(crate) fn close(&self) {
         self.shared.lock_queue().closing = true;
@@ -295,7 +309,7 @@ impl Shared {
     /// gives up ownership, handing any rest to the writer task.
     fn write_claimed(&self, cx: &mut Context<'_>) {
         let mut batch = std::mem::take(&mut self.lock_queue().batch);
-        let written = write_batch(&mut self.lock_io(), &mut batch, cx);
+        let written = write_batch(&mut self.lock_io(), &mut batch, &self.writes, cx);
         let mut queue = self.lock_queue();
         match written {
             Poll::Ready(Err(err)) => {
@@ -335,6 +349,7 @@ impl Queue {
 fn write_batch(
     io: &mut BoxedWrite,
     batch: &mut FrameBatch,
+    writes: &AtomicU32,
     cx: &mut Context<'_>,
 ) -> Poll<std::io::Result<()>> {
     while batch.has_remaining() {
@@ -342,7 +357,10 @@ fn write_batch(
         let count = batch.chunks_vectored(&mut slices);
         match io.as_mut().poll_write_vectored(cx, &slices[..count]) {
             Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
-            Poll::Ready(Ok(written)) => batch.advance(written),
+            Poll::Ready(Ok(written)) => {
+                batch.advance(written);
+                writes.fetch_add(1, Ordering::Relaxed);
+            }
             Poll::Ready(Err(err)) => return Poll::Ready(Err(err)),
             Poll::Pending => return Poll::Pending,
         }
@@ -434,7 +452,8 @@ impl SinkWriter {
     /// Writes `batch` out; only a write the socket is not ready for waits, under the stall
     /// limit.
     async fn write_all(&self, batch: &mut FrameBatch) -> std::io::Result<()> {
-        let mut written = poll_fn(|cx| write_batch(&mut self.shared.lock_io(), batch, cx));
+        let mut written =
+            poll_fn(|cx| write_batch(&mut self.shared.lock_io(), batch, &self.shared.writes, cx));
         if let Poll::Ready(outcome) = futures::poll!(&mut written) {
             return outcome;
         }

@@ -310,7 +310,7 @@ pub(super) struct EarlyHello {
     /// Whether the server chooses by its own order, as the table knows (the answer to an
     /// early hello cannot tell).
     pub(super) server_order: bool,
-    /// How long the server hello may take (the connect timeout).
+    /// How long the server hello may take (the handshake timeout).
     pub(super) timeout: Duration,
     /// Turns a failed handshake into the error a connect would have returned (with TLS, an
     /// alert read in place of the hello is a TLS failure).

@@ -34,7 +34,8 @@ impl ConnectionSettings {
     pub(crate) async fn open_stream<T: Transport>(&self, stream: T) -> Result<Connection, Error> {
         let version = self.max_protocol_version;
         // No address to know the server by: no early calls.
-        tokio::time::timeout(self.connect_timeout, self.secure(stream, None, version))
+        let limit = self.connect_timeout.min(self.handshake_timeout);
+        tokio::time::timeout(limit, self.secure(stream, None, version))
             .await
             .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
     }
@@ -63,7 +64,7 @@ impl ConnectionSettings {
                 Target::Tcp(addrs) => {
                     let stream = connect_tcp(addrs).await?;
                     let peer = stream.peer_addr().ok();
-                    self.secure(stream, peer, version).await
+                    self.secure_in_time(stream, peer, version).await
                 }
                 #[cfg(unix)]
                 Target::Unix(path) => {
@@ -73,12 +74,24 @@ impl ConnectionSettings {
                             addr: path.display().to_string(),
                             cause,
                         })?;
-                    self.secure(stream, None, version).await
+                    self.secure_in_time(stream, None, version).await
                 }
             }
         })
         .await
         .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
+    }
+
+    /// [`secure`](Self::secure) within the handshake timeout.
+    async fn secure_in_time<T: Transport>(
+        &self,
+        stream: T,
+        peer: Option<SocketAddr>,
+        version: u8,
+    ) -> Result<Connection, Error> {
+        tokio::time::timeout(self.handshake_timeout, self.secure(stream, peer, version))
+            .await
+            .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
     }
 
     /// Runs the TLS handshake when the channel uses TLS, then opens the connection.
@@ -165,7 +178,7 @@ impl ConnectionSettings {
                 hello,
                 key,
                 server_order: known.server_order,
-                timeout: self.connect_timeout,
+                timeout: self.handshake_timeout.min(self.connect_timeout),
                 map_error,
             };
             return Ok(Connection::start(

@@ -168,6 +168,22 @@ impl Endpoint {
 }
 
 impl Endpoint {
+    /// Gives up on the endpoint's connection at once (a balanced channel ejected it): calls
+    /// waiting on it fail now with [`Error::ConnectionClosed`] for `reason` (they may have
+    /// run, so an `#[idempotent]` one is sent elsewhere and any other fails), rather than
+    /// wait out their deadlines on a server that stopped answering.
+    pub(crate) fn abandon(&self, reason: &str) {
+        if !self.link.close_by_owner() {
+            return;
+        }
+        let connection = self.link.current();
+        connection
+            .pending
+            .close_all(closed::Closed::new(reason.to_owned(), None));
+        connection.sink.close();
+        connection.reader.abort();
+    }
+
     /// Closes the endpoint's connection for good: new calls fail at once, calls in flight
     /// finish first, then what is queued is written and the connection shut down (see
     /// `Channel::close`).

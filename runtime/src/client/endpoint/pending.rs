@@ -139,6 +139,12 @@ impl PendingCalls {
         }
     }
 
+    /// Whether calls or streams wait on the connection (for its keepalive).
+    pub(crate) fn holds_calls(&self) -> bool {
+        let state = self.lock();
+        state.waiting > 0 || state.streams > 0
+    }
+
     /// Registers call `id`, to time out at `deadline` (after its timeout) if it has one, or
     /// fails when the connection has already closed. `waker`, the caller's task, is woken
     /// when the outcome comes, as if the caller had polled already.

@@ -12,10 +12,9 @@ use tokio::time::Instant;
 
 use super::closed::Closed;
 use super::pending::PendingCalls;
-use crate::client::settings::Keepalive;
 use crate::transport::frame::{ErrorBody, Frame, FrameKind};
 use crate::transport::frame_reader::FrameReader;
-use crate::transport::liveness::{Liveness, Silence};
+use crate::transport::liveness::{Liveness, Periods, Seen, Silence};
 use crate::transport::writer::FrameSink;
 
 /// A keepalive interval so long that it never fires (for connections without keepalive).
@@ -38,7 +37,7 @@ pub(crate) fn run_reader<R>(
     mut frames: FrameReader<R>,
     pending: Arc<PendingCalls>,
     sink: FrameSink,
-    keepalive: Option<Keepalive>,
+    keepalive: Option<Periods>,
 ) -> impl Future<Output = ()>
 where
     R: AsyncRead + Unpin,
@@ -46,7 +45,7 @@ where
     async move {
         let mut liveness = keepalive.map(|_| Liveness::new());
         let silence = tokio::time::sleep_until(match (&liveness, &keepalive) {
-            (Some(liveness), Some(k)) => liveness.first_deadline(k.interval),
+            (Some(liveness), Some(k)) => liveness.first_deadline(k),
             _ => Instant::now() + NEVER,
         });
         tokio::pin!(silence);
@@ -67,7 +66,7 @@ where
                 Poll::Ready(next) => next,
                 Poll::Pending => {
                     if let Some(liveness) = &mut liveness {
-                        liveness.before_wait();
+                        liveness.before_wait(frames.reads());
                     }
                     // Waiting for replies holds no read buffer.
                     frames.park();
@@ -81,7 +80,12 @@ where
                             let (Some(liveness), Some(k)) = (&mut liveness, &keepalive) else {
                                 continue;
                             };
-                            match liveness.on_timer(Instant::now(), k.interval, k.timeout) {
+                            let seen = Seen {
+                                busy: pending.holds_calls(),
+                                reads: frames.reads(),
+                                backlog_writes: sink.backlog_writes(),
+                            };
+                            match liveness.on_timer(Instant::now(), seen, k) {
                                 Silence::Rearm(at) => silence.as_mut().reset(at),
                                 Silence::Ping(at) => {
                                     sink.send_now(Frame::control(FrameKind::Ping, 0).to_bytes());

@@ -46,7 +46,7 @@ use super::shared::{ConnectionSlot, Shared};
 use crate::error::ErrorCode;
 use crate::transport::frame::{Frame, FrameCodec, FrameError, FrameKind};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
-use crate::transport::liveness::{Liveness, Silence};
+use crate::transport::liveness::{Liveness, Seen, Silence};
 use crate::transport::writer::{Delivery, FrameSink};
 use crate::transport::Transport;
 
@@ -167,9 +167,9 @@ impl Connection {
     /// wait (what must wait is a boxed step), and a violation's error frame is sent by
     /// [`close`](Self::close).
     async fn read_loop(&mut self) -> End {
-        let config = &self.shared.config;
+        let periods = self.shared.config.liveness();
         let mut liveness = Liveness::new();
-        let idle = tokio::time::sleep_until(liveness.first_deadline(config.idle_timeout));
+        let idle = tokio::time::sleep_until(liveness.first_deadline(&periods));
         tokio::pin!(idle);
 
         loop {
@@ -186,7 +186,13 @@ impl Connection {
                 Poll::Pending => {
                     // After a wait, the next frame's arrival is read afresh.
                     self.clock = None;
-                    liveness.before_wait();
+                    liveness.before_wait(self.frames.reads());
+                    // Calls running: the client gets the shorter silence (a frame that
+                    // started one moved `last_frame`, and the timer may be far out).
+                    let busy_deadline = liveness.busy_deadline(&periods);
+                    if busy_deadline < idle.deadline() && !self.state.calls.none_running() {
+                        idle.as_mut().reset(busy_deadline);
+                    }
                     self.frames.park();
                     self.state.sink.flush().await;
                     tokio::select! {
@@ -199,9 +205,12 @@ impl Connection {
                             return End::PeerGone;
                         }
                         _ = &mut idle => {
-                            let config = &self.shared.config;
-                            let now = Instant::now();
-                            match liveness.on_timer(now, config.idle_timeout, config.ping_timeout) {
+                            let seen = Seen {
+                                busy: !self.state.calls.none_running(),
+                                reads: self.frames.reads(),
+                                backlog_writes: self.state.sink.backlog_writes(),
+                            };
+                            match liveness.on_timer(Instant::now(), seen, &periods) {
                                 Silence::Rearm(at) => idle.as_mut().reset(at),
                                 Silence::Ping(at) => {
                                     let ping = Frame::control(FrameKind::Ping, 0).to_bytes();
@@ -212,8 +221,9 @@ impl Connection {
                                     return End::Violation(
                                         ErrorCode::IdleTimeout,
                                         format!(
-                                            "no frame for {:?} and no answer to a ping within {:?}",
-                                            config.idle_timeout, config.ping_timeout
+                                            "no frame for {:?} ({:?} while calls ran) and no \
+                                             answer to a ping within {:?}",
+                                            periods.idle, periods.busy, periods.answer
                                         ),
                                     );
                                 }
