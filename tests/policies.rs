@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tower::util::BoxLayer;
 use tower::Service as _;
-use wirecall::discovery::{Balance, Registration, Registry, StaticRegistry};
+use wirecall::discovery::{Balance, Hedging, Registration, Registry, StaticRegistry};
 use wirecall::policy::Policies;
 use wirecall::reflect::ReflectionClient;
 use wirecall::server::{Reply, Request};
@@ -217,7 +217,9 @@ async fn serve(backend: &Backend, shedder: &Shedder, registry: Option<&Registry>
 }
 
 /// Servers for `backends` behind `shedders`, registered in one static registry, and a client
-/// over a balanced channel that knows every one of them.
+/// over a balanced channel that knows every one of them. Without hedging: these tests count
+/// the calls each server ran, and a hedge of a call slow on a loaded machine would run it
+/// twice (`tests/fault_lab.rs` is where hedging is tested).
 async fn fleet(
     backends: &[Backend],
     shedders: &[Shedder],
@@ -230,6 +232,7 @@ async fn fleet(
     }
     let channel = Channel::balanced()
         .balance(balance)
+        .hedging(Hedging::Off)
         .discover(&registry, "Guarded")
         .await
         .unwrap();

@@ -29,7 +29,7 @@ mod zookeeper;
 pub use backend::{Backend, RegistryError, WatchEvent};
 pub use balance::Balance;
 pub use balanced::{
-    BalancedChannelBuilder, EndpointStats, DEFAULT_MAX_PROBE_BACKOFF,
+    BalancedChannelBuilder, EndpointStats, Hedging, DEFAULT_MAX_PROBE_BACKOFF,
     DEFAULT_MIN_RETRIES_PER_SECOND, DEFAULT_PROBE_BACKOFF, DEFAULT_RETRY_RATIO,
 };
 #[cfg(feature = "etcd")]

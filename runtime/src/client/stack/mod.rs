@@ -22,6 +22,8 @@
 
 pub(crate) mod call;
 pub(crate) mod deadline;
+pub(crate) mod endpoints;
+mod hedge;
 pub(crate) mod hop;
 pub(crate) mod retry;
 
@@ -34,8 +36,8 @@ use tower::retry::budget::TpsBudget;
 
 use self::call::{Call, Kind};
 use self::deadline::{shorter, Deadline};
+use self::endpoints::Endpoints;
 use self::hop::Hop;
-use self::retry::Endpoints;
 use super::args::UploadSlot;
 use super::args::{CallArgs, SharedArgs};
 use super::declared::Method;

@@ -13,12 +13,13 @@
 //! reach the caller, and it is never sent again (gRPC commits a stream at its first reply the
 //! same way).
 
-use std::future::Future;
 use std::time::Duration;
 
-use tower::retry::budget::{Budget, TpsBudget};
+use tower::retry::budget::Budget;
 
 use super::call::Call;
+use super::endpoints::Endpoints;
+use super::hedge::{send_hedged, Hedged};
 use crate::client::request::Reply;
 use crate::error::{Error, Failure};
 use crate::negotiate::NegotiationError;
@@ -29,41 +30,6 @@ use crate::policy::metrics as policy_metrics;
 const FIRST_RETRY_DELAY: Duration = Duration::from_millis(20);
 /// The longest pause between two retries.
 const MAX_RETRY_DELAY: Duration = Duration::from_millis(500);
-
-/// Where the attempts of a call go: a direct channel's one server, or the endpoints of a
-/// balanced channel.
-pub(crate) trait Endpoints: Sync {
-    /// The endpoint an attempt goes to.
-    type Picked: Send + Sync;
-
-    /// Whether a failed endpoint is left out for the rest of the call (a balanced channel
-    /// moves on to another), rather than tried again after a pause.
-    const MOVES_ON: bool;
-
-    /// The endpoint for the next attempt, none of `tried`; `None` when none is left.
-    fn pick(&self, call: &Call<'_>, tried: &[Self::Picked]) -> Option<Self::Picked>;
-
-    /// Sends one attempt of `call` to `picked`.
-    fn attempt<'a>(
-        &'a self,
-        picked: &'a Self::Picked,
-        call: &'a Call<'a>,
-        wire: Option<Duration>,
-    ) -> impl Future<Output = Result<Reply, Error>> + Send + 'a;
-
-    /// Records how an attempt on `picked` ended (`None`: it succeeded).
-    fn report(&self, picked: &Self::Picked, failed: Option<(&Error, Failure)>);
-
-    /// The error the caller gets for a failed attempt on `picked` (a balanced channel names
-    /// the endpoint).
-    fn label(&self, picked: &Self::Picked, error: Error, failure: Failure) -> Error;
-
-    /// The budget retries spend, if the endpoints have one.
-    fn budget(&self) -> Option<&TpsBudget>;
-
-    /// The error when no endpoint was left to try at all.
-    fn none_left(&self) -> Error;
-}
 
 /// Sends `call` to `endpoints` until an attempt succeeds or the rules above say stop.
 ///
@@ -80,24 +46,36 @@ pub(crate) async fn send<E: Endpoints>(endpoints: &E, call: &Call<'_>) -> Result
     // What the server is told of the deadline: all of it the first time (no clock read),
     // what is left of it after.
     let wire = call.deadline.map(|deadline| deadline.timeout());
+    if let Some(delay) = endpoints.hedge_delay(call) {
+        // Boxed like the retry loop: only idempotent calls on balanced channels come here.
+        return Box::pin(async move {
+            match send_hedged(endpoints, call, picked, wire, delay).await {
+                Hedged::Answered(reply) => Ok(reply),
+                Hedged::Failed { picked, err, tried } => {
+                    after_failure(endpoints, call, picked, err, tried).await
+                }
+            }
+        })
+        .await;
+    }
     match endpoints.attempt(&picked, call, wire).await {
         Ok(reply) => {
             endpoints.report(&picked, None);
             Ok(reply)
         }
-        Err(err) => Box::pin(after_failure(endpoints, call, picked, err)).await,
+        Err(err) => Box::pin(after_failure(endpoints, call, picked, err, Vec::new())).await,
     }
 }
 
-/// The retry loop: what the first attempt's failure `err` on `picked` leads to, and every
-/// attempt after it.
+/// The retry loop: what the failure `err` on `picked` leads to, and every attempt after it;
+/// `tried` holds the endpoints that already failed the call (a hedge's other attempt).
 async fn after_failure<E: Endpoints>(
     endpoints: &E,
     call: &Call<'_>,
     mut picked: E::Picked,
     mut err: Error,
+    mut tried: Vec<E::Picked>,
 ) -> Result<Reply, Error> {
-    let mut tried: Vec<E::Picked> = Vec::new();
     let mut last: Option<Error> = None;
     // Attempts sent again after a failure (an endpoint skipped for an open circuit, and a
     // call sent again because its early hello was refused, are not).

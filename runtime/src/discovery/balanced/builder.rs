@@ -10,6 +10,8 @@ use tower::{Layer, Service};
 
 use super::follow::follow;
 use super::health_check::run_health_checks;
+use super::hedging::Hedging;
+use super::latency::Latencies;
 use super::pool::{Pool, State};
 use crate::client::request::{Reply, Request};
 use crate::client::stack::{Balancing, Core, Route};
@@ -99,6 +101,7 @@ pub struct BalancedChannelBuilder {
     max_probe_backoff: Duration,
     retry_ratio: f32,
     min_retries_per_second: u32,
+    hedging: Hedging,
     health_interval: Option<Duration>,
     accept_empty_set: bool,
     /// Run once per call, around balancing and failover.
@@ -117,6 +120,7 @@ impl Default for BalancedChannelBuilder {
             max_probe_backoff: DEFAULT_MAX_PROBE_BACKOFF,
             retry_ratio: DEFAULT_RETRY_RATIO,
             min_retries_per_second: DEFAULT_MIN_RETRIES_PER_SECOND,
+            hedging: Hedging::default(),
             health_interval: None,
             accept_empty_set: false,
             layers: Layers::default(),
@@ -220,8 +224,17 @@ impl BalancedChannelBuilder {
         self
     }
 
-    /// The retry budget: retries may add `ratio` of the calls of the last 10 s (default 0.2),
-    /// plus `min_per_second` retries per second (default 10).
+    /// When a slow unary call of an `#[idempotent]` method is also sent to a second endpoint
+    /// (default [`Hedging::Adaptive`]: after about the latency only the slowest percent of the
+    /// method's calls exceed). A call stuck on a server that hangs is then answered by another
+    /// one within that delay, and the hung server leaves rotation after a few such calls.
+    pub fn hedging(mut self, hedging: Hedging) -> Self {
+        self.hedging = hedging;
+        self
+    }
+
+    /// The retry budget: retries and hedges may add `ratio` of the calls of the last 10 s
+    /// (default 0.2), plus `min_per_second` per second (default 10).
     pub fn retry_budget(mut self, ratio: f32, min_per_second: u32) -> Self {
         self.retry_ratio = ratio.clamp(0.0, 1000.0);
         self.min_retries_per_second = min_per_second;
@@ -295,6 +308,8 @@ impl BalancedChannelBuilder {
                 self.min_retries_per_second,
                 self.retry_ratio,
             ),
+            hedging: self.hedging,
+            latencies: Latencies::default(),
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
         });

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::pool::{Pool, Slot};
+use super::pool::{Pool, Slot, CONSECUTIVE_FAILURES_TO_EJECT};
 use crate::client::channel::Channel;
 use crate::client::endpoint::options::EndpointOptions;
 use crate::error::{Error, ErrorCode};
@@ -24,7 +24,13 @@ impl Pool {
             %err,
             "endpoint ejected; probing it with backoff"
         );
-        slot.ready.write().unwrap_or_else(|p| p.into_inner()).take();
+        let connection = slot.ready.write().unwrap_or_else(|p| p.into_inner()).take();
+        // Calls waiting on it would otherwise wait out their deadlines on a server that
+        // stopped answering: they fail now, and the idempotent ones go elsewhere.
+        if let Some(endpoint) = connection {
+            endpoint.abandon(&format!("the endpoint was ejected: {err}"));
+        }
+        slot.consecutive_failures.store(0, Ordering::Relaxed);
         tokio::spawn(probe(
             Arc::downgrade(slot),
             self.options.clone(),
@@ -32,6 +38,33 @@ impl Pool {
             self.max_probe_backoff,
             self.service.clone(),
         ));
+    }
+}
+
+impl Pool {
+    /// Counts one more failure in a row against an endpoint whose connection still works
+    /// (a timeout, an overloaded answer, a call out-raced by its hedge), and ejects it at
+    /// [`CONSECUTIVE_FAILURES_TO_EJECT`], unless that would leave fewer than half of the
+    /// endpoints in rotation: a fleet that is slow everywhere keeps its endpoints.
+    pub(super) fn failed_again(&self, slot: &Arc<Slot>, err: &Error) {
+        let failures = slot.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if failures < CONSECUTIVE_FAILURES_TO_EJECT || slot.ejected.load(Ordering::Relaxed) {
+            return;
+        }
+        let state = self.state();
+        let in_rotation = state
+            .slots
+            .iter()
+            .filter(|slot| !slot.ejected.load(Ordering::Relaxed))
+            .count();
+        if 2 * (in_rotation - 1) < state.slots.len() {
+            return;
+        }
+        let err = Error::Unavailable {
+            reason: format!("{failures} calls in a row failed on it, the last with: {err}"),
+            retry_after: None,
+        };
+        self.eject(slot, &err);
     }
 }
 

@@ -5,18 +5,23 @@
 //! attempts go.
 //!
 //! Layout: `builder.rs` the options and `discover`; `pool.rs` the endpoints and their
-//! connections, and how an attempt is balanced, counted and named; `eject.rs` ejection and
-//! probing; `health_check.rs` the active health checks; `follow.rs` following the registry.
+//! connections, and how an attempt is balanced, counted and named; `eject.rs` ejection (a failed connection, or
+//! calls failing in a row) and probing; `hedging.rs` and `latency.rs` when a slow idempotent
+//! call goes to a second endpoint (the attempts themselves are raced by the client stack's
+//! `hedge.rs`); `health_check.rs` the active health checks; `follow.rs` following the registry.
 //! This module only declares and re-exports.
 
 mod builder;
 mod eject;
 mod follow;
 mod health_check;
+mod hedging;
+mod latency;
 pub(crate) mod pool;
 
 pub use builder::{
     BalancedChannelBuilder, DEFAULT_MAX_PROBE_BACKOFF, DEFAULT_MIN_RETRIES_PER_SECOND,
     DEFAULT_PROBE_BACKOFF, DEFAULT_RETRY_RATIO,
 };
+pub use hedging::Hedging;
 pub use pool::EndpointStats;

@@ -13,9 +13,11 @@ use crate::client::endpoint::options::EndpointOptions;
 use crate::client::endpoint::Endpoint;
 use crate::client::request::Reply;
 use crate::client::stack::call::Call;
-use crate::client::stack::retry::Endpoints;
+use crate::client::stack::endpoints::Endpoints;
 use crate::codec::Codec;
 use crate::discovery::balance::{Balance, Candidate, Ring};
+use crate::discovery::balanced::hedging::Hedging;
+use crate::discovery::balanced::latency::Latencies;
 use crate::error::{Error, Failure};
 
 /// What every clone of a balanced channel shares.
@@ -39,6 +41,10 @@ pub(crate) struct Pool {
     pub(super) state: RwLock<Arc<State>>,
     pub(super) counter: AtomicUsize,
     pub(super) budget: TpsBudget,
+    /// When slow idempotent calls are sent to a second endpoint.
+    pub(super) hedging: Hedging,
+    /// Each method's latency, for the adaptive hedge delay.
+    pub(super) latencies: Latencies,
     /// Set by `Channel::close`: no endpoint is dialled or probed any more.
     pub(super) closed: AtomicBool,
     /// Follows the registry (and checks health); aborted when the last clone goes.
@@ -76,7 +82,15 @@ pub(crate) struct Slot {
     pub(super) dial: tokio::sync::Mutex<()>,
     pub(super) calls: AtomicU64,
     pub(super) failures: AtomicU64,
+    /// Failed or out-raced calls since the endpoint last answered one (see
+    /// [`CONSECUTIVE_FAILURES_TO_EJECT`]).
+    pub(super) consecutive_failures: AtomicU32,
 }
+
+/// An endpoint whose calls failed (timed out, could not be sent, or had not answered when a
+/// hedge on another endpoint did) this many times in a row leaves the rotation and is probed
+/// back, as Envoy's consecutive-failures outlier detection does with the same default.
+pub(super) const CONSECUTIVE_FAILURES_TO_EJECT: u32 = 5;
 
 impl Candidate for Arc<Slot> {
     fn weight(&self) -> u32 {
@@ -252,6 +266,7 @@ impl Slot {
             dial: tokio::sync::Mutex::new(()),
             calls: AtomicU64::new(0),
             failures: AtomicU64::new(0),
+            consecutive_failures: AtomicU32::new(0),
         }
     }
 
@@ -309,13 +324,36 @@ impl Endpoints for Pool {
                 slot.failures.fetch_add(1, Ordering::Relaxed);
                 if failure.unreachable() {
                     self.eject(slot, error);
+                } else {
+                    self.failed_again(slot, error);
                 }
             }
             Some((_, failure)) if !failure.answered() => {}
             _ => {
                 slot.calls.fetch_add(1, Ordering::Relaxed);
+                slot.consecutive_failures.store(0, Ordering::Relaxed);
             }
         }
+    }
+
+    fn hedge_delay(&self, call: &Call<'_>) -> Option<Duration> {
+        self.hedging.delay(call, &self.latencies)
+    }
+
+    fn observe(&self, call: &Call<'_>, latency: Duration) {
+        if self.hedging == Hedging::Adaptive {
+            self.latencies.observe(call.method, latency);
+        }
+    }
+
+    fn report_slow(&self, slot: &Arc<Slot>) {
+        self.failed_again(
+            slot,
+            &Error::Unavailable {
+                reason: "its calls go unanswered while other endpoints answer theirs".to_owned(),
+                retry_after: None,
+            },
+        );
     }
 
     fn label(&self, slot: &Arc<Slot>, error: Error, failure: Failure) -> Error {
