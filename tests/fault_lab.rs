@@ -253,12 +253,19 @@ impl Tally {
 }
 
 /// Eight callers at about 500 calls/s over a balanced channel, `idempotent` or not, for
-/// `before`, then with one of the three servers stopped for `during`.
+/// `before`, then with one of the three servers stopped for `during`: the calls that ended
+/// before and during the hang, the endpoints at its end, and the hedges sent before and
+/// during it.
 async fn fleet_phase(
     idempotent: bool,
     before: Duration,
     during: Duration,
-) -> (Tally, Tally, Vec<wirecall::discovery::EndpointStats>) {
+) -> (
+    Tally,
+    Tally,
+    Vec<wirecall::discovery::EndpointStats>,
+    [u64; 2],
+) {
     let peers: Vec<(Peer, SocketAddr)> = (0..3).map(|_| server_peer()).collect();
     let mut registry = StaticRegistry::new();
     for (_, addr) in &peers {
@@ -309,6 +316,7 @@ async fn fleet_phase(
         })
         .collect();
     tokio::time::sleep(before).await;
+    let hedges_before: u64 = channel.endpoints().iter().map(|e| e.hedges).sum();
     peers[0].0.stop();
     hung.store(true, Ordering::Relaxed);
     tokio::time::sleep(during).await;
@@ -319,13 +327,16 @@ async fn fleet_phase(
         caller.await.unwrap();
     }
     let (before, during) = std::mem::take(&mut *tallies.lock().unwrap());
-    (before, during, endpoints)
+    let hedges_during = endpoints.iter().map(|e| e.hedges).sum::<u64>() - hedges_before;
+    println!("hedges: {hedges_before} before the hang, {hedges_during} during it");
+    (before, during, endpoints, [hedges_before, hedges_during])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_hung_server_of_three_fails_no_idempotent_call() {
     let (before, during) = (Duration::from_secs(2), Duration::from_secs(5));
-    let (mut calm, mut hung, endpoints) = fleet_phase(true, before, during).await;
+    let (mut calm, mut hung, endpoints, [hedges_before, _]) =
+        fleet_phase(true, before, during).await;
     println!(
         "idempotent, one of three servers hung: calls/s {:.0} before, {:.0} during; p99 {:.2?} \
          before, {:.2?} during; slowest during {:.2?}; failed {}",
@@ -337,6 +348,14 @@ async fn one_hung_server_of_three_fails_no_idempotent_call() {
         hung.failures.len(),
     );
     assert!(calm.failures.is_empty(), "{:?}", calm.failures);
+    // The cost of hedging while every server answers: a share of the calls, at most the
+    // retry budget's 20% (plus 10 a second).
+    let calls_before = calm.latencies.len() as u64;
+    println!(
+        "hedges while all three answered: {hedges_before} for {calls_before} calls ({:.2}%)",
+        100.0 * hedges_before as f64 / calls_before.max(1) as f64
+    );
+    assert!(hedges_before <= calls_before / 5 + 10 * before.as_secs() + 10);
     assert!(
         hung.failures.is_empty(),
         "no idempotent call fails while two servers answer: {:?}",
@@ -358,7 +377,12 @@ async fn one_hung_server_of_three_fails_no_idempotent_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_hung_server_of_three_fails_only_the_calls_it_held_each_as_maybe_ran() {
     let (before, during) = (Duration::from_secs(2), Duration::from_secs(5));
-    let (calm, hung, endpoints) = fleet_phase(false, before, during).await;
+    let (calm, hung, endpoints, hedges) = fleet_phase(false, before, during).await;
+    assert_eq!(
+        hedges,
+        [0, 0],
+        "a method that is not idempotent is never hedged"
+    );
     let slowest_failure = hung.failures.iter().map(|(took, _)| *took).max();
     println!(
         "not idempotent, one of three servers hung: {} calls answered, {} failed (slowest \

@@ -52,6 +52,9 @@ pub(crate) trait Endpoints: Sync {
     /// The attempt on `picked` had not answered when a hedge of it on another endpoint did.
     fn report_slow(&self, _picked: &Self::Picked) {}
 
+    /// A hedge (a second copy of a slow call) goes to `picked`.
+    fn report_hedge(&self, _picked: &Self::Picked) {}
+
     /// The error when no endpoint was left to try at all.
     fn none_left(&self) -> Error;
 }

@@ -68,6 +68,7 @@ pub(super) async fn send_hedged<E: Endpoints>(
         return settle(endpoints, call, &first, result, started);
     };
     tracing::debug!(method = %call.method, ?delay, "no answer yet; hedging on another endpoint");
+    endpoints.report_hedge(&second);
     let hedged = Instant::now();
     let mut second_attempt = pin!(endpoints.attempt(&second, call, second_wire));
 

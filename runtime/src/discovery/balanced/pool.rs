@@ -82,6 +82,8 @@ pub(crate) struct Slot {
     pub(super) dial: tokio::sync::Mutex<()>,
     pub(super) calls: AtomicU64,
     pub(super) failures: AtomicU64,
+    /// Hedges sent to it (second copies of calls slow on another endpoint).
+    pub(super) hedges: AtomicU64,
     /// Failed or out-raced calls since the endpoint last answered one (see
     /// [`CONSECUTIVE_FAILURES_TO_EJECT`]).
     pub(super) consecutive_failures: AtomicU32,
@@ -118,8 +120,12 @@ pub struct EndpointStats {
     /// Calls that failed on it: it could not be reached or broke, was overloaded or shutting
     /// down, or did not answer in time.
     pub failures: u64,
-    /// Whether it is ejected (its connection failed; a probe will re-add it).
+    /// Whether it is ejected (its connection failed, or its calls failed five times in a
+    /// row; a probe will re-add it).
     pub ejected: bool,
+    /// Hedges sent to it: second copies of `#[idempotent]` calls that were slow on another
+    /// endpoint (each one extra call).
+    pub hedges: u64,
 }
 
 impl Pool {
@@ -138,6 +144,7 @@ impl Pool {
                 calls: slot.calls.load(Ordering::Relaxed),
                 failures: slot.failures.load(Ordering::Relaxed),
                 ejected: slot.ejected.load(Ordering::Relaxed),
+                hedges: slot.hedges.load(Ordering::Relaxed),
             })
             .collect()
     }
@@ -266,6 +273,7 @@ impl Slot {
             dial: tokio::sync::Mutex::new(()),
             calls: AtomicU64::new(0),
             failures: AtomicU64::new(0),
+            hedges: AtomicU64::new(0),
             consecutive_failures: AtomicU32::new(0),
         }
     }
@@ -344,6 +352,10 @@ impl Endpoints for Pool {
         if self.hedging == Hedging::Adaptive {
             self.latencies.observe(call.method, latency);
         }
+    }
+
+    fn report_hedge(&self, slot: &Arc<Slot>) {
+        slot.hedges.fetch_add(1, Ordering::Relaxed);
     }
 
     fn report_slow(&self, slot: &Arc<Slot>) {
