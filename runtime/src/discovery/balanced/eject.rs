@@ -57,7 +57,8 @@ impl Pool {
             .iter()
             .filter(|slot| !slot.ejected.load(Ordering::Relaxed))
             .count();
-        if 2 * (in_rotation - 1) < state.slots.len() {
+        // Counted without a lock: another call may have ejected this endpoint meanwhile.
+        if 2 * in_rotation.saturating_sub(1) < state.slots.len() {
             return;
         }
         let err = Error::Unavailable {
