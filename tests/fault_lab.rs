@@ -74,8 +74,26 @@ impl Peer {
         assert!(status.success(), "kill {signal}");
     }
 
+    /// Stops the process, and returns once it is stopped: the signal is delivered
+    /// asynchronously, and a call sent before it lands would still be answered.
     fn stop(&self) {
         self.signal("-STOP");
+        let stat = format!("/proc/{}/stat", self.child.id());
+        let stopped = || {
+            std::fs::read_to_string(&stat).is_ok_and(|stat| {
+                // The state follows the command name, which is in parentheses.
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+            })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !stopped() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the process did not stop"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn resume(&self) {
