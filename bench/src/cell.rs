@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use wirecall_runtime::stream::{
     DEFAULT_CONNECTION_WINDOW_BYTES, DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES,
@@ -95,9 +96,10 @@ impl Target {
     pub fn supports(self, workload: Workload) -> bool {
         match workload {
             Workload::OneWay => !matches!(self, Target::Tarpc(_) | Target::Tonic),
-            Workload::Streams { .. } | Workload::UnaryBesideStream | Workload::Upload => {
-                !matches!(self, Target::Tarpc(_))
-            }
+            Workload::Streams { .. }
+            | Workload::LongLink { .. }
+            | Workload::UnaryBesideStream
+            | Workload::Upload => !matches!(self, Target::Tarpc(_)),
             // A fairness cell of wirecall's own server: the other systems have no counterpart
             // of its off-loop decoding to compare.
             Workload::BesideBigRequests { .. } => matches!(self, Target::Wirecall(_)),
@@ -155,6 +157,13 @@ pub enum Workload {
     /// U1: one upload (client stream) of 64 KiB chunks on one connection, answered once with
     /// the bytes the server received.
     Upload,
+    /// L1: S1's one server stream of 1 KiB items at each system's default window, over a
+    /// link with a long round trip (a delay proxy between client and server). The raw floor
+    /// streams with no window the link can feel: what the link carries.
+    LongLink {
+        /// The round trip the proxy adds, in milliseconds.
+        rtt_ms: u32,
+    },
     /// I1: W2's one connection with 256 calls in flight, server and client each run under
     /// callgrind, twice, at two call counts: the instructions per call of each process are
     /// the difference over the difference in calls, so start-up, connecting and shutting
@@ -208,6 +217,13 @@ impl StreamWindow {
     }
 }
 
+/// The raw floor's window in L1: the most credit wirecall's protocol allows, 64 MiB of
+/// 1 KiB items, more than any of these links holds in a round trip.
+pub const LONG_LINK_RAW_WINDOW: u32 = 65_536;
+
+/// The round trips of the L1 cells, in milliseconds.
+pub const LONG_LINK_ROUND_TRIPS: [u32; 2] = [20, 100];
+
 /// Streams open at once in S2.
 pub const CONCURRENT_STREAMS: usize = 100;
 
@@ -230,7 +246,7 @@ pub const UPLOAD_RAW_WINDOW: u32 = {
 
 impl Workload {
     /// Every workload variant, in table order.
-    pub const ALL: [Workload; 20] = [
+    pub const ALL: [Workload; 22] = [
         Workload::Sequential(Case::Dictionary),
         Workload::Sequential(Case::User),
         Workload::Sequential(Case::Users10),
@@ -268,6 +284,12 @@ impl Workload {
         },
         Workload::UnaryBesideStream,
         Workload::Upload,
+        Workload::LongLink {
+            rtt_ms: LONG_LINK_ROUND_TRIPS[0],
+        },
+        Workload::LongLink {
+            rtt_ms: LONG_LINK_ROUND_TRIPS[1],
+        },
         Workload::Instructions,
     ];
 
@@ -308,6 +330,7 @@ impl Workload {
             Workload::Streams { .. } => "S2".to_owned(),
             Workload::UnaryBesideStream => "S3".to_owned(),
             Workload::Upload => "U1".to_owned(),
+            Workload::LongLink { rtt_ms } => format!("L1-rtt{rtt_ms}"),
             Workload::Instructions => "I1".to_owned(),
         }
     }
@@ -324,7 +347,16 @@ impl Workload {
     pub fn raw_stream_window(self) -> u32 {
         match self {
             Workload::Streams { streams, window } => window.raw_items(streams),
+            Workload::LongLink { .. } => LONG_LINK_RAW_WINDOW,
             _ => self.stream_window().raw_items(1),
+        }
+    }
+
+    /// The round trip a delay proxy adds between client and server, for L1.
+    pub fn link_round_trip(self) -> Option<Duration> {
+        match self {
+            Workload::LongLink { rtt_ms } => Some(Duration::from_millis(u64::from(rtt_ms))),
+            _ => None,
         }
     }
 
@@ -392,6 +424,8 @@ pub struct Scale {
     pub stream_items: u64,
     /// S2 items on each of its streams.
     pub items_per_concurrent_stream: u64,
+    /// L1 items on its one stream.
+    pub long_link_items: u64,
     /// S3 timed calls of each phase (alone, beside the stream), split over two rounds.
     pub beside_stream_calls: usize,
     /// U1 chunks in the timed upload.
@@ -424,6 +458,8 @@ impl Scale {
         counted_calls: 10_000,
         stream_items: 500_000,
         items_per_concurrent_stream: 5_000,
+        // 200 MiB: 2.5 s at 80 MB/s, 20 s at 10 MB/s.
+        long_link_items: 200_000,
         beside_stream_calls: 10_000,
         // 1 GiB.
         upload_chunks: 16_384,
@@ -451,6 +487,7 @@ impl Scale {
         counted_calls: 50,
         stream_items: 200,
         items_per_concurrent_stream: 5,
+        long_link_items: 200,
         beside_stream_calls: 50,
         upload_chunks: 40,
         upload_warmup_chunks: 4,
@@ -499,7 +536,7 @@ mod tests {
             .collect();
         assert_eq!(
             ids.join(" "),
-            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3 U1 I1"
+            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3 U1 L1-rtt20 L1-rtt100 I1"
         );
         assert!(!Target::Tarpc(TarpcFormat::Bincode).supports(Workload::UnaryBesideStream));
         assert!(!Target::Tarpc(TarpcFormat::MessagePack).supports(Workload::Upload));

@@ -79,6 +79,32 @@ pub async fn run_cell(
         .map_err(|_| "the server did not print its address in time")??
         .ok_or("the server exited before printing its address")?;
 
+    // L1: the client reaches the server through a delay proxy of its own (a third process,
+    // so that neither side pays for the relaying), killed with the cell.
+    let mut proxy = None;
+    let addr = match workload.link_round_trip() {
+        None => addr,
+        Some(rtt) => {
+            let mut child = Command::new(exe)
+                .arg("proxy")
+                .args(["--to", addr.trim()])
+                .args(["--rtt-ms", &rtt.as_millis().to_string()])
+                .args(["--lifetime-secs", &lifetime.as_secs().to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()?;
+            let mut lines =
+                BufReader::new(child.stdout.take().ok_or("proxy stdout not captured")?).lines();
+            let addr = timeout(SERVER_STEP_LIMIT, lines.next_line())
+                .await
+                .map_err(|_| "the proxy did not print its address in time")??
+                .ok_or("the proxy exited before printing its address")?;
+            proxy = Some(child);
+            addr
+        }
+    };
+
     let mut client = Launch::command(&launch.client_wrapper, exe);
     client
         .arg("client")
@@ -140,6 +166,7 @@ pub async fn run_cell(
             Some(after.saturating_sub(before) as f64 / result.calls.max(1) as f64);
     }
 
+    drop(proxy);
     // Closing the server's stdin asks it for its report.
     drop(server.stdin.take());
     let report_line = timeout(SERVER_STEP_LIMIT, server_lines.next_line())

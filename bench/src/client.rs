@@ -126,7 +126,15 @@ async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> Ben
         Workload::OneWay => one_way(rpc, scale).await,
         Workload::BesideBigRequests { big } => beside_big_requests(rpc, big, scale).await,
         Workload::Allocations => allocations(rpc, scale).await,
-        Workload::Streams { streams, .. } => server_streams(rpc, streams, scale).await,
+        Workload::Streams { streams, .. } => {
+            let items_each = if streams == 1 {
+                scale.stream_items
+            } else {
+                scale.items_per_concurrent_stream
+            };
+            server_streams(rpc, streams, items_each, scale).await
+        }
+        Workload::LongLink { .. } => server_streams(rpc, 1, scale.long_link_items, scale).await,
         Workload::UnaryBesideStream => unary_beside_stream(rpc, scale).await,
         Workload::Upload => upload(rpc, scale).await,
         // The parent sets `pipelined_calls` to the run's count.
@@ -148,18 +156,18 @@ async fn upload<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
     Ok(measured)
 }
 
-/// S1 and S2: `streams` server streams of 1 KiB items open at once on one connection, each
-/// read to its end, after an untimed warm-up of the same shape; timed from the first open
-/// to the last item. The latencies are the items', producer to consumer.
-async fn server_streams<R: Rpc>(rpc: &R, streams: usize, scale: &Scale) -> BenchResult<Measured> {
+/// S1, S2 and L1: `streams` server streams of `items_each` 1 KiB items open at once on one
+/// connection, each read to its end, after an untimed warm-up of the same shape; timed from
+/// the first open to the last item. The latencies are the items', producer to consumer.
+async fn server_streams<R: Rpc>(
+    rpc: &R,
+    streams: usize,
+    items_each: u64,
+    scale: &Scale,
+) -> BenchResult<Measured> {
     let mut conn = rpc.connect().await?;
     let warmup_each = (scale.warmup_calls / streams).max(1) as u64;
     rpc.consume_streams(&mut conn, streams, warmup_each).await?;
-    let items_each = if streams == 1 {
-        scale.stream_items
-    } else {
-        scale.items_per_concurrent_stream
-    };
     let start = Instant::now();
     let latencies = rpc.consume_streams(&mut conn, streams, items_each).await?;
     let elapsed = start.elapsed();

@@ -7,6 +7,7 @@ mod alloc_count;
 mod cell;
 mod cell_run;
 mod client;
+mod delay_proxy;
 mod discovery;
 mod events;
 mod instructions;
@@ -105,6 +106,10 @@ fn main() -> ExitCode {
         } => exit_now(
             multi_thread()
                 .and_then(|runtime| runtime.block_on(server::run(target, workload, lifetime))),
+        ),
+        Command::Proxy { to, rtt, lifetime } => exit_now(
+            multi_thread()
+                .and_then(|runtime| runtime.block_on(delay_proxy::run(to, rtt, lifetime))),
         ),
         Command::Client {
             target,

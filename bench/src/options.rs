@@ -11,14 +11,14 @@ use crate::orchestrate::Plan;
 
 const WORKLOADS: &str = "\
 workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6 W7-alone
-W7-big W8 S1 S1-w32 S1-w2048 S2 S3 U1";
+W7-big W8 S1 S1-w32 S1-w2048 S2 S3 U1 L1-rtt20 L1-rtt100 I1";
 
 const TOP_LEVEL_NOTES: &str = "\
 `wirecall-bench help all` lists the options of all and smoke (--repeat, --only, --system,
 --codec, --out, --cell-timeout).
 
 workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6 W7-alone
-W7-big W8 S1 S1-w32 S1-w2048 S2 S3 U1";
+W7-big W8 S1 S1-w32 S1-w2048 S2 S3 U1 L1-rtt20 L1-rtt100 I1";
 
 /// wirecall against tarpc, tonic and raw TCP, server and client in separate processes.
 ///
@@ -55,6 +55,8 @@ pub enum Sub {
     Server(ServerArgs),
     /// (internal) Run one cell against --addr and print one JSON line
     Client(ClientArgs),
+    /// (internal) Relay connections to --to with --rtt-ms added, print the address to use
+    Proxy(ProxyArgs),
 }
 
 /// Options of `all` and `smoke`.
@@ -175,6 +177,20 @@ pub struct ClientArgs {
     calls: Option<usize>,
 }
 
+/// Options of `proxy`.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// The server's address
+    #[arg(long, value_name = "ADDR")]
+    to: SocketAddr,
+    /// The round trip to add
+    #[arg(long, value_name = "MS")]
+    rtt_ms: u64,
+    /// The longest the proxy stays up
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    lifetime_secs: u64,
+}
+
 /// A parsed and checked command line.
 #[derive(Debug)]
 pub enum Command {
@@ -229,6 +245,15 @@ pub enum Command {
         /// The longest the client runs before giving up.
         deadline: Duration,
     },
+    /// `proxy`.
+    Proxy {
+        /// The server's address.
+        to: SocketAddr,
+        /// The round trip added.
+        rtt: Duration,
+        /// The longest the proxy stays up.
+        lifetime: Duration,
+    },
 }
 
 impl Sub {
@@ -278,6 +303,11 @@ impl Sub {
             Sub::Server(args) => Ok(Command::Server {
                 target: args.target.target()?,
                 workload: args.target.workload,
+                lifetime: Duration::from_secs(args.lifetime_secs),
+            }),
+            Sub::Proxy(args) => Ok(Command::Proxy {
+                to: args.to,
+                rtt: Duration::from_millis(args.rtt_ms),
                 lifetime: Duration::from_secs(args.lifetime_secs),
             }),
             Sub::Client(args) => {

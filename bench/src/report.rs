@@ -206,7 +206,7 @@ fn metrics(workload: Workload) -> Vec<Metric> {
                 value: |r| r.instructions_client_per_call,
             },
         ],
-        Workload::Streams { .. } => vec![
+        Workload::Streams { .. } | Workload::LongLink { .. } => vec![
             Metric {
                 label: "items/s",
                 value: |r| Some(r.calls_per_s),
@@ -418,6 +418,19 @@ pub fn stream_summary(results: &[CellResult], workloads: &[Workload]) -> String 
                     ratio(workload, WIRECALL_PROTOBUF, Target::Tonic, &ITEMS),
                     ratio(workload, WIRECALL, Target::RawTcp, &ITEMS),
                     ratio(workload, WIRECALL_PROTOBUF, Target::RawTcp, &ITEMS),
+                );
+            }
+            Workload::LongLink { .. } => {
+                let _ = writeln!(
+                    out,
+                    "{} items/s over the long link: wirecall msgpack / raw {}, wirecall protobuf \
+                     / raw {} (target >= 0.8); wirecall msgpack / tonic {}, wirecall protobuf / \
+                     tonic {} (target >= 2)",
+                    workload.id(),
+                    ratio(workload, WIRECALL, Target::RawTcp, &ITEMS),
+                    ratio(workload, WIRECALL_PROTOBUF, Target::RawTcp, &ITEMS),
+                    ratio(workload, WIRECALL, Target::Tonic, &ITEMS),
+                    ratio(workload, WIRECALL_PROTOBUF, Target::Tonic, &ITEMS),
                 );
             }
             Workload::UnaryBesideStream => {

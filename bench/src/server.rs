@@ -36,7 +36,10 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
     // they call.
     let streams = matches!(
         workload,
-        Workload::Streams { .. } | Workload::UnaryBesideStream | Workload::Upload
+        Workload::Streams { .. }
+            | Workload::LongLink { .. }
+            | Workload::UnaryBesideStream
+            | Workload::Upload
     );
     // Held until the end: dropping a running wirecall server stops it.
     let mut running = None;
