@@ -15,7 +15,16 @@
 //! beside the stream (a call waiting for its reply as the window decides, or any call
 //! started on the connection since it last decided), the window falls back to its
 //! configured items; it grows again once calls stop.
+//!
+//! Over a long link even the budget is too small: a window's worth of items per round trip
+//! is 50 MB/s at 20 ms with 1 MiB. So the budget itself grows, doubling up to the
+//! connection's bytes, each time a round trip shows the window is what holds the stream
+//! back ([`BandwidthDelay`]). Shrinking items or calls beside the stream still bring the
+//! window down; the connection's bytes stay the bound on what the client may hold.
 
+use std::time::Duration;
+
+use crate::stream::bandwidth_delay::BandwidthDelay;
 use crate::wire::MAX_STREAM_CREDIT;
 
 /// What an item costs its receiver beyond its payload, counted against the budget: its frame
@@ -56,6 +65,12 @@ pub(crate) struct ReceiveWindow {
     largest: u32,
     /// The connection's count of calls started, as of the last decision.
     calls_seen: u64,
+    /// Whether the last decision left the window at all its budget allows (not still
+    /// growing, nor held at its floor by calls beside the stream): only then can the budget
+    /// be too small.
+    at_budget: bool,
+    /// Whether the window holds the stream back on a long link.
+    pace: BandwidthDelay,
 }
 
 /// What else runs on a stream's connection, as the window decides.
@@ -68,6 +83,8 @@ pub(crate) struct Neighbours {
     pub(crate) calls_started: u64,
     /// Whether a call (not a stream) waits for its reply right now.
     pub(crate) call_waiting: bool,
+    /// The connection's round trip, once timed.
+    pub(crate) round_trip: Option<Duration>,
 }
 
 impl Neighbours {
@@ -76,6 +93,7 @@ impl Neighbours {
         streams: 1,
         calls_started: 0,
         call_waiting: false,
+        round_trip: None,
     };
 }
 
@@ -93,6 +111,8 @@ impl ReceiveWindow {
             connection: size.connection,
             largest: 0,
             calls_seen: 0,
+            at_budget: false,
+            pace: BandwidthDelay::default(),
         }
     }
 
@@ -121,6 +141,11 @@ impl ReceiveWindow {
         (self.budget.min(share) / self.largest).clamp(self.floor, MAX_STREAM_CREDIT)
     }
 
+    /// The consumer found no item waiting.
+    pub(crate) fn starving(&mut self) {
+        self.pace.starving();
+    }
+
     /// How many more items the consumer may take before credit is next due.
     pub(crate) fn until_grant(&self) -> u32 {
         (self.window / 2).max(1).saturating_sub(self.taken).max(1)
@@ -130,11 +155,17 @@ impl ReceiveWindow {
     /// grant now, if any.
     pub(crate) fn take(&mut self, neighbours: Neighbours) -> Option<u32> {
         self.taken += 1;
+        self.pace.took();
         if self.taken < (self.window / 2).max(1) {
             return None;
         }
         let calls_beside = neighbours.call_waiting || neighbours.calls_started != self.calls_seen;
         self.calls_seen = neighbours.calls_started;
+        if let Some(round_trip) = neighbours.round_trip {
+            if self.pace.window_too_small(self.window, round_trip) && self.at_budget {
+                self.budget = self.budget.saturating_mul(2).min(self.connection);
+            }
+        }
         let target = if calls_beside {
             self.floor
         } else {
@@ -146,6 +177,7 @@ impl ReceiveWindow {
         let shed = self.window.saturating_sub(target).min(self.taken);
         let grant = std::mem::take(&mut self.taken) - shed + grow;
         self.window = self.window - shed + grow;
+        self.at_budget = self.budget > 0 && !calls_beside && grow == 0 && shed == 0;
         self.outstanding += grant;
         (grant > 0).then_some(grant)
     }
@@ -223,9 +255,8 @@ mod tests {
     fn calls_beside_the_stream_keep_the_window_at_its_configured_items() {
         let mut window = ReceiveWindow::granted(size(4, 64 * (1024 + ITEM_OVERHEAD)));
         let beside = |calls_started| Neighbours {
-            streams: 1,
             calls_started,
-            call_waiting: false,
+            ..Neighbours::ALONE
         };
         assert!((0..4).all(|_| window.receive(1024)));
         assert_eq!(window.take(beside(1)), None);
@@ -276,5 +307,71 @@ mod tests {
         assert_eq!(window.target(1), 64, "alone, the whole budget");
         assert_eq!(window.target(4), 16, "a quarter of the connection's");
         assert_eq!(window.target(1000), 2, "never below the configured items");
+    }
+
+    const RTT: Duration = Duration::from_millis(20);
+
+    /// A window of 1 KiB items sized to a budget of `items`, all granted, over a connection
+    /// of `connection_items`.
+    fn sized(items: u32, connection_items: u32) -> ReceiveWindow {
+        let item = 1024 + ITEM_OVERHEAD;
+        ReceiveWindow::granted(WindowSize {
+            items,
+            bytes: items * item,
+            connection: connection_items * item,
+        })
+    }
+
+    /// `round_trips` round trips of a stream whose producer and consumer are both fast:
+    /// everything granted comes a round trip later; the consumer takes it all, then waits
+    /// (`starves`) or not. Returns the window at the end.
+    async fn run(
+        window: &mut ReceiveWindow,
+        round_trips: usize,
+        starves: bool,
+        neighbours: Neighbours,
+    ) -> u32 {
+        for _ in 0..round_trips {
+            tokio::time::advance(RTT).await;
+            let arrived = window.outstanding;
+            assert!((0..arrived).all(|_| window.receive(1024)));
+            for _ in 0..arrived {
+                let _ = window.take(neighbours);
+            }
+            if starves {
+                window.starving();
+            }
+        }
+        window.window
+    }
+
+    fn over(round_trip: Duration) -> Neighbours {
+        Neighbours {
+            round_trip: Some(round_trip),
+            ..Neighbours::ALONE
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_window_that_holds_the_stream_back_grows_to_the_connections_bytes() {
+        let mut window = sized(8, 64);
+        assert_eq!(run(&mut window, 12, true, over(RTT)).await, 64);
+        assert_eq!(window.budget, 64 * (1024 + ITEM_OVERHEAD));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_window_grows_only_when_it_holds_the_stream_back() {
+        // The consumer never runs out: it, not the window, sets the pace.
+        assert_eq!(run(&mut sized(8, 64), 12, false, over(RTT)).await, 8);
+        // The round trip not yet timed.
+        assert_eq!(run(&mut sized(8, 64), 12, true, Neighbours::ALONE).await, 8);
+        // Calls beside the stream keep it at its floor.
+        let beside = Neighbours {
+            call_waiting: true,
+            ..over(RTT)
+        };
+        assert_eq!(run(&mut sized(8, 64), 12, true, beside).await, 8);
+        // A window every 20 ms over a 5 ms link: the producer, not the window, is slow.
+        assert_eq!(run(&mut sized(8, 64), 12, true, over(RTT / 4)).await, 8);
     }
 }

@@ -3,10 +3,12 @@
 //! `Item` frame, paid for in advance by the receiver's `Credit`.
 //!
 //! Layout: `streaming.rs` the producer type handlers return; `item.rs` the item messages
-//! generated code declares; `credit.rs` the sender's credit; `credit_window.rs` the receiver's;
+//! generated code declares; `credit.rs` the sender's credit; `credit_window.rs` the receiver's,
+//! and `bandwidth_delay.rs` whether it is too small for its link;
 //! `outgoing.rs` items encoded for the wire, a handler's or an upload's. Each side's streams
 //! have one home of their own: the client's `client/stream/`, the server's `server/stream/`.
 
+pub(crate) mod bandwidth_delay;
 pub(crate) mod credit;
 pub(crate) mod credit_window;
 pub(crate) mod item;

@@ -25,6 +25,7 @@ mod link;
 pub(crate) mod options;
 pub(crate) mod pending;
 mod reader;
+pub(crate) mod round_trip;
 mod send;
 
 use std::future::Future;

@@ -18,6 +18,7 @@ use std::task::{Context, Poll, Waker};
 use tokio::time::Instant;
 
 use super::deadlines::{Deadlines, Expiry};
+use super::round_trip::RoundTrip;
 use crate::client::stream::slot::UploadSender;
 use crate::client::stream::slot::{StreamNext, StreamSlot, Taken};
 use crate::stream::credit::SendCredit;
@@ -40,6 +41,8 @@ pub(crate) struct PendingCalls {
     draining: AtomicBool,
     /// Woken when no call waits any more while draining.
     empty: tokio::sync::Notify,
+    /// The connection's round trip, for the streams' windows.
+    pub(crate) round_trip: RoundTrip,
 }
 
 #[derive(Default)]
@@ -96,6 +99,7 @@ impl State {
             calls_started: self.calls_started,
             // `waiting` counts the streams that have not ended too.
             call_waiting: self.waiting > self.streams,
+            round_trip: None,
         }
     }
 
@@ -263,7 +267,10 @@ impl PendingCalls {
         cx: &mut Context<'_>,
     ) -> Poll<StreamNext> {
         let mut state = self.lock();
-        let neighbours = state.neighbours();
+        let neighbours = Neighbours {
+            round_trip: self.round_trip.get(),
+            ..state.neighbours()
+        };
         let next = match state.calls.get_mut(&id) {
             Some(Slot::Stream(stream)) => {
                 let next = stream.next(out, taken, neighbours);
@@ -292,7 +299,10 @@ impl PendingCalls {
     /// credit due now, and when to report again.
     pub(crate) fn stream_taken(&self, id: u64, taken: u32) -> Taken {
         let mut state = self.lock();
-        let neighbours = state.neighbours();
+        let neighbours = Neighbours {
+            round_trip: self.round_trip.get(),
+            ..state.neighbours()
+        };
         match state.calls.get_mut(&id) {
             Some(Slot::Stream(stream)) => stream.taken(taken, neighbours),
             _ => Taken {

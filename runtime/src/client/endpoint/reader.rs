@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::closed::Closed;
 use super::pending::PendingCalls;
+use super::round_trip::TIMING_PING_ID;
 use crate::transport::frame::{ErrorBody, Frame, FrameKind};
 use crate::transport::frame_reader::FrameReader;
 use crate::transport::liveness::{Liveness, Periods, Seen, Silence};
@@ -151,6 +152,9 @@ where
                 }
                 FrameKind::Ping => {
                     sink.send_now(Frame::control(FrameKind::Pong, frame.request_id).to_bytes());
+                }
+                FrameKind::Pong if frame.request_id == TIMING_PING_ID => {
+                    pending.round_trip.answered();
                 }
                 FrameKind::Pong => {}
                 FrameKind::Request | FrameKind::Notify | FrameKind::Cancel | FrameKind::Open => {

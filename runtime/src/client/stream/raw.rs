@@ -17,6 +17,7 @@ use tracing::Span;
 
 use super::slot::{StreamNext, Taken};
 use crate::client::endpoint::connection::Connection;
+use crate::client::endpoint::round_trip::TIMING_PING_ID;
 use crate::codec::Codec;
 use crate::error::{Error, ErrorCode};
 use crate::layers::circuit_breaker::circuits::OwnedOutcome;
@@ -261,12 +262,15 @@ impl RawStream {
         Poll::Ready(Some(Ok(frame.payload)))
     }
 
-    /// Sends the server the credit due, if any.
+    /// Sends the server the credit due, if any, and with it a Ping that times the round
+    /// trip when one is due (the window grows with it on a long link).
     fn grant(&self, grant: Option<u32>) {
         if let Some(granted) = grant {
-            self.connection
-                .sink
-                .send_control(credit_frame(self.request_id, granted));
+            let sink = &self.connection.sink;
+            sink.send_control(credit_frame(self.request_id, granted));
+            if self.connection.pending.round_trip.ping_due() {
+                sink.send_control(Frame::control(FrameKind::Ping, TIMING_PING_ID).to_bytes());
+            }
         }
     }
 }

@@ -131,6 +131,10 @@ impl StreamSlot {
                 report_after,
             });
         }
+        if self.end.is_none() {
+            // The consumer has taken everything and will wait: the window learns of it.
+            self.window.starving();
+        }
         match self.end.take() {
             Some(end) => Some(StreamNext::End(end)),
             None if grant.is_some() => Some(StreamNext::Items {

@@ -37,11 +37,13 @@ use crate::transport::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
 use crate::transport::writer::Delivery;
 
 /// The credit window of an upload: the client's default for a server stream, sized per
-/// upload.
+/// upload. It never grows past its budget, as a client's window does over a long link: a
+/// server holds uploads from many clients, so what one upload may make it buffer stays 1 MiB
+/// whatever pace a client keeps.
 const UPLOAD_WINDOW: WindowSize = WindowSize {
     items: DEFAULT_STREAM_WINDOW,
     bytes: DEFAULT_STREAM_WINDOW_BYTES,
-    connection: u32::MAX,
+    connection: DEFAULT_STREAM_WINDOW_BYTES,
 };
 
 /// Starts one call: runs it inline if it finishes without waiting, else as its own task.
