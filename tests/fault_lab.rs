@@ -1,6 +1,9 @@
 //! The fault lab: servers and clients that die quietly, in processes of their own, stopped
 //! with SIGSTOP (a process stuck in a pause or a deadlock: its kernel still accepts and
-//! acknowledges, only the application is silent), everything at its defaults.
+//! acknowledges, only the application is silent) or cut off by the network (a peer in a
+//! network namespace whose veth link goes down: no byte and no RST ever arrives), everything
+//! at its defaults. The partition tests need root; they are ignored in a plain `cargo test`
+//! and `.ci/run`, which runs as root, runs them with `--ignored partition`.
 //!
 //! Each peer runs in a child process: this test binary, re-run with only the ignored
 //! `fault_lab_server` or `fault_lab_client` test. The figures measured are printed; what is
@@ -25,6 +28,8 @@ use wirecall_test_support::{fanly, UserServiceClient, UserServiceServer, Users};
 
 const ROLE_ENV: &str = "WIRECALL_FAULT_LAB_ROLE";
 const TARGET_ENV: &str = "WIRECALL_FAULT_LAB_TARGET";
+/// Where the server child binds (loopback unless told).
+const BIND_ENV: &str = "WIRECALL_FAULT_LAB_BIND";
 /// Calls the vanishing client leaves open on the server, beside one stream.
 const OPEN_CALLS: usize = 100;
 
@@ -37,8 +42,27 @@ struct Peer {
 
 impl Peer {
     fn start(role: &str, target: Option<SocketAddr>) -> Self {
+        Self::start_in(None, role, target, None)
+    }
+
+    /// Starts the child in network namespace `namespace`, if given (through `ip netns
+    /// exec`, which execs it: the child keeps its process id), binding to `bind`, if given.
+    fn start_in(
+        namespace: Option<&str>,
+        role: &str,
+        target: Option<SocketAddr>,
+        bind: Option<SocketAddr>,
+    ) -> Self {
         let test = format!("fault_lab_{role}");
-        let mut command = Command::new(std::env::current_exe().unwrap());
+        let exe = std::env::current_exe().unwrap();
+        let mut command = match namespace {
+            Some(namespace) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", namespace]).arg(exe);
+                command
+            }
+            None => Command::new(exe),
+        };
         command
             .args(["--exact", &test, "--ignored", "--nocapture"])
             .env(ROLE_ENV, role)
@@ -46,6 +70,9 @@ impl Peer {
             .stdout(Stdio::piped());
         if let Some(target) = target {
             command.env(TARGET_ENV, target.to_string());
+        }
+        if let Some(bind) = bind {
+            command.env(BIND_ENV, bind.to_string());
         }
         let mut child = command.spawn().unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -125,9 +152,10 @@ fn fault_lab_server() {
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
+        let bind = std::env::var(BIND_ENV).unwrap_or_else(|_| "127.0.0.1:0".to_owned());
         let server = Server::builder()
             .serve(UserServiceServer::new(Users::default()))
-            .bind("127.0.0.1:0")
+            .bind(bind)
             .await
             .unwrap();
         println!("ADDR {}", server.local_addr());
@@ -417,5 +445,175 @@ async fn one_hung_server_of_three_fails_only_the_calls_it_held_each_as_maybe_ran
     assert!(
         endpoints.iter().filter(|e| e.ejected).count() == 1,
         "the hung server left the rotation: {endpoints:?}"
+    );
+}
+
+/// A network namespace joined to this one by a veth pair, with an address on each end; the
+/// link can be cut (a silent partition: the namespace's end goes down, and what this side
+/// sends is dropped without a word) and healed. Removed when dropped.
+struct Partition {
+    namespace: String,
+    inside: String,
+    host_ip: std::net::Ipv4Addr,
+    inside_ip: std::net::Ipv4Addr,
+}
+
+impl Partition {
+    fn new() -> Self {
+        // Names unique to this partition of this process (interface names have at most 15
+        // bytes), and a /30 of its own in a private range.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let id = (std::process::id() % 100_000) * 10 + MADE.fetch_add(1, Ordering::Relaxed) % 10;
+        let slot = id % 16_384;
+        let (third, fourth) = (
+            u8::try_from(slot / 64).unwrap(),
+            u8::try_from(slot % 64 * 4).unwrap(),
+        );
+        let partition = Self {
+            namespace: format!("wcfl{id}"),
+            inside: format!("wcfn{id}"),
+            host_ip: std::net::Ipv4Addr::new(10, 213, third, fourth + 1),
+            inside_ip: std::net::Ipv4Addr::new(10, 213, third, fourth + 2),
+        };
+        let host = format!("wcfh{id}");
+        let (ns, inside) = (partition.namespace.as_str(), partition.inside.as_str());
+        ip(&["netns", "add", ns]);
+        ip(&["link", "add", &host, "type", "veth", "peer", "name", inside]);
+        ip(&["link", "set", inside, "netns", ns]);
+        ip(&[
+            "addr",
+            "add",
+            &format!("{}/30", partition.host_ip),
+            "dev",
+            &host,
+        ]);
+        ip(&["link", "set", &host, "up"]);
+        let inside_addr = format!("{}/30", partition.inside_ip);
+        ip(&[
+            "netns",
+            "exec",
+            ns,
+            "ip",
+            "addr",
+            "add",
+            &inside_addr,
+            "dev",
+            inside,
+        ]);
+        ip(&["netns", "exec", ns, "ip", "link", "set", inside, "up"]);
+        ip(&["netns", "exec", ns, "ip", "link", "set", "lo", "up"]);
+        partition
+    }
+
+    fn set_link(&self, state: &str) {
+        ip(&[
+            "netns",
+            "exec",
+            &self.namespace,
+            "ip",
+            "link",
+            "set",
+            &self.inside,
+            state,
+        ]);
+    }
+
+    fn cut(&self) {
+        self.set_link("down");
+    }
+
+    fn heal(&self) {
+        self.set_link("up");
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        // Removing the namespace removes its end of the pair, and with it the other end.
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.namespace])
+            .status();
+    }
+}
+
+fn ip(args: &[&str]) {
+    let status = Command::new("ip")
+        .args(args)
+        .status()
+        .expect("the partition tests need iproute2's `ip`");
+    assert!(
+        status.success(),
+        "ip {} (the partition tests need root)",
+        args.join(" ")
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs root (a network namespace); .ci/run runs it"]
+async fn a_partitioned_server_fails_the_call_waiting_on_it_long_before_its_deadline() {
+    let partition = Partition::new();
+    let bind = SocketAddr::from((partition.inside_ip, 0));
+    let mut server = Peer::start_in(Some(&partition.namespace), "server", None, Some(bind));
+    let addr: SocketAddr = server.line("ADDR ").parse().unwrap();
+    let users = UserServiceClient::new(Channel::connect(addr).await.unwrap());
+    users.get_user_id("fanly".into()).await.unwrap();
+
+    partition.cut();
+    let started = Instant::now();
+    let err = users.get_user_id("fanly".into()).await.unwrap_err();
+    println!(
+        "a partitioned server: the waiting call failed after {:.2?} (deadline 30 s)",
+        started.elapsed()
+    );
+    assert!(
+        matches!(err, Error::ConnectionClosed { .. }),
+        "the keepalive, not the deadline, ends the call: {err}"
+    );
+    assert_eq!(err.outcome(), Outcome::MaybeRan);
+
+    partition.heal();
+    let again = Arc::new(users);
+    eventually_async("the channel reconnects once the link is back", || {
+        let users = Arc::clone(&again);
+        async move { users.get_user_id("fanly".into()).await.is_ok() }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (a network namespace); .ci/run runs it"]
+async fn a_partitioned_client_has_its_connection_calls_and_stream_released() {
+    let partition = Partition::new();
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users::default()))
+        .serve(FeedServer::new(FeedImpl::default()))
+        .bind(SocketAddr::from((partition.host_ip, 0)))
+        .await
+        .unwrap();
+    let mut client = Peer::start_in(
+        Some(&partition.namespace),
+        "client",
+        Some(server.local_addr()),
+        None,
+    );
+    client.line("OPEN");
+    eventually_within(
+        "the client's calls and stream run on the server",
+        Duration::from_secs(10),
+        || server.in_flight() > OPEN_CALLS,
+    )
+    .await;
+
+    partition.cut();
+    let started = Instant::now();
+    eventually_within(
+        "the server releases the cut-off client's connection, calls and stream",
+        Duration::from_secs(30),
+        || server.connection_count() == 0 && server.in_flight() == 0,
+    )
+    .await;
+    println!(
+        "a partitioned client: connection, {OPEN_CALLS} calls and a stream released after {:.2?}",
+        started.elapsed()
     );
 }
