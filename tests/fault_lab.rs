@@ -252,13 +252,29 @@ async fn a_hung_server_fails_the_call_waiting_on_it_long_before_its_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_client_has_its_connection_calls_and_stream_released() {
+    let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+    let released = released_after_the_client_vanishes(bind, None, Peer::stop).await;
+    println!(
+        "a vanished client: connection, {OPEN_CALLS} calls and a stream released after \
+         {released:.2?}"
+    );
+}
+
+/// Starts a client process (in `namespace`, if given) that opens [`OPEN_CALLS`] calls and a
+/// stream on a server of this process bound to `bind`, silences it with `vanish`, and
+/// returns how long the server then took to release its connection, calls and stream.
+async fn released_after_the_client_vanishes(
+    bind: SocketAddr,
+    namespace: Option<&str>,
+    vanish: impl FnOnce(&Peer),
+) -> Duration {
     let server = Server::builder()
         .serve(UserServiceServer::new(Users::default()))
         .serve(FeedServer::new(FeedImpl::default()))
-        .bind("127.0.0.1:0")
+        .bind(bind)
         .await
         .unwrap();
-    let mut client = Peer::start("client", Some(server.local_addr()));
+    let mut client = Peer::start_in(namespace, "client", Some(server.local_addr()), None);
     client.line("OPEN");
     eventually_within(
         "the client's calls and stream run on the server",
@@ -267,7 +283,7 @@ async fn a_vanished_client_has_its_connection_calls_and_stream_released() {
     )
     .await;
 
-    client.stop();
+    vanish(&client);
     let started = Instant::now();
     eventually_within(
         "the server releases the vanished client's connection, calls and stream",
@@ -275,10 +291,7 @@ async fn a_vanished_client_has_its_connection_calls_and_stream_released() {
         || server.connection_count() == 0 && server.in_flight() == 0,
     )
     .await;
-    println!(
-        "a vanished client: connection, {OPEN_CALLS} calls and a stream released after {:.2?}",
-        started.elapsed()
-    );
+    started.elapsed()
 }
 
 /// Latencies and failures of the calls made during one phase of the fleet test.
@@ -584,36 +597,12 @@ async fn a_partitioned_server_fails_the_call_waiting_on_it_long_before_its_deadl
 #[ignore = "needs root (a network namespace); .ci/run runs it"]
 async fn a_partitioned_client_has_its_connection_calls_and_stream_released() {
     let partition = Partition::new();
-    let server = Server::builder()
-        .serve(UserServiceServer::new(Users::default()))
-        .serve(FeedServer::new(FeedImpl::default()))
-        .bind(SocketAddr::from((partition.host_ip, 0)))
-        .await
-        .unwrap();
-    let mut client = Peer::start_in(
-        Some(&partition.namespace),
-        "client",
-        Some(server.local_addr()),
-        None,
-    );
-    client.line("OPEN");
-    eventually_within(
-        "the client's calls and stream run on the server",
-        Duration::from_secs(10),
-        || server.in_flight() > OPEN_CALLS,
-    )
-    .await;
-
-    partition.cut();
-    let started = Instant::now();
-    eventually_within(
-        "the server releases the cut-off client's connection, calls and stream",
-        Duration::from_secs(30),
-        || server.connection_count() == 0 && server.in_flight() == 0,
-    )
-    .await;
+    let bind = SocketAddr::from((partition.host_ip, 0));
+    let released =
+        released_after_the_client_vanishes(bind, Some(&partition.namespace), |_| partition.cut())
+            .await;
     println!(
-        "a partitioned client: connection, {OPEN_CALLS} calls and a stream released after {:.2?}",
-        started.elapsed()
+        "a partitioned client: connection, {OPEN_CALLS} calls and a stream released after \
+         {released:.2?}"
     );
 }
