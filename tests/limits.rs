@@ -171,6 +171,32 @@ async fn an_idle_client_that_answers_pings_is_kept() {
 }
 
 #[tokio::test]
+async fn a_quiet_client_that_answers_pings_keeps_its_long_call() {
+    // The server pings a client silent for this long while its call runs...
+    const WHILE_SERVING: Duration = Duration::from_millis(100);
+    // ...and waits this long for the answer: ample on a loaded machine.
+    const PING_TIMEOUT: Duration = Duration::from_secs(2);
+    let server = Server::builder()
+        .serve(UserServiceServer::new(Users::default()))
+        .keepalive_while_serving(WHILE_SERVING)
+        .ping_timeout(PING_TIMEOUT)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    // A client that sends nothing while it waits (as a client with no keepalive of its own
+    // does), but answers the server's pings.
+    let channel = Channel::builder()
+        .keepalive_while_waiting(Duration::from_secs(60))
+        .connect(server.local_addr())
+        .await
+        .unwrap();
+    let users = UserServiceClient::new(channel);
+    // Several rounds of silence, ping and answer while the call runs.
+    users.sleep(1_000).await.unwrap();
+    assert_eq!(server.connection_count(), 1);
+}
+
+#[tokio::test]
 async fn calls_beyond_max_in_flight_get_an_overloaded_error() {
     let lab_state = Arc::new(LabImpl::default());
     let server = Server::builder()

@@ -90,9 +90,11 @@ impl Liveness {
     }
 
     /// When the timer should fire at the latest while the connection holds calls: a loop
-    /// that sees calls start moves its timer here.
-    pub(crate) fn busy_deadline(&self, periods: &Periods) -> Instant {
-        self.last_frame + periods.busy
+    /// that sees calls start moves its timer here. `None` while a ping waits for its answer:
+    /// the answer's own deadline stands, or the peer would be declared dead the moment it
+    /// was pinged.
+    pub(crate) fn busy_deadline(&self, periods: &Periods) -> Option<Instant> {
+        (!self.pinged).then(|| self.last_frame + periods.busy)
     }
 
     /// A frame was handled: one more in the current burst.
@@ -190,6 +192,21 @@ mod tests {
             liveness.on_timer(Instant::now(), seen(true, 0, None), &PERIODS),
             Silence::Dead
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ping_waiting_for_its_answer_is_not_cut_short_by_the_busy_period() {
+        let mut liveness = Liveness::new();
+        let start = Instant::now();
+        assert_eq!(liveness.busy_deadline(&PERIODS), Some(start + PERIODS.busy));
+        tokio::time::advance(PERIODS.busy).await;
+        assert!(matches!(
+            liveness.on_timer(Instant::now(), seen(true, 0, None), &PERIODS),
+            Silence::Ping(_)
+        ));
+        // The loop must not move its timer back to the busy period's end (already past):
+        // the peer has `answer` to reply.
+        assert_eq!(liveness.busy_deadline(&PERIODS), None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -189,9 +189,10 @@ impl Connection {
                     liveness.before_wait(self.frames.reads());
                     // Calls running: the client gets the shorter silence (a frame that
                     // started one moved `last_frame`, and the timer may be far out).
-                    let busy_deadline = liveness.busy_deadline(&periods);
-                    if busy_deadline < idle.deadline() && !self.state.calls.none_running() {
-                        idle.as_mut().reset(busy_deadline);
+                    if let Some(busy_deadline) = liveness.busy_deadline(&periods) {
+                        if busy_deadline < idle.deadline() && !self.state.calls.none_running() {
+                            idle.as_mut().reset(busy_deadline);
+                        }
                     }
                     self.frames.park();
                     self.state.sink.flush().await;
