@@ -74,10 +74,7 @@ pub async fn run_cell(
         .spawn()?;
     let mut server_lines =
         BufReader::new(server.stdout.take().ok_or("server stdout not captured")?).lines();
-    let addr = timeout(SERVER_STEP_LIMIT, server_lines.next_line())
-        .await
-        .map_err(|_| "the server did not print its address in time")??
-        .ok_or("the server exited before printing its address")?;
+    let addr = printed_address(&mut server_lines, "server").await?;
 
     // L1: the client reaches the server through a delay proxy of its own (a third process,
     // so that neither side pays for the relaying), killed with the cell.
@@ -96,10 +93,7 @@ pub async fn run_cell(
                 .spawn()?;
             let mut lines =
                 BufReader::new(child.stdout.take().ok_or("proxy stdout not captured")?).lines();
-            let addr = timeout(SERVER_STEP_LIMIT, lines.next_line())
-                .await
-                .map_err(|_| "the proxy did not print its address in time")??
-                .ok_or("the proxy exited before printing its address")?;
+            let addr = printed_address(&mut lines, "proxy").await?;
             proxy = Some(child);
             addr
         }
@@ -192,4 +186,15 @@ pub async fn run_cell(
         }
     }
     Ok(result)
+}
+
+/// The address a child (`who`: the server or the proxy) prints first, within the step limit.
+async fn printed_address<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut tokio::io::Lines<R>,
+    who: &str,
+) -> Result<String, BoxError> {
+    timeout(SERVER_STEP_LIMIT, lines.next_line())
+        .await
+        .map_err(|_| format!("the {who} did not print its address in time"))??
+        .ok_or_else(|| format!("the {who} exited before printing its address").into())
 }

@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -92,14 +93,15 @@ impl State {
         (waker, true)
     }
 
-    /// What else runs on the connection, for a stream's window.
-    fn neighbours(&self) -> Neighbours {
+    /// What else runs on the connection, for a stream's window, whose round trip is
+    /// `round_trip`.
+    fn neighbours(&self, round_trip: Option<Duration>) -> Neighbours {
         Neighbours {
             streams: self.streams,
             calls_started: self.calls_started,
             // `waiting` counts the streams that have not ended too.
             call_waiting: self.waiting > self.streams,
-            round_trip: None,
+            round_trip,
         }
     }
 
@@ -267,10 +269,7 @@ impl PendingCalls {
         cx: &mut Context<'_>,
     ) -> Poll<StreamNext> {
         let mut state = self.lock();
-        let neighbours = Neighbours {
-            round_trip: self.round_trip.get(),
-            ..state.neighbours()
-        };
+        let neighbours = state.neighbours(self.round_trip.get());
         let next = match state.calls.get_mut(&id) {
             Some(Slot::Stream(stream)) => {
                 let next = stream.next(out, taken, neighbours);
@@ -299,10 +298,7 @@ impl PendingCalls {
     /// credit due now, and when to report again.
     pub(crate) fn stream_taken(&self, id: u64, taken: u32) -> Taken {
         let mut state = self.lock();
-        let neighbours = Neighbours {
-            round_trip: self.round_trip.get(),
-            ..state.neighbours()
-        };
+        let neighbours = state.neighbours(self.round_trip.get());
         match state.calls.get_mut(&id) {
             Some(Slot::Stream(stream)) => stream.taken(taken, neighbours),
             _ => Taken {
