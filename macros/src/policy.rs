@@ -7,6 +7,7 @@
 //! #[wirecall(timeout = "300ms", retries = 2, concurrency = 50, breaker, fallback = path)]
 //! #[wirecall(breaker(window = "10s", buckets = 10, min_calls = 20, threshold = 50, open = "5s", trials = 3))]
 //! #[wirecall(breaker = false)]
+//! #[wirecall(hedge, hedge = false, hedge(delay = "20ms", max = 3))]
 //! ```
 
 use std::time::Duration;
@@ -28,6 +29,8 @@ pub struct PolicyDef {
     pub timeout: Option<Duration>,
     /// With the span of the key, for "needs `#[idempotent]`".
     pub retries: Option<(u32, Span)>,
+    /// With the span of the key, for "needs `#[idempotent]`".
+    pub hedge: Option<(HedgeDef, Span)>,
     pub concurrency: Option<u32>,
     pub breaker: Option<BreakerDef>,
     /// `fallback = path`: called with the error and the arguments when the call fails for a
@@ -41,6 +44,19 @@ pub enum BreakerDef {
     On(BreakerSettings),
 }
 
+/// `hedge`, `hedge = false` or `hedge(delay = "20ms", max = 3)`; an unset delay is the
+/// channel's adaptive one, an unset `max` the runtime's default.
+pub enum HedgeDef {
+    Off,
+    On {
+        delay: Option<Duration>,
+        max: Option<u32>,
+    },
+}
+
+/// The most attempts `hedge(max = ..)` takes, as the runtime's `MAX_HEDGE_ATTEMPTS`.
+const MAX_HEDGE_ATTEMPTS: u32 = 5;
+
 /// The settings in `breaker(..)`; unset ones keep the runtime's defaults.
 #[derive(Default)]
 pub struct BreakerSettings {
@@ -53,7 +69,8 @@ pub struct BreakerSettings {
 }
 
 const KEYS: &str = "the keys are `timeout = \"300ms\"`, `retries = 2`, `concurrency = 50`, \
-                    `breaker` (or `breaker = false`, or `breaker(min_calls = 20, ..)`) and \
+                    `breaker` (or `breaker = false`, or `breaker(min_calls = 20, ..)`), \
+                    `hedge` (or `hedge = false`, or `hedge(delay = \"20ms\", max = 3)`) and \
                     `fallback = path::to::function`";
 
 /// Takes every `#[wirecall(..)]` out of `attrs` and reads them into one policy; problems are
@@ -80,11 +97,7 @@ fn read_key(
     meta: &ParseNestedMeta,
     errors: &mut Errors,
 ) -> syn::Result<()> {
-    let key = meta
-        .path
-        .get_ident()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let key = key_name(meta);
     let twice = || meta.error(format!("`{key}` is given twice; keep one"));
     match key.as_str() {
         "timeout" => {
@@ -113,6 +126,13 @@ fn read_key(
                 return Err(twice());
             }
             policy.breaker = Some(breaker(meta, errors)?);
+        }
+        "hedge" => {
+            if policy.hedge.is_some() {
+                return Err(twice());
+            }
+            let span = meta.path.segments[0].ident.span();
+            policy.hedge = Some((hedge(meta, errors)?, span));
         }
         "fallback" => {
             let path: syn::Path = meta.value()?.parse().map_err(|err| {
@@ -190,28 +210,37 @@ fn whole_number(min: u32) -> String {
     }
 }
 
+/// The name of a key (empty for a path that is not one identifier: no key has such a name).
+fn key_name(meta: &ParseNestedMeta) -> String {
+    meta.path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}
+
+/// `key = true` or `key = false` of a switch key (`breaker`, `hedge`); `None` when the key is
+/// bare or takes settings in `(..)`. `forms` lists what may be written, for the error.
+fn switch(meta: &ParseNestedMeta, forms: &str) -> syn::Result<Option<bool>> {
+    if !meta.input.peek(syn::Token![=]) {
+        return Ok(None);
+    }
+    let on: LitBool = meta
+        .value()?
+        .parse()
+        .map_err(|err| syn::Error::new(err.span(), format!("write {forms}")))?;
+    Ok(Some(on.value))
+}
+
 fn breaker(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<BreakerDef> {
-    if meta.input.peek(syn::Token![=]) {
-        let on: LitBool = meta.value()?.parse().map_err(|err| {
-            syn::Error::new(
-                err.span(),
-                "write `breaker`, `breaker = false` or `breaker(..)`",
-            )
-        })?;
-        return Ok(if on.value {
-            BreakerDef::On(BreakerSettings::default())
-        } else {
-            BreakerDef::Off
-        });
+    match switch(meta, "`breaker`, `breaker = false` or `breaker(..)`")? {
+        Some(true) => return Ok(BreakerDef::On(BreakerSettings::default())),
+        Some(false) => return Ok(BreakerDef::Off),
+        None => {}
     }
     let mut settings = BreakerSettings::default();
     if meta.input.peek(syn::token::Paren) {
         meta.parse_nested_meta(|inner| {
-            let key = inner
-                .path
-                .get_ident()
-                .map(ToString::to_string)
-                .unwrap_or_default();
+            let key = key_name(&inner);
             match key.as_str() {
                 "window" => settings.window = duration(&inner, errors)?,
                 "open" => settings.open = duration(&inner, errors)?,
@@ -256,19 +285,66 @@ fn breaker(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<BreakerDe
     Ok(BreakerDef::On(settings))
 }
 
+fn hedge(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<HedgeDef> {
+    let forms = "`hedge`, `hedge = false` or `hedge(delay = \"20ms\", max = 3)`";
+    match switch(meta, forms)? {
+        Some(true) => {
+            return Ok(HedgeDef::On {
+                delay: None,
+                max: None,
+            })
+        }
+        Some(false) => return Ok(HedgeDef::Off),
+        None => {}
+    }
+    let (mut delay, mut max) = (None, None);
+    if meta.input.peek(syn::token::Paren) {
+        meta.parse_nested_meta(|inner| {
+            let key = key_name(&inner);
+            match key.as_str() {
+                "delay" => delay = duration(&inner, errors)?,
+                "max" => {
+                    let lit: LitInt = inner.value()?.parse()?;
+                    match lit.base10_parse::<u32>() {
+                        Ok(n) if (2..=MAX_HEDGE_ATTEMPTS).contains(&n) => max = Some(n),
+                        _ => errors.spanned(
+                            &lit,
+                            format!(
+                                "`max` counts the attempts, the first included: 2 (one copy) \
+                                 to {MAX_HEDGE_ATTEMPTS}; to send no copy, write \
+                                 `hedge = false`"
+                            ),
+                        ),
+                    }
+                }
+                _ => {
+                    return Err(inner.error(
+                        "unknown hedge setting; the settings are `delay = \"20ms\"` (without \
+                         it, the delay adapts to the method's latency) and `max = 3` (attempts, \
+                         the first included)",
+                    ))
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(HedgeDef::On { delay, max })
+}
+
 impl PolicyDef {
     /// Whether no key was given.
     pub fn is_empty(&self) -> bool {
         self.timeout.is_none()
             && self.retries.is_none()
+            && self.hedge.is_none()
             && self.concurrency.is_none()
             && self.breaker.is_none()
             && self.fallback.is_none()
     }
 
     /// The `MethodPolicy` constant of a method: its own settings over `defaults` (the
-    /// trait's); `retries` only when the method is idempotent (the trait's default applies
-    /// to idempotent methods only).
+    /// trait's); `retries` and `hedge` only when the method is idempotent (the trait's
+    /// defaults apply to idempotent methods only).
     pub fn method_policy_expr(
         &self,
         defaults: &PolicyDef,
@@ -284,6 +360,21 @@ impl PolicyDef {
         if idempotent {
             if let Some((retries, _)) = self.retries.or(defaults.retries) {
                 expr = quote!(#expr.with_retries(#retries));
+            }
+            match self.hedge.as_ref().or(defaults.hedge.as_ref()) {
+                None => {}
+                Some((HedgeDef::Off, _)) => expr = quote!(#expr.without_hedge()),
+                Some((HedgeDef::On { delay, max }, _)) => {
+                    let mut config = quote!(#private::HedgeConfig::new());
+                    if let Some(delay) = delay {
+                        let delay = duration_expr(*delay, krate);
+                        config = quote!(#config.after(#delay));
+                    }
+                    if let Some(max) = max {
+                        config = quote!(#config.max_attempts(#max));
+                    }
+                    expr = quote!(#expr.with_hedge(#config));
+                }
             }
         }
         if let Some(limit) = self.concurrency.or(defaults.concurrency) {

@@ -9,6 +9,7 @@ use syn::{TraitItem, Type};
 
 use crate::errors::Errors;
 use crate::parse::{MethodDef, ReplyShape, ServiceDef};
+use crate::policy::HedgeDef;
 use crate::proto_type;
 use wirecall_wire::method_hash;
 
@@ -186,6 +187,19 @@ fn validate_method_policy(method: &MethodDef, errors: &mut Errors) {
             ));
         }
     }
+    if let Some((HedgeDef::On { .. }, span)) = &policy.hedge {
+        if method.idempotent.is_none() {
+            errors.push(syn::Error::new(
+                *span,
+                format!(
+                    "`hedge` sends a slow call to a second server while the first may still \
+                     run it; mark the method #[idempotent] if running it twice is harmless \
+                     (`#[idempotent] async fn {}`), or remove `hedge`",
+                    method.sig.ident
+                ),
+            ));
+        }
+    }
 }
 
 fn validate_method(def: &ServiceDef, method: &MethodDef, errors: &mut Errors) {
@@ -273,10 +287,17 @@ fn validate_upload(method: &MethodDef, errors: &mut Errors) {
     refuse_replays(method, errors);
 }
 
-/// `retries` and `fallback` on a stream call: it is not sent again once items may have
-/// travelled.
+/// `retries`, `hedge` and `fallback` on a stream call: it is not sent again once items may
+/// have travelled.
 fn refuse_replays(method: &MethodDef, errors: &mut Errors) {
     let policy = &method.policy;
+    if let Some((_, span)) = &policy.hedge {
+        errors.push(syn::Error::new(
+            *span,
+            "a stream is not sent twice: its items could reach the caller from both copies, \
+             so it takes no `hedge`; remove it",
+        ));
+    }
     if let Some((_, span)) = policy.retries {
         errors.push(syn::Error::new(
             span,

@@ -97,7 +97,7 @@ pub mod __private {
         NoFields, OkErrFields, Plain, ResultMessage, Slot, SlotCodec, Slots, UnitMessage,
         UnitResultMessage, ValueField, ValueMessage,
     };
-    pub use crate::policy::{fallback_for, MethodPolicy};
+    pub use crate::policy::{fallback_for, HedgeConfig, MethodPolicy};
     /// Reflection, with the helpers generated schemas are built with.
     pub mod reflect {
         pub use crate::reflect::type_registry::{

@@ -1,9 +1,10 @@
-//! [`MethodPolicy`]: what a policy says about one method (its deadline, retries, concurrency
-//! limit and circuit breaker), each setting optional, so that one policy can be laid over
+//! [`MethodPolicy`]: what a policy says about one method (its deadline, retries, hedging,
+//! concurrency limit and circuit breaker), each setting optional, so that one policy can be laid over
 //! another: the trait's defaults under the method's attribute, both under run-time overrides.
 
 use std::time::Duration;
 
+use super::hedge::{Hedge, HedgeConfig};
 use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
 
 /// The fault-tolerance settings of one method, as `#[wirecall(timeout = "300ms", retries = 2,
@@ -15,12 +16,13 @@ use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
 /// |---|---|
 /// | [`timeout`](Self::timeout) | the call's deadline, unless the caller's is shorter; it travels to the server |
 /// | [`retries`](Self::retries) | how many more times a failed call of an `#[idempotent]` method is sent (ignored for other methods) |
+/// | [`hedge`](Self::hedge) | whether a slow unary call of an `#[idempotent]` method on a balanced channel is also sent to other endpoints, after how long, and to how many ([`Hedge`]; ignored for other methods) |
 /// | [`concurrency`](Self::concurrency) | calls of the method in flight at once through one client handle, open streams included; one more fails at once with [`Error::ConcurrencyLimit`](crate::Error::ConcurrencyLimit) |
 /// | [`breaker`](Self::breaker) | a circuit breaker per method (per endpoint and method on a balanced channel) |
 ///
 /// ```
 /// use std::time::Duration;
-/// use wirecall_runtime::policy::MethodPolicy;
+/// use wirecall_runtime::policy::{HedgeConfig, MethodPolicy};
 ///
 /// const GET_USER: MethodPolicy = MethodPolicy::new()
 ///     .with_timeout(Duration::from_millis(300))
@@ -28,11 +30,16 @@ use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
 ///     .with_concurrency(50)
 ///     .with_default_breaker();
 /// assert_eq!(GET_USER.to_string(), "timeout=300ms retries=2 concurrency=50 breaker=on");
+///
+/// const FIND: MethodPolicy = MethodPolicy::new()
+///     .with_hedge(HedgeConfig::new().after(Duration::from_millis(20)).max_attempts(3));
+/// assert_eq!(FIND.to_string(), "hedge=on hedge.delay=20ms hedge.max=3");
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MethodPolicy {
     timeout: Option<Duration>,
     retries: Option<u32>,
+    hedge: Option<Hedge>,
     concurrency: Option<u32>,
     breaker: Option<Breaker>,
 }
@@ -52,6 +59,7 @@ impl MethodPolicy {
         Self {
             timeout: None,
             retries: None,
+            hedge: None,
             concurrency: None,
             breaker: None,
         }
@@ -66,6 +74,19 @@ impl MethodPolicy {
     /// Sets how many more times a failed call may be sent (for `#[idempotent]` methods).
     pub const fn with_retries(mut self, retries: u32) -> Self {
         self.retries = Some(retries);
+        self
+    }
+
+    /// Hedges the method's calls with `config` (for `#[idempotent]` methods on a balanced
+    /// channel).
+    pub const fn with_hedge(mut self, config: HedgeConfig) -> Self {
+        self.hedge = Some(Hedge::On(config));
+        self
+    }
+
+    /// Never hedges the method's calls, whatever the channel's hedging.
+    pub const fn without_hedge(mut self) -> Self {
+        self.hedge = Some(Hedge::Off);
         self
     }
 
@@ -103,6 +124,11 @@ impl MethodPolicy {
         self.retries
     }
 
+    /// The hedging it sets, if any.
+    pub fn hedge(&self) -> Option<&Hedge> {
+        self.hedge.as_ref()
+    }
+
     /// The concurrency limit it sets, if any.
     pub fn concurrency(&self) -> Option<u32> {
         self.concurrency
@@ -131,12 +157,15 @@ impl MethodPolicy {
         MethodPolicy {
             timeout: self.timeout.or(under.timeout),
             retries: self.retries.or(under.retries),
+            hedge: self.hedge.clone().or_else(|| under.hedge.clone()),
             concurrency: self.concurrency.or(under.concurrency),
             breaker: self.breaker.clone().or_else(|| under.breaker.clone()),
         }
     }
 
-    pub(crate) fn clear_retries(&mut self) {
+    /// Drops what only an `#[idempotent]` method may have: retries and hedging.
+    pub(crate) fn clear_resends(&mut self) {
         self.retries = None;
+        self.hedge = None;
     }
 }

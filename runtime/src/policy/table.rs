@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::hedge::Hedge;
 use super::method_policy::MethodPolicy;
 use super::metrics;
 use super::overrides::Policies;
@@ -116,14 +117,17 @@ pub(crate) type StreamPermit = Permit<Arc<Limit>>;
 impl MethodState {
     fn resolve(method: &Method, overrides: &Policies) -> Option<Arc<Self>> {
         let mut policy = overrides.resolve(method);
-        if policy.retries().is_some_and(|n| n > 0) && !method.is_idempotent() {
+        if !method.is_idempotent()
+            && (policy.retries().is_some_and(|n| n > 0)
+                || matches!(policy.hedge(), Some(Hedge::On(_))))
+        {
             tracing::warn!(
                 service = method.service(),
                 method = method.name(),
-                "ignoring `retries` for a method that is not #[idempotent]: a failed call may \
-                 have run, and only the method can say that running it twice is harmless"
+                "ignoring `retries` and `hedge` for a method that is not #[idempotent]: a call \
+                 sent twice may run twice, and only the method can say that this is harmless"
             );
-            policy.clear_retries();
+            policy.clear_resends();
         }
         if policy.is_empty() {
             return None;

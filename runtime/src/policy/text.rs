@@ -6,12 +6,14 @@
 //! UserService.*          timeout=1s
 //! UserService.get_user   timeout=300ms retries=2 concurrency=50 breaker=on
 //! UserService.find       breaker.min_calls=10 breaker.open=2s
+//! UserService.lookup     hedge.delay=20ms hedge.max=3
 //! ```
 //!
 //! The keys are those of the `#[wirecall(..)]` attribute: `timeout`, `retries`,
 //! `concurrency`, `breaker` (`on` or `off`), and the breaker's settings `breaker.window`,
 //! `breaker.buckets`, `breaker.min_calls`, `breaker.threshold`, `breaker.open` and
-//! `breaker.trials` (setting one turns the breaker on; the others keep their defaults).
+//! `breaker.trials` (setting one turns the breaker on; the others keep their defaults);
+//! `hedge` (`on` or `off`) and its settings `hedge.delay` and `hedge.max` likewise.
 
 use std::fmt;
 use std::time::Duration;
@@ -19,6 +21,7 @@ use std::time::Duration;
 use wirecall_wire::parse_duration;
 
 use super::error::PolicyError;
+use super::hedge::{Hedge, HedgeConfig, MAX_HEDGE_ATTEMPTS};
 use super::method_policy::{Breaker, MethodPolicy};
 use super::target::Target;
 use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
@@ -49,6 +52,8 @@ fn settings<'a>(words: impl Iterator<Item = &'a str>) -> Result<MethodPolicy, St
     let mut policy = MethodPolicy::new();
     let mut breaker: Option<CircuitBreakerConfig> = None;
     let mut breaker_off = false;
+    let mut hedge: Option<HedgeConfig> = None;
+    let mut hedge_off = false;
     let mut any = false;
     for word in words {
         any = true;
@@ -70,11 +75,33 @@ fn settings<'a>(words: impl Iterator<Item = &'a str>) -> Result<MethodPolicy, St
                     ))
                 }
             },
+            "hedge" => match value {
+                "on" | "true" => {
+                    hedge.get_or_insert_with(HedgeConfig::new);
+                }
+                "off" | "false" => hedge_off = true,
+                _ => return Err(format!("`hedge={value}`: write `hedge=on` or `hedge=off`")),
+            },
+            "hedge.delay" => {
+                let config = hedge.unwrap_or_default();
+                hedge = Some(config.after(duration(key, value)?));
+            }
+            "hedge.max" => {
+                let attempts = number(key, value, 2)?;
+                if attempts > MAX_HEDGE_ATTEMPTS {
+                    return Err(format!(
+                        "`{key}={value}`: at most {MAX_HEDGE_ATTEMPTS} attempts, the first \
+                         included"
+                    ));
+                }
+                hedge = Some(hedge.unwrap_or_default().max_attempts(attempts));
+            }
             _ => {
                 let Some(setting) = key.strip_prefix("breaker.") else {
                     return Err(format!(
                         "unknown key `{key}`; the keys are timeout, retries, concurrency, \
-                         breaker and breaker.{{window, buckets, min_calls, threshold, open, trials}}"
+                         breaker, breaker.{{window, buckets, min_calls, threshold, open, trials}}, \
+                         hedge and hedge.{{delay, max}}"
                     ));
                 };
                 let config = breaker.take().unwrap_or_default();
@@ -85,6 +112,12 @@ fn settings<'a>(words: impl Iterator<Item = &'a str>) -> Result<MethodPolicy, St
     if !any {
         return Err("the target has no settings; write e.g. `timeout=300ms`".to_owned());
     }
+    policy = match (hedge, hedge_off) {
+        (Some(_), true) => return Err("`hedge=off` with hedge settings: keep one".to_owned()),
+        (Some(config), false) => policy.with_hedge(config),
+        (None, true) => policy.without_hedge(),
+        (None, false) => policy,
+    };
     match (breaker, breaker_off) {
         (Some(_), true) => Err("`breaker=off` with breaker settings: keep one".to_owned()),
         (Some(config), false) => {
@@ -194,7 +227,7 @@ pub(super) fn breaker_settings(config: &CircuitBreakerConfig) -> Vec<String> {
 }
 
 /// The text form of policy files and `WIRECALL_POLICY` (`timeout=300ms retries=2
-/// concurrency=50 breaker=on`), also what the CLI's `describe` prints; `-` for a policy that
+/// hedge=on concurrency=50 breaker=on`), also what the CLI's `describe` prints; `-` for a policy that
 /// sets nothing. Breaker settings other than the defaults are spelled out
 /// (`breaker.min_calls=10`).
 impl fmt::Display for MethodPolicy {
@@ -205,6 +238,19 @@ impl fmt::Display for MethodPolicy {
         }
         if let Some(retries) = self.retries() {
             parts.push(format!("retries={retries}"));
+        }
+        match self.hedge() {
+            None => {}
+            Some(Hedge::Off) => parts.push("hedge=off".to_owned()),
+            Some(Hedge::On(config)) => {
+                parts.push("hedge=on".to_owned());
+                if let Some(delay) = config.delay() {
+                    parts.push(format!("hedge.delay={}", format_duration(delay)));
+                }
+                if config.attempts() != HedgeConfig::new().attempts() {
+                    parts.push(format!("hedge.max={}", config.attempts()));
+                }
+            }
         }
         if let Some(limit) = self.concurrency() {
             parts.push(format!("concurrency={limit}"));
@@ -253,6 +299,10 @@ mod tests {
             ("S.m breaker=maybe", "breaker=on"),
             ("S.m breaker=off breaker.trials=2", "keep one"),
             ("S.m breaker.threshold=150", "0 to 100"),
+            ("S.m hedge=maybe", "hedge=on"),
+            ("S.m hedge.max=1", "at least 2"),
+            ("S.m hedge.max=6", "at most 5"),
+            ("S.m hedge=off hedge.delay=5ms", "keep one"),
             ("Sm timeout=1s", "Service.method"),
         ] {
             let err = parse(&format!("\n{text}"), "WIRECALL_POLICY")
@@ -279,5 +329,26 @@ mod tests {
             "S.m timeout=1500ms retries=1 breaker=on breaker.min_calls=4 breaker.open=1m"
         );
         assert_eq!(parse(&text, "test").unwrap()[0].1, policy);
+    }
+
+    #[test]
+    fn hedge_settings_read_back_and_turn_hedging_on() {
+        let entries = parse(
+            "S.a hedge=on; S.b hedge.delay=20ms hedge.max=3; S.c hedge=off; S.d hedge.max=2",
+            "test",
+        )
+        .unwrap();
+        let policies: Vec<_> = entries.into_iter().map(|(_, policy)| policy).collect();
+        assert_eq!(policies[0].hedge(), Some(&Hedge::On(HedgeConfig::new())));
+        let fixed = HedgeConfig::new()
+            .after(Duration::from_millis(20))
+            .max_attempts(3);
+        assert_eq!(policies[1].hedge(), Some(&Hedge::On(fixed)));
+        assert_eq!(policies[2].hedge(), Some(&Hedge::Off));
+        assert_eq!(policies[3].hedge(), Some(&Hedge::On(HedgeConfig::new())));
+        for policy in policies {
+            let text = format!("S.m {policy}");
+            assert_eq!(parse(&text, "test").unwrap()[0].1, policy, "{text}");
+        }
     }
 }

@@ -19,6 +19,7 @@ use crate::layers::circuit_breaker::config::CircuitBreakerConfig;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::policy::table::{CallPermit, StateRef, StreamPermit};
+use crate::policy::Hedge;
 use crate::trace::{TraceContext, TRACEPARENT};
 
 /// Which frames a call travels in.
@@ -71,6 +72,11 @@ impl Call<'_> {
         self.policy
             .as_ref()
             .and_then(|state| state.policy.retries())
+    }
+
+    /// The `hedge` of the method's policy (`None`: the policy leaves it to the channel).
+    pub(crate) fn hedge(&self) -> Option<&Hedge> {
+        self.policy.as_ref().and_then(|state| state.policy.hedge())
     }
 
     /// Stage 2 for a unary or one-way call: its place under the method's concurrency limit,

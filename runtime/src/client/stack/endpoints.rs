@@ -1,4 +1,5 @@
-//! [`Endpoints`]: where the attempts of a call go, as the retry loop and hedging see them.
+//! [`Endpoints`]: where the attempts of a call go, as the retry loop and hedging see them,
+//! and [`HedgePlan`], how they say a call is hedged.
 
 use std::future::Future;
 use std::time::Duration;
@@ -8,6 +9,14 @@ use tower::retry::budget::TpsBudget;
 use super::call::Call;
 use crate::client::request::Reply;
 use crate::error::{Error, Failure};
+
+/// How a call is hedged: after how long without an answer another copy goes out, and how
+/// many attempts it may send in all (the first included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HedgePlan {
+    pub(crate) delay: Duration,
+    pub(crate) attempts: u32,
+}
 
 /// Where the attempts of a call go: a direct channel's one server, or the endpoints of a
 /// balanced channel.
@@ -40,19 +49,20 @@ pub(crate) trait Endpoints: Sync {
     /// The budget retries and hedges spend, if the endpoints have one.
     fn budget(&self) -> Option<&TpsBudget>;
 
-    /// How long an attempt of `call` may go unanswered before a copy of it is sent to
-    /// another endpoint (`None`: it is not hedged).
-    fn hedge_delay(&self, _call: &Call<'_>) -> Option<Duration> {
+    /// How `call` is hedged: how long it may go unanswered before a copy of it is sent to
+    /// another endpoint, and how many attempts it may send (`None`: it is not hedged).
+    fn hedge(&self, _call: &Call<'_>) -> Option<HedgePlan> {
         None
     }
 
     /// An attempt of `call` was answered after `latency` (for the hedge delay).
     fn observe(&self, _call: &Call<'_>, _latency: Duration) {}
 
-    /// The attempt on `picked` had not answered when a hedge of it on another endpoint did.
+    /// The attempt on `picked` had not answered when a later copy of it on another endpoint
+    /// did.
     fn report_slow(&self, _picked: &Self::Picked) {}
 
-    /// A hedge (a second copy of a slow call) goes to `picked`.
+    /// A hedge (another copy of a slow call) goes to `picked`.
     fn report_hedge(&self, _picked: &Self::Picked) {}
 
     /// The error when no endpoint was left to try at all.

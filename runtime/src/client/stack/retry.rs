@@ -46,10 +46,10 @@ pub(crate) async fn send<E: Endpoints>(endpoints: &E, call: &Call<'_>) -> Result
     // What the server is told of the deadline: all of it the first time (no clock read),
     // what is left of it after.
     let wire = call.deadline.map(|deadline| deadline.timeout());
-    if let Some(delay) = endpoints.hedge_delay(call) {
+    if let Some(plan) = endpoints.hedge(call) {
         // Boxed like the retry loop: only idempotent calls on balanced channels come here.
         return Box::pin(async move {
-            match send_hedged(endpoints, call, picked, wire, delay).await {
+            match send_hedged(endpoints, call, picked, wire, plan).await {
                 Hedged::Answered(reply) => Ok(reply),
                 Hedged::Failed { picked, err, tried } => {
                     after_failure(endpoints, call, picked, err, tried).await

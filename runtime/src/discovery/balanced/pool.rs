@@ -14,11 +14,13 @@ use crate::client::endpoint::Endpoint;
 use crate::client::request::Reply;
 use crate::client::stack::call::Call;
 use crate::client::stack::endpoints::Endpoints;
+use crate::client::stack::endpoints::HedgePlan;
 use crate::codec::Codec;
 use crate::discovery::balance::{Balance, Candidate, Ring};
 use crate::discovery::balanced::hedging::Hedging;
 use crate::discovery::balanced::latency::Latencies;
 use crate::error::{Error, Failure};
+use crate::policy::Hedge;
 
 /// What every clone of a balanced channel shares.
 pub(crate) struct Pool {
@@ -344,12 +346,19 @@ impl Endpoints for Pool {
         }
     }
 
-    fn hedge_delay(&self, call: &Call<'_>) -> Option<Duration> {
-        self.hedging.delay(call, &self.latencies)
+    fn hedge(&self, call: &Call<'_>) -> Option<HedgePlan> {
+        self.hedging.plan(call, &self.latencies)
     }
 
     fn observe(&self, call: &Call<'_>, latency: Duration) {
-        if self.hedging == Hedging::Adaptive {
+        // Only hedged calls come here; with a fixed delay, whether from the channel or from
+        // the method's policy, nothing reads the estimate.
+        let fixed = match call.hedge() {
+            Some(Hedge::On(config)) => config.delay().is_some(),
+            Some(Hedge::Off) => true,
+            None => self.hedging != Hedging::Adaptive,
+        };
+        if !fixed {
             self.latencies.observe(call.method, latency);
         }
     }
