@@ -1,5 +1,5 @@
 //! The load both comparison cells (`discovery`, `policy`) put on wirecall: a `wirecall-bench
-//! server` process to call, and `get_user` calls from tasks sharing one client, measured as
+//! server` process to call (the fleet cell's servers too), and `get_user` calls from tasks sharing one client, measured as
 //! calls/s, latencies and this process's CPU per call.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,18 +23,14 @@ pub(crate) struct Round {
 
 /// A wirecall MessagePack server process, and its address.
 pub(crate) async fn spawn_server() -> BenchResult<(Child, String)> {
+    spawn_server_of("wirecall", "msgpack").await
+}
+
+/// A server process of `system` in `codec` (serving W2's calls), and its address.
+pub(crate) async fn spawn_server_of(system: &str, codec: &str) -> BenchResult<(Child, String)> {
     let mut child = Command::new(std::env::current_exe()?)
-        .args([
-            "server",
-            "--system",
-            "wirecall",
-            "--codec",
-            "msgpack",
-            "--workload",
-            "W2-1x256",
-            "--lifetime-secs",
-            "300",
-        ])
+        .args(["server", "--system", system, "--codec", codec])
+        .args(["--workload", "W2-1x256", "--lifetime-secs", "300"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)

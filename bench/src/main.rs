@@ -10,6 +10,7 @@ mod client;
 mod delay_proxy;
 mod discovery;
 mod events;
+mod fleet;
 mod instructions;
 mod load;
 mod measure;
@@ -76,6 +77,16 @@ fn main() -> ExitCode {
         {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => fail("discovery cell failed", &*err),
+        },
+        Command::Fleet {
+            systems,
+            before,
+            hang,
+        } => match multi_thread()
+            .and_then(|runtime| runtime.block_on(fleet::run(systems, before, hang)))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => fail("fleet cell failed", &*err),
         },
         Command::Policy { calls } => {
             match multi_thread().and_then(|runtime| runtime.block_on(policy::run(calls))) {

@@ -51,6 +51,9 @@ pub enum Sub {
     /// Events/s through the event bus, 1 KiB payload: the in-process back-end, and with
     /// --broker wirecall over RabbitMQ against a plain lapin loop with the same settings
     Events(EventsArgs),
+    /// A balanced client over 3 servers, one stopped with SIGSTOP for --hang-secs: calls/s,
+    /// p99 and failures before and during the hang, wirecall and tonic at their defaults
+    Fleet(FleetArgs),
     /// (internal) Serve one target, print its address, stop when stdin closes
     Server(ServerArgs),
     /// (internal) Run one cell against --addr and print one JSON line
@@ -123,6 +126,23 @@ pub struct DiscoveryArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     kills: usize,
     /// Tiny counts, one run (for CI)
+    #[arg(long)]
+    smoke: bool,
+}
+
+/// Options of `fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Seconds of calm before the hang
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    before_secs: u64,
+    /// Seconds the first server stays stopped
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    hang_secs: u64,
+    /// wirecall, wirecall-not-idempotent or tonic [default: all three]
+    #[arg(long, value_name = "NAME")]
+    system: Option<String>,
+    /// 2 s of calm and a 3 s hang (for CI)
     #[arg(long)]
     smoke: bool,
 }
@@ -207,6 +227,15 @@ pub enum Command {
         /// Kills per run.
         kills: usize,
     },
+    /// `fleet`.
+    Fleet {
+        /// The systems, in order.
+        systems: Vec<String>,
+        /// Calm before the hang.
+        before: Duration,
+        /// The hang.
+        hang: Duration,
+    },
     /// `policy`.
     Policy {
         /// Calls per W2 round.
@@ -277,6 +306,20 @@ impl Sub {
                     repeat: args.repeat.max(1),
                     kills: args.kills,
                 }
+            }),
+            Sub::Fleet(args) => Ok(Command::Fleet {
+                systems: match args.system {
+                    Some(system) => vec![system],
+                    None => ["wirecall", "wirecall-not-idempotent", "tonic"]
+                        .map(str::to_owned)
+                        .to_vec(),
+                },
+                before: Duration::from_secs(if args.smoke {
+                    2
+                } else {
+                    args.before_secs.max(1)
+                }),
+                hang: Duration::from_secs(if args.smoke { 3 } else { args.hang_secs.max(1) }),
             }),
             Sub::Policy(args) => Ok(Command::Policy {
                 calls: if args.smoke {

@@ -139,6 +139,22 @@ pub struct TonicConn {
     users: UserServiceClient<Channel>,
 }
 
+/// The unary client of the fleet cell.
+pub type TonicUsers = UserServiceClient<Channel>;
+
+/// A unary client over tonic's balanced channel (`Channel::balance_list`, tower's
+/// power-of-two-choices balancer) to the servers at `addrs`, at its defaults (and
+/// `TCP_NODELAY`, as every tonic client here).
+pub fn balanced_users(addrs: &[String]) -> BenchResult<TonicUsers> {
+    let endpoints = addrs
+        .iter()
+        .map(|addr| Endpoint::from_shared(format!("http://{addr}")).map(|e| e.tcp_nodelay(true)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(UserServiceClient::new(Channel::balance_list(
+        endpoints.into_iter(),
+    )))
+}
+
 /// A tonic client: each connection is one `Channel`.
 #[derive(Clone)]
 pub struct TonicRpc {
