@@ -27,6 +27,14 @@ use std::time::Duration;
 use crate::stream::bandwidth_delay::BandwidthDelay;
 use crate::wire::MAX_STREAM_CREDIT;
 
+/// The most bytes of items a receiver takes before it grants credit back, however large its
+/// window. A window's half is the step up to a 2 MiB window (the default 1 MiB one grants
+/// every half window); a window grown on a long link grants every 1 MiB instead, so that
+/// seven eighths of an 8 MiB window stay in flight rather than half of it, and the link,
+/// not the wait for credit, sets the pace. One more `Credit` frame per MiB costs nothing
+/// worth counting.
+const GRANT_STEP_BYTES: u32 = 1 << 20;
+
 /// What an item costs its receiver beyond its payload, counted against the budget: its frame
 /// header and its place in the queue. Without it, tiny items would get a window whose queue
 /// alone outweighs the budget.
@@ -43,9 +51,9 @@ pub(crate) struct WindowSize {
 }
 
 /// The credit a receiver has granted: an item the sender had no credit for is a protocol
-/// violation, and credit is granted back half a window at a time as the consumer takes
-/// items, so a steady consumer tops the sender up before it runs out with one `Credit` frame
-/// per half window.
+/// violation, and credit is granted back half a window at a time (at most
+/// [`GRANT_STEP_BYTES`] of items) as the consumer takes items, so a steady consumer tops the
+/// sender up before it runs out with one `Credit` frame per step.
 #[derive(Debug)]
 pub(crate) struct ReceiveWindow {
     /// Granted and not yet used by an item.
@@ -148,7 +156,17 @@ impl ReceiveWindow {
 
     /// How many more items the consumer may take before credit is next due.
     pub(crate) fn until_grant(&self) -> u32 {
-        (self.window / 2).max(1).saturating_sub(self.taken).max(1)
+        self.grant_step().saturating_sub(self.taken).max(1)
+    }
+
+    /// The items taken between two grants: half the window, at most [`GRANT_STEP_BYTES`] of
+    /// the largest items seen.
+    fn grant_step(&self) -> u32 {
+        let half = (self.window / 2).max(1);
+        match GRANT_STEP_BYTES.checked_div(self.largest) {
+            Some(step) => half.min(step.max(1)),
+            None => half,
+        }
     }
 
     /// Counts an item the consumer took, with `neighbours` on the connection; the credit to
@@ -156,7 +174,7 @@ impl ReceiveWindow {
     pub(crate) fn take(&mut self, neighbours: Neighbours) -> Option<u32> {
         self.taken += 1;
         self.pace.took();
-        if self.taken < (self.window / 2).max(1) {
+        if self.taken < self.grant_step() {
             return None;
         }
         let calls_beside = neighbours.call_waiting || neighbours.calls_started != self.calls_seen;
@@ -204,6 +222,24 @@ mod tests {
         assert_eq!(window.take(Neighbours::ALONE), Some(2));
         assert!(window.receive(1024) && window.receive(1024));
         assert!(!window.receive(1024));
+    }
+
+    #[test]
+    fn a_window_over_two_mib_grants_every_mib() {
+        let item = 1024 + ITEM_OVERHEAD;
+        let per_mib = GRANT_STEP_BYTES / item;
+        // 1 MiB of 1 KiB items: half of it at a time, as any window.
+        let mut window = ReceiveWindow::granted(size(963, 963 * item));
+        assert!((0..963).all(|_| window.receive(1024)));
+        assert_eq!(window.until_grant(), 481);
+        // 8 MiB of them: 1 MiB at a time, so seven eighths stay in flight.
+        let mut window = ReceiveWindow::granted(size(8 * per_mib, 8 * per_mib * item));
+        assert!(window.receive(1024));
+        assert_eq!(window.until_grant(), per_mib);
+        let grants: Vec<_> = (0..2 * per_mib)
+            .filter_map(|_| window.take(Neighbours::ALONE))
+            .collect();
+        assert_eq!(grants, [per_mib, per_mib]);
     }
 
     #[test]
