@@ -46,13 +46,16 @@
 //!
 //! # Cargo features
 //!
-//! On by default: `json`, `msgpack` and `protobuf` (the codecs: serde_json, rmp-serde and
-//! prost) and `tls` (TLS and mutual TLS with rustls and the ring provider:
-//! `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig`). Off by
-//! default: `etcd` (the etcd registry back-end, `discovery::Etcd`, with the etcd-client crate;
-//! building it needs `protoc`) and `zookeeper` (the ZooKeeper back-end,
-//! `discovery::ZooKeeper`, with the zookeeper-client crate) and `rabbitmq` (the RabbitMQ
-//! event-bus back-end, `events::EventBus::rabbitmq`, with the lapin crate; needs Rust 1.88).
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `json`, `msgpack`, `protobuf` | on | the codecs (serde_json, rmp-serde, prost) |
+//! | `tls` | off | TLS and mutual TLS with rustls and the ring provider: `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig` (2.4 MB of a 5.5 MB hello binary) |
+//! | `etcd` | off | the etcd registry back-end, `discovery::Etcd` (etcd-client; building it needs `protoc`) |
+//! | `zookeeper` | off | the ZooKeeper back-end, `discovery::ZooKeeper` (zookeeper-client) |
+//! | `rabbitmq` | off | the RabbitMQ event-bus back-end, `events::EventBus::rabbitmq` (lapin; needs Rust 1.88) |
+//!
+//! A first service needs none of the features that are off: each is named where its items
+//! are documented, and the README has the same table.
 //! docs.rs marks every item that needs a feature.
 
 #![warn(missing_docs)]
@@ -181,7 +184,7 @@ pub mod server {
 pub use wirecall_runtime::reflect;
 /// W3C trace context propagation (`traceparent` in call metadata).
 pub use wirecall_runtime::trace;
-/// TLS configuration (feature `tls`, on by default): rustls with the ring provider, ALPN id
+/// TLS configuration (feature `tls`, off by default): rustls with the ring provider, ALPN id
 /// `wirecall`. See the Security chapter of the book.
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

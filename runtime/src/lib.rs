@@ -7,7 +7,7 @@
 //! - [`transport`]: the bytes on a connection: any split-able byte stream (TCP, TLS, Unix
 //!   socket, in-memory duplex), and on it [`transport::frame`], length-prefixed frames (a
 //!   tokio-util `Decoder`/`Encoder`), read and written by the loops both sides share;
-//! - [`tls`] (feature `tls`, on by default): rustls configuration for both sides;
+//! - [`tls`] (feature `tls`, off by default): rustls configuration for both sides;
 //! - [`negotiate`]: the hello exchange that opens a connection and picks its codec;
 //! - [`codec`]: JSON, MessagePack and Protobuf payloads;
 //! - [`client`] and [`server`]: multiplexed calls on top;
