@@ -119,6 +119,10 @@ impl Codec {
 
     /// Appends the encoding of `value` to `dst`.
     #[inline]
+    #[cfg_attr(
+        not(any(feature = "json", feature = "msgpack", feature = "protobuf")),
+        allow(unused_variables)
+    )]
     pub fn encode<T: WireMessage>(self, value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
         match self {
             #[cfg(feature = "json")]
@@ -134,6 +138,10 @@ impl Codec {
 
     /// Decodes one whole message.
     #[inline]
+    #[cfg_attr(
+        not(any(feature = "json", feature = "msgpack", feature = "protobuf")),
+        allow(unused_variables)
+    )]
     pub fn decode<T: WireMessage>(self, src: &[u8]) -> Result<T, CodecError> {
         match self {
             #[cfg(feature = "json")]
