@@ -31,6 +31,8 @@ mod context;
 pub mod discovery;
 mod error;
 pub mod events;
+#[cfg(feature = "grpc")]
+mod grpc;
 pub mod health;
 mod id_hash;
 pub mod layers;

@@ -53,7 +53,7 @@ impl ServerTlsConfig {
             key: Arc::new(private_key(key_pem.as_ref())?),
             client_roots: None,
         };
-        config.acceptor()?;
+        config.acceptor(false)?;
         Ok(config)
     }
 
@@ -62,11 +62,14 @@ impl ServerTlsConfig {
     /// [`PeerIdentity::tls_client_certificate`](crate::server::PeerIdentity).
     pub fn require_client_certificate(mut self, ca_pem: impl AsRef<[u8]>) -> Result<Self, Error> {
         self.client_roots = Some(Arc::new(roots(ca_pem.as_ref(), "the client CA")?));
-        self.acceptor()?;
+        self.acceptor(false)?;
         Ok(self)
     }
 
-    pub(crate) fn acceptor(&self) -> Result<TlsAcceptor, Error> {
+    /// The acceptor; `h2_too` also offers HTTP/2 by ALPN, for the gRPC door: a client that
+    /// asks for `h2` is a gRPC caller, one that asks for `wirecall` (or for nothing) a wirecall
+    /// one.
+    pub(crate) fn acceptor(&self, h2_too: bool) -> Result<TlsAcceptor, Error> {
         let builder = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(config_error)?;
@@ -84,6 +87,9 @@ impl ServerTlsConfig {
             .with_single_cert(self.cert_chain.clone(), self.key.clone_key())
             .map_err(config_error)?;
         config.alpn_protocols = vec![ALPN_PROTOCOL.to_vec()];
+        if h2_too {
+            config.alpn_protocols.push(b"h2".to_vec());
+        }
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }

@@ -17,7 +17,7 @@
 mod json_messages;
 #[cfg(feature = "json")]
 mod json_schema;
-mod proto_file;
+pub(crate) mod proto_file;
 mod reflection_service;
 pub(crate) mod schema;
 mod std_impls;

@@ -426,7 +426,7 @@ fn comment(out: &mut String, indent: &str, doc: &str) {
 }
 
 /// A service name as a protobuf identifier: `pkg.Users` -> `pkg_Users`.
-fn identifier(name: &str) -> String {
+pub(crate) fn identifier(name: &str) -> String {
     name.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()

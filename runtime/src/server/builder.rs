@@ -120,6 +120,31 @@ impl ServerBuilder {
         self
     }
 
+    /// Whether to answer standard gRPC on the server's port too (default: on, with the
+    /// `grpc` feature). A connection that opens with HTTP/2's preface is served as gRPC: each
+    /// service that speaks Protobuf is `{package}.{Service}` (see
+    /// [`grpc_package`](Self::grpc_package)), its methods and messages those of
+    /// `wirecall proto`'s export, with server reflection (`grpc.reflection.v1` and
+    /// `v1alpha`) and the health check (`grpc.health.v1`). Calls go through the same
+    /// layers, limits, token check and metrics as wirecall calls; the book's "Calling from
+    /// outside Rust" chapter has the details. Over TLS, a caller that asks for `h2` by ALPN
+    /// is a gRPC one; on a Unix socket every connection is a wirecall one.
+    #[cfg(feature = "grpc")]
+    pub fn grpc(mut self, on: bool) -> Self {
+        self.config.grpc = on;
+        self
+    }
+
+    /// The protobuf package the services are named in over gRPC (default:
+    /// [`DEFAULT_GRPC_PACKAGE`](crate::server::DEFAULT_GRPC_PACKAGE), `wirecall.services`).
+    /// Reflection and the health check use it; calls are routed by service and method name
+    /// whatever package their path names, so stubs from any export work.
+    #[cfg(feature = "grpc")]
+    pub fn grpc_package(mut self, package: impl Into<String>) -> Self {
+        self.config.grpc_package = package.into();
+        self
+    }
+
     /// The codecs clients may pick, in the server's preference order (default: every
     /// compiled-in codec). Codecs not compiled in are ignored; a codec listed twice makes
     /// `bind` fail with [`Error::Config`].

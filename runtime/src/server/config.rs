@@ -70,7 +70,19 @@ pub(crate) struct ServerConfig {
     pub(crate) auth_max_failures: u32,
     pub(crate) max_protocol_version: u8,
     pub(crate) auth_failure_window: Duration,
+    /// Whether the server answers gRPC on its port too.
+    #[cfg(feature = "grpc")]
+    pub(crate) grpc: bool,
+    /// The protobuf package its services are named in over gRPC.
+    #[cfg(feature = "grpc")]
+    pub(crate) grpc_package: String,
 }
+
+/// The protobuf package of services served over gRPC, unless
+/// [`ServerBuilder::grpc_package`](crate::ServerBuilder::grpc_package) says otherwise: the
+/// default of `wirecall proto --package`, so that stubs compiled from its export match.
+#[cfg(feature = "grpc")]
+pub const DEFAULT_GRPC_PACKAGE: &str = "wirecall.services";
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -93,6 +105,10 @@ impl Default for ServerConfig {
             auth_max_failures: DEFAULT_AUTH_MAX_FAILURES,
             auth_failure_window: DEFAULT_AUTH_FAILURE_WINDOW,
             max_protocol_version: PROTOCOL_VERSION,
+            #[cfg(feature = "grpc")]
+            grpc: true,
+            #[cfg(feature = "grpc")]
+            grpc_package: DEFAULT_GRPC_PACKAGE.to_owned(),
         }
     }
 }

@@ -22,8 +22,6 @@ use super::shared::Shared;
 use crate::auth::{FailureLimiter, Token, TokenCheck};
 use crate::error::Error;
 use crate::negotiate::check_codec_list;
-#[cfg(feature = "tls")]
-use crate::tls::ServerTlsConfig;
 
 impl ServerBuilder {
     pub(super) fn launch(
@@ -67,11 +65,17 @@ impl ServerBuilder {
             token.validate()?;
         }
         #[cfg(feature = "tls")]
-        let tls = self
-            .tls
-            .as_ref()
-            .map(ServerTlsConfig::acceptor)
-            .transpose()?;
+        let tls = {
+            // With the gRPC door on, TLS also offers `h2`: a caller's ALPN picks the protocol.
+            #[cfg(feature = "grpc")]
+            let h2_too = self.config.grpc;
+            #[cfg(not(feature = "grpc"))]
+            let h2_too = false;
+            self.tls
+                .as_ref()
+                .map(|tls| tls.acceptor(h2_too))
+                .transpose()?
+        };
         let failures = FailureLimiter::new(
             self.config.auth_max_failures,
             self.config.auth_failure_window,
@@ -96,6 +100,13 @@ impl ServerBuilder {
             &self.services,
             &self.config.codecs,
         );
+        #[cfg(feature = "grpc")]
+        let grpc = self.config.grpc.then(|| {
+            Arc::new(crate::grpc::GrpcDoor::new(
+                &self.services,
+                &self.config.grpc_package,
+            ))
+        });
         let shared = Arc::new(Shared {
             registered: Mutex::new(registered),
             metrics: metrics::ServerMetrics::register(),
@@ -113,6 +124,8 @@ impl ServerBuilder {
             failures,
             #[cfg(feature = "tls")]
             tls,
+            #[cfg(feature = "grpc")]
+            grpc,
             stopping: AtomicBool::new(false),
             draining: CancellationToken::new(),
             stopped: CancellationToken::new(),

@@ -55,10 +55,7 @@ impl Listener {
 }
 
 /// Opens a stream the caller connected itself, like an accepted one without a peer address.
-pub(crate) async fn open_stream<S: Transport>(
-    stream: S,
-    shared: Arc<Shared>,
-) -> Option<Connection> {
+pub(crate) async fn open_stream<S: Transport>(stream: S, shared: Arc<Shared>) -> Option<Opened> {
     let deadline = Instant::now() + shared.config.handshake_timeout;
     secure_then_open(stream, PeerIdentity::default(), deadline, shared).await
 }
@@ -69,10 +66,21 @@ pub(crate) async fn refuse_stream<S: Transport>(stream: S, shared: Arc<Shared>) 
     secure_then_refuse(stream, deadline, shared).await;
 }
 
+/// An opened connection, ready to be served.
+pub(crate) enum Opened {
+    /// A wirecall connection, its hello done.
+    Wirecall(Connection),
+    /// A gRPC connection: the future that serves it (boxed, so that the tasks of wirecall
+    /// connections stay their size).
+    #[cfg(feature = "grpc")]
+    Grpc(Pin<Box<dyn Future<Output = ()> + Send>>),
+}
+
 impl Accepted {
     /// Opens the connection: TLS first when the server has it, then the wirecall hello. One
-    /// deadline bounds both handshakes. `None` when either failed (logged).
-    pub(crate) async fn open(self, shared: Arc<Shared>) -> Option<Connection> {
+    /// deadline bounds both handshakes. `None` when either failed (logged). With the gRPC
+    /// door on, a plain TCP connection that opens with HTTP/2's preface is gRPC's.
+    pub(crate) async fn open(self, shared: Arc<Shared>) -> Option<Opened> {
         let deadline = Instant::now() + shared.config.handshake_timeout;
         match self {
             Self::Tcp(stream, peer) => {
@@ -80,6 +88,19 @@ impl Accepted {
                     peer_addr: Some(peer),
                     ..PeerIdentity::default()
                 };
+                #[cfg(feature = "grpc")]
+                if let Some(door) = shared.grpc.clone().filter(|_| !shared.has_tls()) {
+                    use crate::grpc::sniff::{sniff, Protocol};
+                    match sniff(&stream, deadline).await? {
+                        Protocol::Grpc => {
+                            let serve = crate::grpc::serve_connection(
+                                stream, identity, deadline, shared, door,
+                            );
+                            return Some(Opened::Grpc(Box::pin(serve)));
+                        }
+                        Protocol::Wirecall => {}
+                    }
+                }
                 secure_then_open(stream, identity, deadline, shared).await
             }
             #[cfg(unix)]
@@ -106,14 +127,16 @@ async fn secure_then_open<S: Transport>(
     identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
-) -> Option<Connection> {
+) -> Option<Opened> {
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
         // Boxed: a TLS handshake's state is several KiB, and inline it would enlarge the
         // opening of plain connections too.
         return Box::pin(open_tls(acceptor, stream, identity, deadline, shared)).await;
     }
-    open_connection(stream, identity, deadline, shared).await
+    open_connection(stream, identity, deadline, shared)
+        .await
+        .map(Opened::Wirecall)
 }
 
 #[cfg(feature = "tls")]
@@ -123,7 +146,7 @@ async fn open_tls<S: Transport>(
     mut identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
-) -> Option<Connection> {
+) -> Option<Opened> {
     let stream = tls_accept(&acceptor, stream, &identity, deadline, &shared).await?;
     identity.tls_client_certificate = stream
         .get_ref()
@@ -131,7 +154,18 @@ async fn open_tls<S: Transport>(
         .peer_certificates()
         .and_then(|chain| chain.first())
         .map(|leaf| leaf.as_ref().to_vec());
-    open_connection(stream, identity, deadline, shared).await
+    // A caller that asked for HTTP/2 by ALPN is a gRPC one (the server offers `h2` only with
+    // the door on).
+    #[cfg(feature = "grpc")]
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        if let Some(door) = shared.grpc.clone() {
+            let serve = crate::grpc::serve_connection(stream, identity, deadline, shared, door);
+            return Some(Opened::Grpc(Box::pin(serve)));
+        }
+    }
+    open_connection(stream, identity, deadline, shared)
+        .await
+        .map(Opened::Wirecall)
 }
 
 #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
@@ -275,11 +309,20 @@ pub(super) async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
 /// the read loop, never both, where an `async` block would keep room for the opened
 /// connection beside the loop that owns it.
 pub(super) fn serve_opened(
-    opening: Pin<Box<dyn Future<Output = Option<Connection>> + Send>>,
+    opening: Pin<Box<dyn Future<Output = Option<Opened>> + Send>>,
     slot: ConnectionSlot,
 ) -> impl Future<Output = ()> + Send {
     opening.then(move |opened| match opened {
-        Some(connection) => Either::Left(connection.run(slot)),
-        None => Either::Right(std::future::ready(())),
+        Some(Opened::Wirecall(connection)) => Either::Left(connection.run(slot)),
+        #[cfg(feature = "grpc")]
+        Some(Opened::Grpc(serve)) => {
+            let serve: Pin<Box<dyn Future<Output = ()> + Send>> =
+                Box::pin(serve.map(move |()| drop(slot)));
+            Either::Right(serve)
+        }
+        None => {
+            let done: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(std::future::ready(()));
+            Either::Right(done)
+        }
     })
 }

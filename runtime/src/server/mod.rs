@@ -31,10 +31,12 @@ mod registration;
 pub(crate) mod request;
 mod router;
 pub(crate) mod running;
-mod shared;
+pub(crate) mod shared;
 pub(crate) mod stream;
 
 pub use builder::{Server, ServerBuilder};
+#[cfg(feature = "grpc")]
+pub use config::DEFAULT_GRPC_PACKAGE;
 pub use config::{
     DEFAULT_AUTH_FAILURE_WINDOW, DEFAULT_AUTH_MAX_FAILURES, DEFAULT_DRAIN_DELAY,
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE_WHILE_SERVING,

@@ -45,6 +45,9 @@ pub(crate) struct Shared {
     pub(crate) failures: FailureLimiter,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The gRPC door, when the server answers gRPC on its port.
+    #[cfg(feature = "grpc")]
+    pub(crate) grpc: Option<Arc<crate::grpc::GrpcDoor>>,
     /// The registrations kept alive in the background; withdrawn first on shutdown.
     pub(super) registered: Mutex<Vec<Registered>>,
     /// A shutdown has begun (or the server was stopped at once).
@@ -58,6 +61,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Whether connections are secured with TLS.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn has_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
     /// Graceful shutdown, run once however many callers ask: stop accepting and reading new
     /// calls, let the calls in flight finish within `grace`, abort the rest, close everything.
     /// A later caller waits for the first one's shutdown to end.

@@ -27,7 +27,18 @@ use crate::transport::writer::FrameSink;
 /// into the handler's `Streaming<T>` argument; a stream call without an upload has an empty
 /// one.
 pub struct Upload {
-    queue: Option<Arc<UploadQueue>>,
+    source: UploadSource,
+}
+
+/// Where an upload's items come from.
+enum UploadSource {
+    /// The method takes no upload.
+    None,
+    /// `Item` frames, queued by a wirecall connection's read loop.
+    Frames(Arc<UploadQueue>),
+    /// The messages of a gRPC request body, read as the handler takes them.
+    #[cfg(feature = "grpc")]
+    Grpc(crate::grpc::upload::GrpcUpload),
 }
 
 impl Default for Upload {
@@ -40,7 +51,7 @@ impl Default for Upload {
 impl fmt::Debug for Upload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Upload")
-            .field("open", &self.queue.is_some())
+            .field("open", &!matches!(self.source, UploadSource::None))
             .finish()
     }
 }
@@ -48,12 +59,24 @@ impl fmt::Debug for Upload {
 impl Upload {
     /// No upload: the call's method takes none.
     pub(crate) fn none() -> Self {
-        Self { queue: None }
+        Self {
+            source: UploadSource::None,
+        }
     }
 
     /// The items arriving in `queue`.
     pub(crate) fn new(queue: Arc<UploadQueue>) -> Self {
-        Self { queue: Some(queue) }
+        Self {
+            source: UploadSource::Frames(queue),
+        }
+    }
+
+    /// The items of a gRPC request body.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn grpc(upload: crate::grpc::upload::GrpcUpload) -> Self {
+        Self {
+            source: UploadSource::Grpc(upload),
+        }
     }
 
     /// The handler's stream of the uploaded items, each decoded as an `M` in `codec`. An
@@ -61,13 +84,15 @@ impl Upload {
     /// Used by generated code.
     #[doc(hidden)]
     pub fn into_items<M: ItemMessage>(self, codec: Codec) -> Streaming<M::Item> {
-        match self.queue {
-            None => Streaming::empty(),
-            Some(queue) => Streaming::new(UploadItems::<M> {
+        match self.source {
+            UploadSource::None => Streaming::empty(),
+            UploadSource::Frames(queue) => Streaming::new(UploadItems::<M> {
                 queue,
                 codec,
                 _message: PhantomData,
             }),
+            #[cfg(feature = "grpc")]
+            UploadSource::Grpc(upload) => upload.into_items::<M>(codec),
         }
     }
 }

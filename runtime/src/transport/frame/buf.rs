@@ -87,6 +87,18 @@ impl FrameBuf {
         self.buf.len() - FRAME_OVERHEAD
     }
 
+    /// The reply metadata and the payload, for a door that frames replies its own way (gRPC):
+    /// an error when the metadata block does not decode.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn into_parts(self) -> Result<(Option<crate::Metadata>, Bytes), String> {
+        let body = self.buf.freeze().slice(FRAME_OVERHEAD..);
+        if self.flags & FLAG_METADATA == 0 {
+            return Ok((None, body));
+        }
+        let (metadata, payload) = crate::Metadata::decode(body).map_err(|err| err.to_string())?;
+        Ok((Some(metadata), payload))
+    }
+
     /// Writes the header and returns the wire bytes, or an error when the frame would exceed
     /// `max_frame_len` (the peer would reject it).
     pub fn finish(

@@ -1,0 +1,68 @@
+//! The services the door answers itself, beside the server's own: the standard health check
+//! (`grpc.health.v1`).
+//! They are the door's, not the server's services, so they pass the token check but not the
+//! server's layers.
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+
+use super::connection::GrpcConnection;
+use super::health;
+use super::messages::{message, Messages};
+use super::reply::{self, SendEnd};
+use super::status::Status;
+
+/// A service the door answers itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    /// `grpc.health.v1.Health/Check`.
+    HealthCheck,
+    /// `grpc.health.v1.Health/Watch`.
+    HealthWatch,
+}
+
+impl Builtin {
+    /// The built-in service at `path`, if it is one.
+    pub(crate) fn at(path: &str) -> Option<Self> {
+        match path {
+            "/grpc.health.v1.Health/Check" => Some(Self::HealthCheck),
+            "/grpc.health.v1.Health/Watch" => Some(Self::HealthWatch),
+            _ => None,
+        }
+    }
+
+    /// Answers a call to this service.
+    pub(crate) async fn answer(
+        self,
+        connection: &GrpcConnection,
+        mut messages: Messages,
+        mut respond: SendResponse<Bytes>,
+    ) {
+        match self {
+            Self::HealthCheck | Self::HealthWatch => {
+                let request = match messages.next_message().await {
+                    Some(Ok(request)) => request,
+                    Some(Err(status)) => return reply::trailers_only(&mut respond, &status),
+                    None => return reply::trailers_only(&mut respond, &reply::no_message()),
+                };
+                let answer = match health::check(connection, &request).await {
+                    Ok(answer) => answer,
+                    Err(status) => return reply::trailers_only(&mut respond, &status),
+                };
+                let Some(mut stream) = reply::open(&mut respond, None) else {
+                    return;
+                };
+                if let SendEnd::Gone = reply::send_message(&mut stream, message(&answer)).await {
+                    return;
+                }
+                if self == Self::HealthWatch {
+                    // A status that changes is sent as it changes (checked each second) until
+                    // the caller leaves or the server stops.
+                    health::watch(connection, &request, answer, &mut stream).await;
+                    return;
+                }
+                reply::close(&mut stream, &Status::ok());
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! What the gRPC door knows about the server, built once when it starts: which gRPC path
+//! names which method, and the answers of reflection.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::method::MethodId;
+use crate::reflect::schema::ServiceSchema;
+use crate::service::Service;
+
+/// A method as the door routes to it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GrpcMethod {
+    pub(crate) id: MethodId,
+    /// Whether the method takes arguments besides its upload: then the first message of an
+    /// upload carries them (in its field 2) and no item.
+    pub(crate) has_args: bool,
+}
+
+/// The gRPC door of one server.
+pub(crate) struct GrpcDoor {
+    /// `Service/method` (the service's protobuf identifier) to the method.
+    methods: HashMap<String, GrpcMethod>,
+    /// Services that exist but have no gRPC form (no Protobuf, or types not described), by
+    /// protobuf identifier, for a clear refusal.
+    unexported: Vec<String>,
+    /// Every service's wire name and protobuf identifier, for the health check.
+    names: Vec<String>,
+    /// `wirecall.Health.check`, when the server serves the health service.
+    health_check: Option<MethodId>,
+    pub(crate) package: String,
+}
+
+impl GrpcDoor {
+    /// The door for `services`, named in gRPC package `package`.
+    pub(crate) fn new(services: &[Arc<dyn Service>], package: &str) -> Self {
+        let schemas: Vec<ServiceSchema> = services.iter().map(|service| service.schema()).collect();
+        let mut methods = HashMap::new();
+        let mut unexported = Vec::new();
+        let mut names = Vec::new();
+        let mut health_check = None;
+        for (service, schema) in services.iter().zip(&schemas) {
+            let name = crate::reflect::proto_file::identifier(&schema.name);
+            names.push(schema.name.clone());
+            names.push(name.clone());
+            if schema.name == HEALTH_SERVICE {
+                health_check = service
+                    .descriptor()
+                    .methods
+                    .iter()
+                    .find(|method| method.name == "check")
+                    .map(|method| method.id);
+            }
+            if !exported(schema) {
+                unexported.push(name);
+                continue;
+            }
+            for (descriptor, method) in service.descriptor().methods.iter().zip(&schema.methods) {
+                methods.insert(
+                    format!("{name}/{}", descriptor.name),
+                    GrpcMethod {
+                        id: descriptor.id,
+                        has_args: !method.args.is_empty(),
+                    },
+                );
+            }
+        }
+        Self {
+            methods,
+            unexported,
+            names,
+            health_check,
+            package: package.to_owned(),
+        }
+    }
+
+    /// The method a request path (`/package.Service/method`) names. The package is not
+    /// checked: a `.proto` exported under any package (`wirecall proto --package`) calls the
+    /// same methods.
+    pub(crate) fn method(&self, path: &str) -> Result<GrpcMethod, String> {
+        let Some((service, method)) = path.strip_prefix('/').and_then(|p| p.split_once('/')) else {
+            return Err(format!(
+                "`{path}` is not a gRPC path (/package.Service/method)"
+            ));
+        };
+        let service = service.rsplit('.').next().unwrap_or(service);
+        if let Some(found) = self.methods.get(&format!("{service}/{method}")) {
+            return Ok(*found);
+        }
+        if self.unexported.iter().any(|name| name == service) {
+            return Err(format!(
+                "service {service} is not served over gRPC: it does not speak Protobuf or does \
+                 not describe its types"
+            ));
+        }
+        Err(format!(
+            "no method {method} in service {service} on this server"
+        ))
+    }
+}
+
+impl GrpcDoor {
+    /// Whether the server serves a service of this wire name or protobuf identifier.
+    pub(crate) fn serves(&self, name: &str) -> bool {
+        self.names.iter().any(|known| known == name)
+    }
+
+    /// The health service's `check`, if the server serves it.
+    pub(crate) fn health_check(&self) -> Option<MethodId> {
+        self.health_check
+    }
+}
+
+/// The wire name of the built-in health service ([`crate::health`]).
+const HEALTH_SERVICE: &str = "wirecall.Health";
+
+/// Whether a service has a gRPC form: the same rule as the `.proto` export.
+fn exported(schema: &ServiceSchema) -> bool {
+    schema.described && schema.codecs.iter().any(|codec| codec == "protobuf")
+}

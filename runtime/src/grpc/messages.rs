@@ -1,0 +1,125 @@
+//! gRPC's length-prefixed messages: read one by one from a request body, as the call takes
+//! them (so HTTP/2 flow control holds a fast sender back), and framed for a reply.
+
+use std::task::{ready, Context, Poll};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use futures::Stream;
+use h2::RecvStream;
+
+use super::status::{Code, Status};
+
+/// A message's prefix: a compressed flag and a big-endian length.
+pub(crate) const PREFIX_LEN: usize = 5;
+
+/// The messages of a request body, each at most `max_len` bytes.
+pub(crate) struct Messages {
+    body: RecvStream,
+    buf: BytesMut,
+    max_len: usize,
+    ended: bool,
+}
+
+impl Messages {
+    pub(crate) fn new(body: RecvStream, max_len: usize) -> Self {
+        Self {
+            body,
+            buf: BytesMut::new(),
+            max_len,
+            ended: false,
+        }
+    }
+
+    /// The next message; `None` once the body has ended between two messages.
+    pub(crate) async fn next_message(&mut self) -> Option<Result<Bytes, Status>> {
+        std::future::poll_fn(|cx| self.poll_message(cx)).await
+    }
+
+    fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Status>>> {
+        loop {
+            if self.buf.len() >= PREFIX_LEN {
+                let compressed = self.buf[0];
+                let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]])
+                    as usize;
+                if compressed != 0 {
+                    // No `grpc-accept-encoding` is announced, so no client compresses.
+                    return Poll::Ready(Some(Err(Status::new(
+                        Code::Unimplemented,
+                        "compressed messages are not supported; send them uncompressed",
+                    ))));
+                }
+                if len > self.max_len {
+                    return Poll::Ready(Some(Err(Status::new(
+                        Code::ResourceExhausted,
+                        format!(
+                            "a request message of {len} bytes is over the server's limit of {} \
+                             (its max_frame_len)",
+                            self.max_len
+                        ),
+                    ))));
+                }
+                if self.buf.len() >= PREFIX_LEN + len {
+                    self.buf.advance(PREFIX_LEN);
+                    return Poll::Ready(Some(Ok(self.buf.split_to(len).freeze())));
+                }
+                self.buf.reserve(PREFIX_LEN + len - self.buf.len());
+            }
+            if self.ended {
+                if self.buf.is_empty() {
+                    return Poll::Ready(None);
+                }
+                return Poll::Ready(Some(Err(Status::new(
+                    Code::Internal,
+                    "the request ended inside a message",
+                ))));
+            }
+            match ready!(self.body.poll_data(cx)) {
+                Some(Ok(chunk)) => {
+                    // Taken into the buffer, which the length check above bounds: the
+                    // window opens again at once.
+                    let _ = self.body.flow_control().release_capacity(chunk.len());
+                    self.buf.extend_from_slice(&chunk);
+                }
+                Some(Err(err)) => {
+                    return Poll::Ready(Some(Err(Status::new(
+                        Code::Cancelled,
+                        format!("the request body was cut off: {err}"),
+                    ))))
+                }
+                None => self.ended = true,
+            }
+        }
+    }
+}
+
+impl Stream for Messages {
+    type Item = Result<Bytes, Status>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, Status>>> {
+        self.get_mut().poll_message(cx)
+    }
+}
+
+/// A buffer for one reply message: the prefix reserved, the payload to be appended.
+pub(crate) fn start_message(payload_hint: usize) -> BytesMut {
+    let mut out = BytesMut::with_capacity(PREFIX_LEN + payload_hint);
+    out.put_bytes(0, PREFIX_LEN);
+    out
+}
+
+/// Writes the prefix of a message started with [`start_message`], once its payload is in.
+pub(crate) fn finish_message(mut message: BytesMut) -> Bytes {
+    let len = (message.len() - PREFIX_LEN) as u32;
+    message[1..PREFIX_LEN].copy_from_slice(&len.to_be_bytes());
+    message.freeze()
+}
+
+/// One message holding `payload`.
+pub(crate) fn message(payload: &[u8]) -> Bytes {
+    let mut out = start_message(payload.len());
+    out.extend_from_slice(payload);
+    finish_message(out)
+}
