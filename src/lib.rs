@@ -53,6 +53,7 @@
 //! | `etcd` | off | the etcd registry back-end, `discovery::Etcd` (etcd-client; building it needs `protoc`) |
 //! | `zookeeper` | off | the ZooKeeper back-end, `discovery::ZooKeeper` (zookeeper-client) |
 //! | `rabbitmq` | off | the RabbitMQ event-bus back-end, `events::EventBus::rabbitmq` (lapin; needs Rust 1.88) |
+//! | `grpc` | off | the gRPC door: the server answers standard gRPC on its port too, with reflection and the health check (`ServerBuilder::grpc`; h2) |
 //!
 //! A first service needs none of the features that are off: each is named where its items
 //! are documented, and the README has the same table.
