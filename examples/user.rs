@@ -13,6 +13,10 @@
 //! cargo run --example user -- --serve 127.0.0.1:7000 --metrics 127.0.0.1:9000
 //! ```
 //!
+//! `--serve` also answers standard gRPC on the same port (feature `grpc`, which the examples
+//! are built with): any gRPC client calls `wirecall.services.UserService`, with the messages of
+//! `wirecall proto ADDR`, or discovers them through server reflection.
+//!
 //! With `--metrics ADDR` the server's metrics (calls by method and outcome, latency, calls in
 //! flight, connections, bytes, handshake failures) are served as a Prometheus page at
 //! `http://ADDR/metrics`.
@@ -223,7 +227,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let server = builder.bind(addr.as_str()).await?;
         println!(
-            "serving UserService and UserFeed on {} (Ctrl-C to stop)",
+            "serving UserService and UserFeed on {}, to wirecall and gRPC clients (Ctrl-C to stop)",
             server.local_addr()
         );
         if let Some(gateway_addr) = &options.gateway {
