@@ -659,3 +659,47 @@ async fn the_servers_authorisation_hook_and_layers_hold_for_grpc_callers() {
     .unwrap_err();
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
 }
+
+#[tokio::test]
+async fn a_grpc_caller_that_stops_answering_is_dropped_with_its_stream() {
+    let feed = FeedImpl::default();
+    let stats = feed.stats.clone();
+    let server = Server::builder()
+        .serve(FeedServer::new(feed))
+        .keepalive_while_serving(Duration::from_millis(100))
+        .ping_timeout(Duration::from_millis(200))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let tcp = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    let (mut client, connection) = h2::client::handshake(tcp).await.unwrap();
+    // The caller's side of the connection runs until `freeze`, then is kept open but never
+    // polled again: no more reading, no pong, as a host that hung or vanished.
+    let (freeze, frozen) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        tokio::pin!(connection);
+        tokio::select! {
+            _ = &mut connection => {}
+            _ = frozen => std::future::pending::<()>().await,
+        }
+    });
+    let request =
+        tonic::codegen::http::Request::post("http://localhost/wirecall.services.Feed/endless")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(framed(&[]).into(), true).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let first = body.data().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    assert_eq!(stats.dropped.load(Ordering::SeqCst), 0);
+    freeze.send(()).unwrap();
+    eventually("the producer of the vanished caller is dropped", || {
+        stats.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+}

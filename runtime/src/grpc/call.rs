@@ -276,18 +276,12 @@ async fn answer(
             let Some(mut stream) = reply::open(respond, None) else {
                 return Outcome::Cancelled;
             };
-            // The producer runs as its items are taken: a panic there ends the call like a
-            // panicking handler.
             let sending = reply::send_items(&mut stream, &mut items, Codec::Protobuf);
-            let sent = within(deadline, AssertUnwindSafe(sending).catch_unwind()).await;
-            let status = match sent {
+            let status = match within(deadline, sending).await {
                 None => deadline_passed(deadline, received),
-                Some(Err(panic)) => {
-                    Status::of(ErrorCode::HandlerPanicked, panic_message(panic.as_ref()))
-                }
-                Some(Ok(SendEnd::Gone)) => return Outcome::Cancelled,
-                Some(Ok(SendEnd::Failed(status))) => status,
-                Some(Ok(SendEnd::Done)) => Status::ok(),
+                Some(SendEnd::Gone) => return Outcome::Cancelled,
+                Some(SendEnd::Failed(status)) => status,
+                Some(SendEnd::Done) => Status::ok(),
             };
             let status = failure.take().unwrap_or(status);
             reply::close(&mut stream, &status);

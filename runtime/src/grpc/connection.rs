@@ -1,5 +1,6 @@
 //! One gRPC connection: HTTP/2 (the h2 crate) over an accepted stream, each request served
-//! by its own task, closed gracefully at shutdown or after the idle timeout.
+//! by its own task, closed gracefully at shutdown or after the idle timeout, and dropped when
+//! the caller stops answering pings while calls run.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,7 +80,15 @@ pub(crate) async fn serve_connection<T>(
     });
     let mut idle_at = Instant::now() + idle_timeout;
     let mut closing = false;
+    // While calls run, a ping every `keepalive_while_serving`: a caller that vanished
+    // without a word (a host gone, a partition) leaves its calls waiting on a window that
+    // never opens; no pong within `ping_timeout` drops the connection and them.
+    let mut ping_pong = connection.ping_pong();
+    let keepalive = config.keepalive_while_serving;
+    let mut next_ping = Instant::now() + keepalive;
+    let mut pong_due: Option<Instant> = None;
     loop {
+        let pinging = ping_pong.is_some() && pong_due.is_none() && connection.has_streams();
         tokio::select! {
             accepted = connection.accept() => match accepted {
                 Some(Ok((request, respond))) => {
@@ -92,6 +101,24 @@ pub(crate) async fn serve_connection<T>(
                 }
                 None => break,
             },
+            _ = tokio::time::sleep_until(next_ping), if pinging => {
+                if let Some(ping_pong) = &mut ping_pong {
+                    if ping_pong.send_ping(h2::Ping::opaque()).is_ok() {
+                        pong_due = Some(Instant::now() + config.ping_timeout);
+                    }
+                }
+            }
+            pong = pong(&mut ping_pong), if pong_due.is_some() => {
+                pong_due = None;
+                next_ping = Instant::now() + keepalive;
+                if pong.is_err() {
+                    break;
+                }
+            }
+            _ = tokio::time::sleep_until(pong_due.unwrap_or(idle_at)), if pong_due.is_some() => {
+                tracing::debug!("gRPC caller did not answer a ping; closing");
+                break;
+            }
             _ = shared.shutdown.cancelled(), if !closing => {
                 closing = true;
                 connection.graceful_shutdown();
@@ -109,4 +136,14 @@ pub(crate) async fn serve_connection<T>(
         }
     }
     shared.metrics.connections.decrement(1.0);
+}
+
+/// The pong of the ping in flight.
+async fn pong(ping_pong: &mut Option<h2::PingPong>) -> Result<(), h2::Error> {
+    match ping_pong {
+        Some(ping_pong) => std::future::poll_fn(|cx| ping_pong.poll_pong(cx))
+            .await
+            .map(drop),
+        None => std::future::pending().await,
+    }
 }

@@ -103,23 +103,18 @@ impl Stream for Messages {
     }
 }
 
-/// A buffer for one reply message: the prefix reserved, the payload to be appended.
-pub(crate) fn start_message(payload_hint: usize) -> BytesMut {
-    let mut out = BytesMut::with_capacity(PREFIX_LEN + payload_hint);
-    out.put_bytes(0, PREFIX_LEN);
-    out
-}
-
-/// Writes the prefix of a message started with [`start_message`], once its payload is in.
-pub(crate) fn finish_message(mut message: BytesMut) -> Bytes {
+/// Writes the prefix of `message`, whose first [`PREFIX_LEN`] bytes were reserved for it.
+pub(crate) fn set_prefix(message: &mut [u8]) {
     let len = (message.len() - PREFIX_LEN) as u32;
+    message[0] = 0;
     message[1..PREFIX_LEN].copy_from_slice(&len.to_be_bytes());
-    message.freeze()
 }
 
 /// One message holding `payload`.
 pub(crate) fn message(payload: &[u8]) -> Bytes {
-    let mut out = start_message(payload.len());
+    let mut out = BytesMut::with_capacity(PREFIX_LEN + payload.len());
+    out.put_bytes(0, PREFIX_LEN);
     out.extend_from_slice(payload);
-    finish_message(out)
+    set_prefix(&mut out);
+    out.freeze()
 }

@@ -3,6 +3,7 @@
 //! call that fails before any message, a trailers-only response.
 
 use std::future::poll_fn;
+use std::panic::AssertUnwindSafe;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -11,11 +12,12 @@ use h2::SendStream;
 use http::{HeaderMap, HeaderValue, Response};
 
 use super::headers::write_metadata;
-use super::messages::{finish_message, start_message, PREFIX_LEN};
+use super::messages::{set_prefix, PREFIX_LEN};
 use super::status::{Code, Status};
 use crate::codec::Codec;
 use crate::error::ErrorCode;
 use crate::metadata::Metadata;
+use crate::server::connection::reply::panic_message;
 use crate::stream::outgoing::OutgoingItems;
 
 const CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grpc");
@@ -87,16 +89,24 @@ pub(crate) async fn send_message(stream: &mut SendStream<Bytes>, message: Bytes)
     .await
 }
 
+/// Items ready at once go out together, in one DATA frame of up to this many bytes: a frame
+/// per small item would cost a frame header each, and HTTP/2 peers (h2's flood protection)
+/// close a connection that floods them with small frames.
+const BATCH_BYTES: usize = 16 * 1024;
+
 /// Sends a stream's items, each a message encoded in `codec`, until the producer runs out,
-/// fails or the caller goes. Each message waits for the stream's HTTP/2 window, so a slow
-/// caller holds the producer back: at most one message is buffered.
+/// fails or the caller goes. The items the producer has ready are batched into one send;
+/// each batch waits for the stream's HTTP/2 window, so a slow caller holds the producer
+/// back: at most one batch is buffered.
 pub(crate) async fn send_items(
     stream: &mut SendStream<Bytes>,
     items: &mut OutgoingItems,
     codec: Codec,
 ) -> SendEnd {
     let mut pending: Option<Bytes> = None;
-    let mut next: Option<BytesMut> = None;
+    let mut batch = BytesMut::new();
+    // How the stream ends, once the producer has said: sent after the batch before it.
+    let mut end: Option<SendEnd> = None;
     poll_fn(|cx| {
         if stream.poll_reset(cx).is_ready() {
             return Poll::Ready(SendEnd::Gone);
@@ -107,23 +117,46 @@ pub(crate) async fn send_items(
                 Poll::Ready(Err(())) => return Poll::Ready(SendEnd::Gone),
                 Poll::Pending => return Poll::Pending,
             }
-            let out = next.get_or_insert_with(|| start_message(64));
-            match items.poll_encode(cx, codec, out) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => return Poll::Ready(SendEnd::Done),
-                Poll::Ready(Some(Err(err))) => {
-                    return Poll::Ready(SendEnd::Failed(Status::of(
-                        ErrorCode::EncodeFailed,
-                        format!("a stream item did not encode: {err}"),
-                    )))
-                }
-                Poll::Ready(Some(Ok(_last))) => {
-                    if let Some(out) = next.take() {
-                        debug_assert!(out.len() >= PREFIX_LEN);
-                        pending = Some(finish_message(out));
+            if let Some(end) = end.take() {
+                return Poll::Ready(end);
+            }
+            while batch.len() < BATCH_BYTES && end.is_none() {
+                let start = batch.len();
+                batch.extend_from_slice(&[0; PREFIX_LEN]);
+                // The producer runs here: a panic in it ends the stream like a panicking
+                // handler, after the items it made before.
+                let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    items.poll_encode(cx, codec, &mut batch)
+                }));
+                match polled {
+                    Ok(Poll::Ready(Some(Ok(_last)))) => {
+                        set_prefix(&mut batch[start..]);
+                        continue;
+                    }
+                    Ok(Poll::Pending) => {
+                        batch.truncate(start);
+                        break;
+                    }
+                    Ok(Poll::Ready(None)) => end = Some(SendEnd::Done),
+                    Ok(Poll::Ready(Some(Err(err)))) => {
+                        end = Some(SendEnd::Failed(Status::of(
+                            ErrorCode::EncodeFailed,
+                            format!("a stream item did not encode: {err}"),
+                        )));
+                    }
+                    Err(panic) => {
+                        end = Some(SendEnd::Failed(Status::of(
+                            ErrorCode::HandlerPanicked,
+                            panic_message(panic.as_ref()),
+                        )));
                     }
                 }
+                batch.truncate(start);
             }
+            if batch.is_empty() && end.is_none() {
+                return Poll::Pending;
+            }
+            pending = Some(batch.split().freeze());
         }
     })
     .await
