@@ -19,8 +19,18 @@
 //!
 //! Each method's arguments are a message `{Service}_{method}_Args` (fields 1..n) and its
 //! reply `{Service}_{method}_Reply` (`value = 1`, or `ok = 1` and `err = 2`, or `err = 1`
-//! for `Result<(), E>`); a `service` block lists the methods for readers and tools, though
-//! calls travel in wirecall frames, not gRPC.
+//! for `Result<(), E>`); a server stream `returns (stream {Service}_{method}_Reply)`.
+//!
+//! A method that takes an upload (client or bidirectional streaming) reads
+//! `stream {Service}_{method}_Upload`, whose `value = 1` is one item, byte for byte what
+//! wirecall's frames send for it. When the method also takes arguments, the upload message
+//! has a second field `{Service}_{method}_Args args = 2`: over gRPC the first message of the
+//! request stream carries the arguments there and no item, and each later message one item;
+//! with no arguments every message is an item. The `_Args` message is written for every
+//! method, because wirecall's own frames send the arguments in it.
+//!
+//! The `service` blocks are so a valid gRPC contract, one gRPC service
+//! `{package}.{Service}` per wirecall service with its methods under their schema names.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -139,6 +149,16 @@ pub fn proto_file(schemas: &[ServiceSchema], package: &str) -> Result<String, Pr
     Ok(out.trim_end().to_owned() + "\n")
 }
 
+/// How an upload travels over gRPC, written above the `_Upload` message of a method that
+/// also takes arguments.
+const UPLOAD_WITH_ARGS: &str = "\
+Over gRPC, the first message of the request stream carries the arguments in `args` and no
+item; each later message carries one item in `value`. wirecall's own frames send the
+arguments as the `_Args` message and each item as this message with `value` alone.";
+
+/// The same, for a method whose only input is the upload.
+const UPLOAD_WITHOUT_ARGS: &str = "Over gRPC, every message of the request stream is one item.";
+
 struct Writer {
     user_names: Vec<String>,
     /// Wrapper message name -> its field lines.
@@ -165,17 +185,15 @@ impl Writer {
             if !marks.is_empty() {
                 let _ = writeln!(out, "  // ({})", marks.join(", "));
             }
-            if method.upload.is_some() {
-                let _ = writeln!(
-                    out,
-                    "  // (uploads a stream of {service}_{name}_Upload after the arguments)",
-                    name = method.name
-                );
-            }
             let stream = if method.server_stream { "stream " } else { "" };
+            let request = if method.upload.is_some() {
+                format!("stream {service}_{}_Upload", method.name)
+            } else {
+                format!("{service}_{}_Args", method.name)
+            };
             let _ = writeln!(
                 out,
-                "  rpc {name}({service}_{name}_Args) returns ({stream}{service}_{name}_Reply);",
+                "  rpc {name}({request}) returns ({stream}{service}_{name}_Reply);",
                 name = method.name
             );
         }
@@ -205,9 +223,17 @@ impl Writer {
             }
             out.push_str("}\n\n");
             if let Some(item) = &method.upload {
+                if method.args.is_empty() {
+                    comment(out, "", UPLOAD_WITHOUT_ARGS);
+                } else {
+                    comment(out, "", UPLOAD_WITH_ARGS);
+                }
                 let _ = writeln!(out, "message {service}_{}_Upload {{", method.name);
                 let line = self.field(item, "value", 1);
                 let _ = writeln!(out, "  {line}");
+                if !method.args.is_empty() {
+                    let _ = writeln!(out, "  {service}_{}_Args args = 2;", method.name);
+                }
                 out.push_str("}\n\n");
             }
         }
@@ -451,4 +477,101 @@ fn snake(name: &str) -> String {
 /// `UserModel` -> `USER_MODEL`.
 fn upper_snake(name: &str) -> String {
     snake(name).to_ascii_uppercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::proto_file;
+    use crate::Service as _;
+
+    /// A sensor hub: uploads with and without arguments, one of them answering with a stream.
+    #[wirecall_macros::service(name = "Hub")]
+    trait Hub {
+        async fn ingest(&self, readings: crate::Streaming<f64>) -> u64;
+        async fn tagged(&self, tag: String, readings: crate::Streaming<u32>) -> u64;
+        async fn echo(
+            &self,
+            prefix: String,
+            lines: crate::Streaming<String>,
+        ) -> crate::Streaming<String>;
+    }
+
+    struct Nothing;
+
+    impl Hub for Nothing {
+        async fn ingest(&self, _readings: crate::Streaming<f64>) -> u64 {
+            0
+        }
+        async fn tagged(&self, _tag: String, _readings: crate::Streaming<u32>) -> u64 {
+            0
+        }
+        async fn echo(
+            &self,
+            _prefix: String,
+            lines: crate::Streaming<String>,
+        ) -> crate::Streaming<String> {
+            lines
+        }
+    }
+
+    fn hub_proto() -> String {
+        let schema = HubServer::new(Nothing).schema();
+        proto_file(&[schema], "acme.hub").expect("exports")
+    }
+
+    #[test]
+    fn an_upload_is_a_client_stream_of_its_upload_message() {
+        let text = hub_proto();
+        assert!(
+            text.contains("  rpc ingest(stream Hub_ingest_Upload) returns (Hub_ingest_Reply);\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "// Over gRPC, every message of the request stream is one item.\n\
+                 message Hub_ingest_Upload {\n  double value = 1;\n}\n"
+            ),
+            "{text}"
+        );
+        // The arguments message stays: wirecall's own frames use it.
+        assert!(text.contains("message Hub_ingest_Args {\n}\n"), "{text}");
+    }
+
+    #[test]
+    fn an_upload_with_arguments_carries_them_in_its_first_message() {
+        let text = hub_proto();
+        assert!(
+            text.contains("  rpc tagged(stream Hub_tagged_Upload) returns (Hub_tagged_Reply);\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "message Hub_tagged_Upload {\n  uint32 value = 1;\n  Hub_tagged_Args args = 2;\n}\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("// Over gRPC, the first message of the request stream carries"),
+            "{text}"
+        );
+        assert!(
+            text.contains("message Hub_tagged_Args {\n  string tag = 1;\n}\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_bidirectional_stream_streams_both_ways() {
+        let text = hub_proto();
+        assert!(
+            text.contains("  rpc echo(stream Hub_echo_Upload) returns (stream Hub_echo_Reply);\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "message Hub_echo_Upload {\n  string value = 1;\n  Hub_echo_Args args = 2;\n}\n"
+            ),
+            "{text}"
+        );
+    }
 }
