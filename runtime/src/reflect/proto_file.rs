@@ -206,7 +206,7 @@ fn comment(out: &mut String, indent: &str, doc: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::proto_fixtures::{hub, tags, undescribed};
+    use super::super::proto_fixtures::{hub, shapes, tags, undescribed};
     use super::proto_file;
 
     fn hub_proto() -> String {
@@ -222,6 +222,21 @@ mod tests {
         );
         assert!(!text.contains("service Opaque"), "{text}");
         assert!(text.contains("service Tags {"), "{text}");
+    }
+
+    #[test]
+    fn a_result_reply_has_optional_ok_and_err() {
+        let text = proto_file(&[shapes()], "shapes").expect("exports");
+        assert!(
+            text.contains(
+                "message Shapes_area_Reply {\n  optional double ok = 1;\n  optional Shape err = 2;\n}\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("message Shapes_area_Args {\n  Shape shape = 1;\n  optional List_float scale = 2;\n}\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -89,7 +89,38 @@ pub trait Hub {
     async fn windows(&self, spans: Streaming<Vec<Duration>>) -> HashMap<String, Option<i64>>;
 }
 
-/// Implements both services with answers no test looks at.
+/// A circle, also the name of a variant of [`Shape`].
+#[wirecall_macros::message]
+#[derive(Clone, PartialEq)]
+pub struct Circle {
+    pub radius: f64,
+}
+
+/// Inside `Shape`, `Circle` names the variant's nested message, which shadows the struct.
+#[wirecall_macros::message]
+#[derive(Clone, PartialEq)]
+pub enum Shape {
+    Circle {
+        radius: f64,
+        marks: BTreeMap<u32, Vec<String>>,
+    },
+    Other(Circle),
+    Unknown,
+}
+
+/// Shapes, in a service of their own.
+#[wirecall_macros::service(name = "Shapes")]
+pub trait Shapes {
+    async fn area(&self, shape: Shape, scale: Option<Vec<f32>>) -> Result<f64, Shape>;
+}
+
+impl Shapes for Nothing {
+    async fn area(&self, _shape: Shape, _scale: Option<Vec<f32>>) -> Result<f64, Shape> {
+        Ok(0.0)
+    }
+}
+
+/// Implements the services with answers no test looks at.
 pub struct Nothing;
 
 impl Tags for Nothing {
@@ -131,6 +162,11 @@ pub fn tags() -> ServiceSchema {
 /// The schema of `acme.Hub`.
 pub fn hub() -> ServiceSchema {
     HubServer::new(Nothing).schema()
+}
+
+/// The schema of `Shapes`.
+pub fn shapes() -> ServiceSchema {
+    ShapesServer::new(Nothing).schema()
 }
 
 /// A hand-written service that describes no types: the export leaves it out.
