@@ -1,0 +1,9 @@
+//! The gRPC door (feature `grpc`): a wirecall service answered as the gRPC service
+//! `{package}.{Service}`, its request and reply messages those of the `.proto` export.
+//!
+//! - [`descriptor`]: the services' `.proto` export as Protobuf file descriptors;
+//! - [`well_known`]: the standard files served beside it (Duration, Timestamp, health,
+//!   reflection).
+
+pub(crate) mod descriptor;
+pub(crate) mod well_known;
