@@ -18,6 +18,12 @@ use crate::reflect::proto_model::WellKnown;
 
 /// The file of the gRPC health service.
 pub(crate) const HEALTH_FILE: &str = "grpc/health/v1/health.proto";
+/// The gRPC health service's full name.
+pub(crate) const HEALTH_SERVICE: &str = "grpc.health.v1.Health";
+/// The reflection service's full name, version 1.
+pub(crate) const REFLECTION_V1_SERVICE: &str = "grpc.reflection.v1.ServerReflection";
+/// The reflection service's full name, the older `v1alpha` some clients still ask for.
+pub(crate) const REFLECTION_V1ALPHA_SERVICE: &str = "grpc.reflection.v1alpha.ServerReflection";
 
 /// The file that declares a well-known type.
 pub(crate) fn file(import: WellKnown) -> FileDescriptorProto {

@@ -11,6 +11,9 @@
 
 mod build;
 
+// The gRPC door names its services and lists them with these.
+#[cfg(feature = "grpc")]
+pub(crate) use build::{is_exported, service_identifier};
 
 /// Everything one `.proto` file declares.
 #[derive(Debug, Clone, PartialEq)]
