@@ -1,5 +1,5 @@
-//! The services the door answers itself, beside the server's own: the standard health check
-//! (`grpc.health.v1`).
+//! The services the door answers itself, beside the server's own: gRPC server reflection
+//! (`grpc.reflection.v1` and `v1alpha`) and the standard health check (`grpc.health.v1`).
 //! They are the door's, not the server's services, so they pass the token check but not the
 //! server's layers.
 
@@ -10,11 +10,13 @@ use super::connection::GrpcConnection;
 use super::health;
 use super::messages::{message, Messages};
 use super::reply::{self, SendEnd};
-use super::status::Status;
+use super::status::{Code, Status};
 
 /// A service the door answers itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Builtin {
+    /// `grpc.reflection.v1(alpha).ServerReflection/ServerReflectionInfo`.
+    Reflection,
     /// `grpc.health.v1.Health/Check`.
     HealthCheck,
     /// `grpc.health.v1.Health/Watch`.
@@ -25,6 +27,10 @@ impl Builtin {
     /// The built-in service at `path`, if it is one.
     pub(crate) fn at(path: &str) -> Option<Self> {
         match path {
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+            | "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo" => {
+                Some(Self::Reflection)
+            }
             "/grpc.health.v1.Health/Check" => Some(Self::HealthCheck),
             "/grpc.health.v1.Health/Watch" => Some(Self::HealthWatch),
             _ => None,
@@ -39,6 +45,7 @@ impl Builtin {
         mut respond: SendResponse<Bytes>,
     ) {
         match self {
+            Self::Reflection => reflect(connection, messages, respond).await,
             Self::HealthCheck | Self::HealthWatch => {
                 let request = match messages.next_message().await {
                     Some(Ok(request)) => request,
@@ -65,4 +72,30 @@ impl Builtin {
             }
         }
     }
+}
+
+/// The reflection stream: one answer per request, in order, until the caller ends it.
+async fn reflect(
+    connection: &GrpcConnection,
+    mut messages: Messages,
+    mut respond: SendResponse<Bytes>,
+) {
+    let Some(mut stream) = reply::open(&mut respond, None) else {
+        return;
+    };
+    let status = loop {
+        let request = match messages.next_message().await {
+            None => break Status::ok(),
+            Some(Err(status)) => break status,
+            Some(Ok(request)) => request,
+        };
+        let answer = match connection.door.reflection.answer(&request) {
+            Ok(answer) => answer,
+            Err(err) => break Status::new(Code::InvalidArgument, err),
+        };
+        if let SendEnd::Gone = reply::send_message(&mut stream, message(&answer)).await {
+            return;
+        }
+    };
+    reply::close(&mut stream, &status);
 }

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::reflection::Reflection;
 use crate::method::MethodId;
+use crate::reflect::proto_model::{is_exported, service_identifier};
 use crate::reflect::schema::ServiceSchema;
 use crate::service::Service;
 
@@ -28,6 +30,8 @@ pub(crate) struct GrpcDoor {
     names: Vec<String>,
     /// `wirecall.Health.check`, when the server serves the health service.
     health_check: Option<MethodId>,
+    /// Server reflection's answers, from the exported services' schemas.
+    pub(crate) reflection: Reflection,
     pub(crate) package: String,
 }
 
@@ -40,7 +44,7 @@ impl GrpcDoor {
         let mut names = Vec::new();
         let mut health_check = None;
         for (service, schema) in services.iter().zip(&schemas) {
-            let name = crate::reflect::proto_file::identifier(&schema.name);
+            let name = service_identifier(&schema.name);
             names.push(schema.name.clone());
             names.push(name.clone());
             if schema.name == HEALTH_SERVICE {
@@ -51,7 +55,7 @@ impl GrpcDoor {
                     .find(|method| method.name == "check")
                     .map(|method| method.id);
             }
-            if !exported(schema) {
+            if !is_exported(schema) {
                 unexported.push(name);
                 continue;
             }
@@ -65,7 +69,9 @@ impl GrpcDoor {
                 );
             }
         }
+        let exported: Vec<ServiceSchema> = schemas.into_iter().filter(is_exported).collect();
         Self {
+            reflection: Reflection::new(&exported, package),
             methods,
             unexported,
             names,
@@ -113,8 +119,3 @@ impl GrpcDoor {
 
 /// The wire name of the built-in health service ([`crate::health`]).
 const HEALTH_SERVICE: &str = "wirecall.Health";
-
-/// Whether a service has a gRPC form: the same rule as the `.proto` export.
-fn exported(schema: &ServiceSchema) -> bool {
-    schema.described && schema.codecs.iter().any(|codec| codec == "protobuf")
-}

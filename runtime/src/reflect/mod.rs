@@ -17,7 +17,10 @@
 mod json_messages;
 #[cfg(feature = "json")]
 mod json_schema;
-pub(crate) mod proto_file;
+mod proto_file;
+#[cfg(test)]
+pub(crate) mod proto_fixtures;
+pub(crate) mod proto_model;
 mod reflection_service;
 pub(crate) mod schema;
 mod std_impls;
