@@ -26,7 +26,7 @@ use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
 use crate::metadata::Metadata;
 use crate::server::connection::reply::panic_message;
-use crate::server::metrics::Outcome;
+use crate::server::metrics::{Outcome, ServerMetrics};
 use crate::server::request::{Reply, ReplyBody, Request};
 use crate::server::stream::upload_queue::Upload;
 use crate::trace::{TraceContext, TRACEPARENT};
@@ -202,7 +202,7 @@ impl Call {
             service: route.service_index,
         };
         shared.metrics.in_flight.increment(1.0);
-        let _in_flight = InFlight(shared.metrics.in_flight.clone());
+        let _in_flight = Held(shared.metrics.in_flight.clone());
         let work = tower::Service::call(&mut &shared.pipeline, request);
         let work = AssertUnwindSafe(work).catch_unwind();
         let ended = async {
@@ -227,7 +227,16 @@ impl Call {
                     return outcome_of(&status);
                 }
             };
-            answer(reply, &mut respond, self.deadline, self.received, &failure).await
+            let metrics = &shared.metrics;
+            answer(
+                reply,
+                &mut respond,
+                self.deadline,
+                self.received,
+                &failure,
+                metrics,
+            )
+            .await
         };
         let outcome = match &span {
             Some(span) if !span.is_disabled() => ended.instrument(span.clone()).await,
@@ -247,6 +256,7 @@ async fn answer(
     deadline: Option<Instant>,
     received: Instant,
     failure: &UploadFailure,
+    metrics: &ServerMetrics,
 ) -> Outcome {
     let Reply { body, admission } = reply;
     // A stream keeps its place under `max_in_flight` until its last message is out.
@@ -276,7 +286,15 @@ async fn answer(
             let Some(mut stream) = reply::open(respond, None) else {
                 return Outcome::Cancelled;
             };
-            let sending = reply::send_items(&mut stream, &mut items, Codec::Protobuf);
+            metrics.streams_opened.increment(1);
+            metrics.streams_open.increment(1.0);
+            let _open = Held(metrics.streams_open.clone());
+            let sending = reply::send_items(
+                &mut stream,
+                &mut items,
+                Codec::Protobuf,
+                &metrics.stream_items,
+            );
             let status = match within(deadline, sending).await {
                 None => deadline_passed(deadline, received),
                 Some(SendEnd::Gone) => return Outcome::Cancelled,
@@ -351,10 +369,10 @@ fn args_of_upload(first: &[u8]) -> Result<Bytes, String> {
     Ok(Bytes::from(args))
 }
 
-/// Counts a call out of the in-flight gauge however its task ends.
-struct InFlight(::metrics::Gauge);
+/// A place in a gauge (calls in flight, streams open), given back however the task ends.
+struct Held(::metrics::Gauge);
 
-impl Drop for InFlight {
+impl Drop for Held {
     fn drop(&mut self) {
         self.0.decrement(1.0);
     }

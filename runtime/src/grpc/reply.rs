@@ -102,6 +102,7 @@ pub(crate) async fn send_items(
     stream: &mut SendStream<Bytes>,
     items: &mut OutgoingItems,
     codec: Codec,
+    sent_items: &::metrics::Counter,
 ) -> SendEnd {
     let mut pending: Option<Bytes> = None;
     let mut batch = BytesMut::new();
@@ -131,6 +132,7 @@ pub(crate) async fn send_items(
                 match polled {
                     Ok(Poll::Ready(Some(Ok(_last)))) => {
                         set_prefix(&mut batch[start..]);
+                        sent_items.increment(1);
                         continue;
                     }
                     Ok(Poll::Pending) => {
