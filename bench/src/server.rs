@@ -45,8 +45,13 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
     // Held until the end: dropping a running wirecall server stops it.
     let mut running = None;
     let addr: SocketAddr = match target {
-        Target::Wirecall(_) => {
-            let server = wirecall::serve(counted.clone(), streams, GrpcDoor::Closed).await?;
+        Target::Wirecall(_) | Target::GrpcWirecall => {
+            let door = if target == Target::GrpcWirecall {
+                GrpcDoor::Open
+            } else {
+                GrpcDoor::Closed
+            };
+            let server = wirecall::serve(counted.clone(), streams, door).await?;
             let addr = server.local_addr();
             running = Some(server);
             addr
