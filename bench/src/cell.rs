@@ -20,6 +20,9 @@ pub enum Target {
     Tarpc(TarpcFormat),
     /// tonic 0.14: gRPC over HTTP/2, prost messages.
     Tonic,
+    /// tonic's client (as [`Target::Tonic`]'s) calling wirecall's server through its gRPC
+    /// door: wirecall's server beside tonic's, serving the same service to the same client.
+    GrpcWirecall,
     /// Length-prefixed echo over plain tokio TCP: the physical floor.
     RawTcp,
 }
@@ -35,7 +38,7 @@ pub enum TarpcFormat {
 
 impl Target {
     /// Every target, in the order the table shows them.
-    pub const ALL: [Target; 7] = [
+    pub const ALL: [Target; 8] = [
         Target::RawTcp,
         Target::Wirecall(wirecall::Codec::Json),
         Target::Wirecall(wirecall::Codec::MessagePack),
@@ -43,14 +46,16 @@ impl Target {
         Target::Tarpc(TarpcFormat::Bincode),
         Target::Tarpc(TarpcFormat::MessagePack),
         Target::Tonic,
+        Target::GrpcWirecall,
     ];
 
-    /// `wirecall`, `tarpc`, `tonic` or `raw-tcp`.
+    /// `wirecall`, `tarpc`, `tonic`, `grpc-wirecall` or `raw-tcp`.
     pub fn system(self) -> &'static str {
         match self {
             Target::Wirecall(_) => "wirecall",
             Target::Tarpc(_) => "tarpc",
             Target::Tonic => "tonic",
+            Target::GrpcWirecall => "grpc-wirecall",
             Target::RawTcp => "raw-tcp",
         }
     }
@@ -61,7 +66,7 @@ impl Target {
             Target::Wirecall(codec) => codec.name(),
             Target::Tarpc(TarpcFormat::Bincode) => "bincode",
             Target::Tarpc(TarpcFormat::MessagePack) => "msgpack",
-            Target::Tonic => "protobuf",
+            Target::Tonic | Target::GrpcWirecall => "protobuf",
             Target::RawTcp => "none",
         }
     }
@@ -84,9 +89,14 @@ impl Target {
                 "protobuf" | "none" => Ok(Target::Tonic),
                 other => Err(format!("tonic codec {other:?}: expected protobuf")),
             },
+            "grpc-wirecall" => match codec {
+                "protobuf" | "none" => Ok(Target::GrpcWirecall),
+                other => Err(format!("grpc-wirecall codec {other:?}: expected protobuf")),
+            },
             "raw-tcp" | "raw" => Ok(Target::RawTcp),
             other => Err(format!(
-                "unknown system {other:?}: expected wirecall, tarpc, tonic or raw-tcp"
+                "unknown system {other:?}: expected wirecall, tarpc, tonic, grpc-wirecall or \
+                 raw-tcp"
             )),
         }
     }
@@ -95,7 +105,10 @@ impl Target {
     /// tarpc has no streams).
     pub fn supports(self, workload: Workload) -> bool {
         match workload {
-            Workload::OneWay => !matches!(self, Target::Tarpc(_) | Target::Tonic),
+            Workload::OneWay => !matches!(
+                self,
+                Target::Tarpc(_) | Target::Tonic | Target::GrpcWirecall
+            ),
             Workload::Streams { .. }
             | Workload::LongLink { .. }
             | Workload::UnaryBesideStream
@@ -528,7 +541,7 @@ mod tests {
     }
 
     #[test]
-    fn tonic_runs_w1_to_w5_w8_the_stream_cells_and_the_upload() {
+    fn tonic_and_the_door_run_w1_to_w5_w8_the_stream_cells_and_the_upload() {
         let ids: Vec<String> = Workload::ALL
             .into_iter()
             .filter(|w| Target::Tonic.supports(*w))
@@ -538,6 +551,12 @@ mod tests {
             ids.join(" "),
             "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3 U1 L1-rtt20 L1-rtt100 I1"
         );
+        let door: Vec<String> = Workload::ALL
+            .into_iter()
+            .filter(|w| Target::GrpcWirecall.supports(*w))
+            .map(Workload::id)
+            .collect();
+        assert_eq!(door, ids, "the door runs every cell tonic runs");
         assert!(!Target::Tarpc(TarpcFormat::Bincode).supports(Workload::UnaryBesideStream));
         assert!(!Target::Tarpc(TarpcFormat::MessagePack).supports(Workload::Upload));
     }

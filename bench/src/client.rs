@@ -14,6 +14,7 @@ use crate::cell::{Scale, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
 use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN, CHUNK_LEN, ITEM_BODY_LEN};
 use crate::report::CellResult;
+use crate::systems::grpc_wirecall::GrpcWirecallRpc;
 use crate::systems::raw::RawRpc;
 use crate::systems::tarpc::TarpcRpc;
 use crate::systems::tonic::TonicRpc;
@@ -75,6 +76,9 @@ pub async fn run(
             run_workload(&TarpcRpc::new(addr, format, fixtures), workload, &scale).await?
         }
         Target::Tonic => run_workload(&TonicRpc::new(addr, fixtures)?, workload, &scale).await?,
+        Target::GrpcWirecall => {
+            run_workload(&GrpcWirecallRpc::new(addr, fixtures)?, workload, &scale).await?
+        }
         Target::RawTcp => {
             let rpc = RawRpc::new(addr, &fixtures).with_stream_window(workload.raw_stream_window());
             run_workload(&rpc, workload, &scale).await?

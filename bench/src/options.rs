@@ -71,11 +71,12 @@ pub struct RunArgs {
     /// Comma-separated workloads or variants: W1, W2-1x256, W3, ... [default: all]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
-    /// wirecall, tarpc, tonic or raw-tcp [default: all]
+    /// wirecall, tarpc, tonic, grpc-wirecall (tonic's client, wirecall's server through its
+    /// gRPC door) or raw-tcp [default: all]
     #[arg(long, value_name = "NAME")]
     system: Option<String>,
-    /// json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc), protobuf (tonic)
-    /// [default: all]
+    /// json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc), protobuf (tonic,
+    /// grpc-wirecall) [default: all]
     #[arg(long, value_name = "NAME")]
     codec: Option<String>,
     /// JSON-lines file to append to [default: target/bench-results.jsonl]
@@ -89,7 +90,7 @@ pub struct RunArgs {
 /// What the `server` and `client` children are told to serve or call.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// wirecall, tarpc, tonic or raw-tcp
+    /// wirecall, tarpc, tonic, grpc-wirecall or raw-tcp
     #[arg(long, value_name = "NAME")]
     system: String,
     /// The system's codec (none for raw-tcp)
@@ -469,6 +470,18 @@ mod tests {
         assert_eq!(names, ["raw-tcp none", "wirecall msgpack", "tarpc msgpack"]);
         assert_eq!(plan.repeat, 1);
         assert_eq!(plan.cell_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn grpc_wirecall_is_a_system_of_its_own() {
+        let Ok(Command::Run(plan)) = parse_str("all --system grpc-wirecall --only W1,W2,S1") else {
+            panic!("expected a run");
+        };
+        assert_eq!(plan.targets, [Target::GrpcWirecall]);
+        let Ok(Command::Run(plan)) = parse_str("all --system wirecall --codec protobuf") else {
+            panic!("expected a run");
+        };
+        assert_eq!(plan.targets, [Target::Wirecall(wirecall::Codec::Protobuf)]);
     }
 
     #[test]

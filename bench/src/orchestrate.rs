@@ -74,7 +74,8 @@ pub async fn run(plan: &Plan) -> BenchResult<bool> {
     println!();
     println!(
         "medians of {} run(s) per cell; ratios use one codec on both sides (MessagePack, \
-         tonic against wirecall's Protobuf)",
+         tonic against wirecall's Protobuf, grpc-wirecall's door against tonic's server with \
+         tonic's client on both)",
         plan.repeat
     );
     println!();

@@ -293,7 +293,8 @@ const TARPC: Target = Target::Tarpc(TarpcFormat::MessagePack);
 
 /// The markdown table: per workload variant and metric, the median over the repeats of each
 /// target, then wirecall (MessagePack) / raw TCP, tarpc (MessagePack) / wirecall
-/// (MessagePack) and tonic / wirecall (Protobuf, tonic's codec) from the same medians.
+/// (MessagePack), tonic / wirecall (Protobuf, tonic's codec) and grpc-wirecall / tonic (one
+/// client, wirecall's gRPC door against tonic's server) from the same medians.
 pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String {
     let medians = Medians::of(results);
     let median_of = |workload, target, metric: &Metric| medians.get(workload, target, metric);
@@ -303,11 +304,14 @@ pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String 
     for target in Target::ALL {
         let _ = write!(out, " {target} |");
     }
-    out.push_str(" wirecall / raw | tarpc / wirecall | tonic / wirecall protobuf |\n|---|---|");
+    out.push_str(
+        " wirecall / raw | tarpc / wirecall | tonic / wirecall protobuf | grpc-wirecall / tonic \
+         |\n|---|---|",
+    );
     for _ in Target::ALL {
         out.push_str("---:|");
     }
-    out.push_str("---:|---:|---:|\n");
+    out.push_str("---:|---:|---:|---:|\n");
     for &workload in workloads {
         for metric in metrics(workload) {
             let _ = write!(out, "| {} | {} |", workload.id(), metric.label);
@@ -336,10 +340,11 @@ pub fn markdown_table(results: &[CellResult], workloads: &[Workload]) -> String 
             };
             let _ = writeln!(
                 out,
-                " {} | {} | {} |",
+                " {} | {} | {} | {} |",
                 ratio(WIRECALL, Target::RawTcp),
                 ratio(TARPC, WIRECALL),
-                ratio(Target::Tonic, WIRECALL_PROTOBUF)
+                ratio(Target::Tonic, WIRECALL_PROTOBUF),
+                ratio(Target::GrpcWirecall, Target::Tonic)
             );
         }
     }
@@ -536,7 +541,7 @@ mod tests {
             .find(|line| line.starts_with("| W1-1obj | ms per 10,000"))
             .expect("a W1 row");
         assert!(row.contains("| 250 |"), "{row}");
-        assert!(row.ends_with("| 2.00 | 2.00 | - |"), "{row}");
+        assert!(row.ends_with("| 2.00 | 2.00 | - | - |"), "{row}");
         let one_way = table
             .lines()
             .find(|line| line.starts_with("| W6 | messages/s"))
@@ -556,12 +561,33 @@ mod tests {
             .lines()
             .find(|line| line.starts_with("| W1-1obj | ms per 10,000"))
             .expect("a W1 row");
-        assert!(row.ends_with("| - | - | 3.00 |"), "{row}");
+        assert!(row.ends_with("| - | - | 3.00 | - |"), "{row}");
         let one_way = table
             .lines()
             .find(|line| line.starts_with("| W6 | messages/s"))
             .expect("a W6 row");
         assert!(one_way.ends_with("| n/a |"), "{one_way}");
+    }
+
+    #[test]
+    fn the_door_is_compared_with_tonics_server() {
+        let w2 = Workload::Pipelined {
+            connections: 1,
+            in_flight: 256,
+        };
+        let results = vec![
+            result(Target::Tonic, w2, 2.0),
+            result(Target::GrpcWirecall, w2, 1.0),
+        ];
+        let table = markdown_table(&results, &[w2]);
+        let row = table
+            .lines()
+            .find(|line| line.starts_with("| W2-1x256 | calls/s |"))
+            .expect("a W2 row");
+        assert!(
+            row.ends_with("| 5000 | 10.0k | - | - | - | 2.00 |"),
+            "{row}"
+        );
     }
 
     #[test]
@@ -585,7 +611,7 @@ mod tests {
             total.starts_with("| W8 | allocations per call, client + server | 0.500 | - | 7.00 |"),
             "{total}"
         );
-        assert!(total.ends_with("| n/a | - | - |"), "{total}");
+        assert!(total.ends_with("| n/a | - | - | - |"), "{total}");
         let less = row("the same less the user's values");
         assert!(less.contains("| 0.500 | - | 4.00 |"), "{less}");
     }
@@ -643,7 +669,7 @@ mod tests {
             .lines()
             .find(|line| line.starts_with("| U1 | GB/s payload |"))
             .expect("a U1 GB/s row");
-        assert!(row.ends_with("| 0.75 | n/a | 0.50 |"), "{row}");
+        assert!(row.ends_with("| 0.75 | n/a | 0.50 | - |"), "{row}");
         let summary = stream_summary(&results, &[Workload::Upload]);
         assert_eq!(
             summary,

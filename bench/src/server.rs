@@ -15,6 +15,7 @@ use tokio::io::AsyncBufReadExt as _;
 use crate::alloc_count;
 use crate::cell::{Target, Workload};
 use crate::measure::peak_rss_kb;
+use crate::systems::wirecall::GrpcDoor;
 use crate::systems::{raw, raw_streams, raw_upload, tarpc, tonic, wirecall, BenchResult, Counter};
 
 /// What the server process reports when it stops.
@@ -44,8 +45,13 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
     // Held until the end: dropping a running wirecall server stops it.
     let mut running = None;
     let addr: SocketAddr = match target {
-        Target::Wirecall(_) => {
-            let server = wirecall::serve(counted.clone(), streams).await?;
+        Target::Wirecall(_) | Target::GrpcWirecall => {
+            let door = if target == Target::GrpcWirecall {
+                GrpcDoor::Open
+            } else {
+                GrpcDoor::Closed
+            };
+            let server = wirecall::serve(counted.clone(), streams, door).await?;
             let addr = server.local_addr();
             running = Some(server);
             addr

@@ -2,6 +2,7 @@
 //! [`Rpc`] client (run in the `client` process); the workloads in `crate::client` drive any
 //! [`Rpc`] the same way.
 
+pub mod grpc_wirecall;
 pub mod raw;
 pub mod raw_streams;
 pub mod raw_upload;

@@ -57,11 +57,23 @@ impl ItemFeed for Feed {
 /// stream, and JSON's S1 streams for about that long.
 const STREAM_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Whether the server also answers standard gRPC on its port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrpcDoor {
+    /// Wirecall's protocol only, as a server built without the `grpc` feature (the default)
+    /// serves: the wirecall rows measure what a user gets by default.
+    Closed,
+    /// The gRPC door on (`ServerBuilder::grpc(true)`), for the grpc-wirecall rows.
+    Open,
+}
+
 /// Starts a server on an ephemeral loopback port; every codec is allowed and the client picks.
 /// With `streams`, it also serves `ItemFeed`.
-pub async fn serve(recorded: Counter, streams: bool) -> BenchResult<RunningServer> {
-    let mut builder =
-        Server::builder().serve(UserServiceServer::new(Users::counting_into(recorded)));
+pub async fn serve(recorded: Counter, streams: bool, door: GrpcDoor) -> BenchResult<RunningServer> {
+    // The benchmark builds wirecall with the `grpc` feature, which opens the door by default.
+    let mut builder = Server::builder()
+        .grpc(door == GrpcDoor::Open)
+        .serve(UserServiceServer::new(Users::counting_into(recorded)));
     if streams {
         builder = builder.serve(ItemFeedServer::new(Feed));
     }
@@ -266,7 +278,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_upload_longer_than_the_window_is_counted_to_the_byte() {
-        let server = serve(Counter::default(), true).await.expect("bound");
+        let server = serve(Counter::default(), true, GrpcDoor::Closed)
+            .await
+            .expect("bound");
         let fixtures = Arc::new(Fixtures::new());
         for codec in [Codec::MessagePack, Codec::Protobuf] {
             let rpc = WirecallRpc::new(server.local_addr(), codec, Arc::clone(&fixtures));
