@@ -703,3 +703,39 @@ async fn a_grpc_caller_that_stops_answering_is_dropped_with_its_stream() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_health_check_reads_the_servers_health_reporter() {
+    use wirecall::health::{HealthReporter, ServingStatus};
+
+    let reporter = HealthReporter::new();
+    reporter.set("Feed", ServingStatus::Serving);
+    let server = Server::builder()
+        .serve(FeedServer::new(FeedImpl::default()))
+        .serve(reporter.service())
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let client = grpc(&server).await;
+    let check = |service: &'static str| {
+        let mut client = client.clone();
+        async move {
+            let request = Request::new(HealthCheckRequest {
+                service: service.into(),
+            });
+            let health = PathAndQuery::from_static("/grpc.health.v1.Health/Check");
+            unary::<_, HealthCheckResponse>(&mut client, health, request)
+                .await
+                .map(|reply| reply.into_inner().status)
+        }
+    };
+    assert_eq!(check("wirecall.services.Feed").await.unwrap(), 1);
+    reporter.set("Feed", ServingStatus::NotServing);
+    assert_eq!(check("wirecall.services.Feed").await.unwrap(), 2);
+    // gRPC has no draining: a draining service takes no new calls, NOT_SERVING.
+    reporter.set("Feed", ServingStatus::Draining);
+    assert_eq!(check("Feed").await.unwrap(), 2);
+    assert_eq!(check("").await.unwrap(), 1);
+    let unknown = check("Nobody").await.unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound, "{unknown:?}");
+}

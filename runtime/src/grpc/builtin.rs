@@ -6,10 +6,10 @@
 use bytes::Bytes;
 use h2::server::SendResponse;
 
-use super::connection::GrpcConnection;
 use super::health;
 use super::messages::{message, Messages};
 use super::reply::{self, SendEnd};
+use super::shared::GrpcConnection;
 use super::status::{Code, Status};
 
 /// A service the door answers itself.

@@ -15,9 +15,9 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::builtin::Builtin;
-use super::connection::GrpcConnection;
 use super::messages::{message, Messages};
 use super::reply::{self, SendEnd};
+use super::shared::GrpcConnection;
 use super::status::{parse_timeout, Code, Status};
 use super::upload::{GrpcUpload, UploadFailure};
 use crate::call_span::{CallSpan, Side};
@@ -151,16 +151,17 @@ impl Call {
             Err(status) => return reply::trailers_only(&mut respond, &status),
         };
         let failure = UploadFailure::default();
-        let open = shape.is_stream().then(|| {
-            if shape.takes_upload() {
-                Upload::grpc(GrpcUpload {
-                    messages,
-                    failure: failure.clone(),
-                })
-            } else {
-                Upload::none()
-            }
-        });
+        // An upload's body goes to the handler; any other's rest is read to its end once the
+        // call is answered (`Messages::finish`).
+        let (open, rest) = if shape.takes_upload() {
+            let upload = Upload::grpc(GrpcUpload {
+                messages,
+                failure: failure.clone(),
+            });
+            (Some(upload), None)
+        } else {
+            (shape.is_stream().then(Upload::none), Some(messages))
+        };
         let stream_id = u64::from(u32::from(respond.stream_id()));
         let peer = if self.authenticated {
             Arc::clone(&self.connection.authenticated)
@@ -246,6 +247,9 @@ impl Call {
             span.record("outcome", outcome.label());
         }
         route.metrics.record(outcome, self.received.elapsed());
+        if let Some(rest) = rest {
+            rest.finish().await;
+        }
     }
 }
 

@@ -2,6 +2,8 @@
 //! by its own task, closed gracefully at shutdown or after the idle timeout, and dropped when
 //! the caller stops answering pings while calls run.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,8 +12,9 @@ use tokio::time::Instant;
 
 use super::call;
 use super::door::GrpcDoor;
+use super::shared::GrpcConnection;
 use crate::server::identity::PeerIdentity;
-use crate::server::shared::Shared;
+use crate::server::shared::{DoorIo, SecondDoor, Shared};
 
 /// The largest header block a caller may send (metadata included): gRPC's usual 16 KiB.
 const GRPC_MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
@@ -21,16 +24,6 @@ const GRPC_MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
 /// upload can make the server buffer.
 const STREAM_WINDOW: u32 = 1024 * 1024;
 const CONNECTION_WINDOW: u32 = 4 * 1024 * 1024;
-
-/// What every call of one gRPC connection shares.
-pub(crate) struct GrpcConnection {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) door: Arc<GrpcDoor>,
-    /// The peer, as calls without a token see it.
-    pub(crate) identity: Arc<PeerIdentity>,
-    /// The peer, as calls that presented the server's token see it.
-    pub(crate) authenticated: Arc<PeerIdentity>,
-}
 
 /// Serves a gRPC connection on `io` until the caller leaves, it is idle past the server's
 /// idle timeout, or the server shuts down. `deadline` bounds the HTTP/2 handshake.
@@ -78,21 +71,26 @@ pub(crate) async fn serve_connection<T>(
         identity: Arc::new(identity),
         authenticated: Arc::new(authenticated),
     });
-    let mut idle_at = Instant::now() + idle_timeout;
+    // Two timers, each armed once and moved, not made anew for every call.
+    // Idle: a connection with no call for `idle_timeout` is closed gracefully.
+    let idle = tokio::time::sleep(idle_timeout);
+    tokio::pin!(idle);
+    let mut called_since_idle_check = false;
     let mut closing = false;
     // While calls run, a ping every `keepalive_while_serving`: a caller that vanished
     // without a word (a host gone, a partition) leaves its calls waiting on a window that
     // never opens; no pong within `ping_timeout` drops the connection and them.
     let mut ping_pong = connection.ping_pong();
     let keepalive = config.keepalive_while_serving;
-    let mut next_ping = Instant::now() + keepalive;
-    let mut pong_due: Option<Instant> = None;
+    let ping = tokio::time::sleep(keepalive);
+    tokio::pin!(ping);
+    let mut awaiting_pong = false;
     loop {
-        let pinging = ping_pong.is_some() && pong_due.is_none() && connection.has_streams();
+        let watching = ping_pong.is_some() && (awaiting_pong || connection.has_streams());
         tokio::select! {
             accepted = connection.accept() => match accepted {
                 Some(Ok((request, respond))) => {
-                    idle_at = Instant::now() + idle_timeout;
+                    called_since_idle_check = true;
                     shared.tracker.spawn(call::serve(Arc::clone(&calls), request, respond));
                 }
                 Some(Err(err)) => {
@@ -101,38 +99,41 @@ pub(crate) async fn serve_connection<T>(
                 }
                 None => break,
             },
-            _ = tokio::time::sleep_until(next_ping), if pinging => {
+            () = &mut ping, if watching => {
+                if awaiting_pong {
+                    tracing::debug!("gRPC caller did not answer a ping; closing");
+                    break;
+                }
                 if let Some(ping_pong) = &mut ping_pong {
-                    if ping_pong.send_ping(h2::Ping::opaque()).is_ok() {
-                        pong_due = Some(Instant::now() + config.ping_timeout);
+                    if ping_pong.send_ping(h2::Ping::opaque()).is_err() {
+                        break;
                     }
                 }
+                awaiting_pong = true;
+                ping.as_mut().reset(Instant::now() + config.ping_timeout);
             }
-            pong = pong(&mut ping_pong), if pong_due.is_some() => {
-                pong_due = None;
-                next_ping = Instant::now() + keepalive;
+            pong = pong(&mut ping_pong), if awaiting_pong => {
                 if pong.is_err() {
                     break;
                 }
+                awaiting_pong = false;
+                ping.as_mut().reset(Instant::now() + keepalive);
             }
-            _ = tokio::time::sleep_until(pong_due.unwrap_or(idle_at)), if pong_due.is_some() => {
-                tracing::debug!("gRPC caller did not answer a ping; closing");
-                break;
-            }
-            _ = shared.shutdown.cancelled(), if !closing => {
+            () = shared.shutdown.cancelled(), if !closing => {
                 closing = true;
                 connection.graceful_shutdown();
             }
-            _ = tokio::time::sleep_until(idle_at), if !closing => {
-                if connection.has_streams() {
-                    idle_at = Instant::now() + idle_timeout.max(Duration::from_secs(1));
+            () = &mut idle, if !closing => {
+                if called_since_idle_check || connection.has_streams() {
+                    called_since_idle_check = false;
+                    idle.as_mut().reset(Instant::now() + idle_timeout.max(Duration::from_secs(1)));
                 } else {
                     tracing::debug!("gRPC connection idle; closing");
                     closing = true;
                     connection.graceful_shutdown();
                 }
             }
-            _ = shared.force.cancelled() => break,
+            () = shared.force.cancelled() => break,
         }
     }
     shared.metrics.connections.decrement(1.0);
@@ -145,5 +146,18 @@ async fn pong(ping_pong: &mut Option<h2::PingPong>) -> Result<(), h2::Error> {
             .await
             .map(drop),
         None => std::future::pending().await,
+    }
+}
+
+/// How the server's accept path reaches [`serve_connection`].
+impl SecondDoor for GrpcDoor {
+    fn serve(
+        self: Arc<Self>,
+        io: Box<dyn DoorIo>,
+        identity: PeerIdentity,
+        deadline: Instant,
+        shared: Arc<Shared>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(serve_connection(io, identity, deadline, shared, self))
     }
 }

@@ -17,6 +17,7 @@ use prost_types::{
     ServiceDescriptorProto,
 };
 
+use super::json_name::json_name;
 use super::well_known;
 use crate::reflect::proto_model::{
     FieldType, Label, ProtoField, ProtoMessage, ProtoModel, ProtoType, Scalar,
@@ -365,23 +366,6 @@ fn map_entry_name(field: &str) -> String {
         }
     }
     out + "Entry"
-}
-
-/// protoc's JSON name of a field: `user_id` -> `userId`.
-pub(super) fn json_name(field: &str) -> String {
-    let mut out = String::with_capacity(field.len());
-    let mut capitalise = false;
-    for c in field.chars() {
-        if c == '_' {
-            capitalise = true;
-        } else if capitalise {
-            out.push(c.to_ascii_uppercase());
-            capitalise = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn join(scope: &str, name: &str) -> String {

@@ -21,8 +21,9 @@ pub(crate) struct GrpcMethod {
 
 /// The gRPC door of one server.
 pub(crate) struct GrpcDoor {
-    /// `Service/method` (the service's protobuf identifier) to the method.
-    methods: HashMap<String, GrpcMethod>,
+    /// The service's protobuf identifier, then the method's name, to the method: looked up
+    /// with the path's two parts as they are, allocating nothing.
+    methods: HashMap<String, HashMap<String, GrpcMethod>>,
     /// Services that exist but have no gRPC form (no Protobuf, or types not described), by
     /// protobuf identifier, for a clear refusal.
     unexported: Vec<String>,
@@ -39,7 +40,7 @@ impl GrpcDoor {
     /// The door for `services`, named in gRPC package `package`.
     pub(crate) fn new(services: &[Arc<dyn Service>], package: &str) -> Self {
         let schemas: Vec<ServiceSchema> = services.iter().map(|service| service.schema()).collect();
-        let mut methods = HashMap::new();
+        let mut methods: HashMap<String, HashMap<String, GrpcMethod>> = HashMap::new();
         let mut unexported = Vec::new();
         let mut names = Vec::new();
         let mut health_check = None;
@@ -60,8 +61,8 @@ impl GrpcDoor {
                 continue;
             }
             for (descriptor, method) in service.descriptor().methods.iter().zip(&schema.methods) {
-                methods.insert(
-                    format!("{name}/{}", descriptor.name),
+                methods.entry(name.clone()).or_default().insert(
+                    descriptor.name.to_owned(),
                     GrpcMethod {
                         id: descriptor.id,
                         has_args: !method.args.is_empty(),
@@ -90,7 +91,11 @@ impl GrpcDoor {
             ));
         };
         let service = service.rsplit('.').next().unwrap_or(service);
-        if let Some(found) = self.methods.get(&format!("{service}/{method}")) {
+        if let Some(found) = self
+            .methods
+            .get(service)
+            .and_then(|methods| methods.get(method))
+        {
             return Ok(*found);
         }
         if self.unexported.iter().any(|name| name == service) {

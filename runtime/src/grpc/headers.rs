@@ -11,7 +11,12 @@ fn reserved(name: &str) -> bool {
         || name.ends_with("-bin")
         || matches!(
             name,
-            "content-type" | "te" | "authorization" | "content-length" | "connection"
+            "content-type"
+                | "te"
+                | "authorization"
+                | "content-length"
+                | "connection"
+                | "user-agent"
         )
 }
 

@@ -8,10 +8,10 @@ use bytes::Bytes;
 use h2::SendStream;
 use prost::Message as _;
 
-use super::connection::GrpcConnection;
 use super::health_messages::{HealthCheckRequest, HealthCheckResponse, ServingStatus};
 use super::messages::message;
 use super::reply::{self, SendEnd};
+use super::shared::GrpcConnection;
 use super::status::{Code, Status};
 use crate::codec::Codec;
 use crate::server::request::ReplyBody;

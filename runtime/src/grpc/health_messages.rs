@@ -31,19 +31,6 @@ pub(crate) enum ServingStatus {
     ServiceUnknown = 3,
 }
 
-impl From<crate::health::ServingStatus> for ServingStatus {
-    /// wirecall's status as gRPC reports it. gRPC has no draining: a draining server takes
-    /// no new calls, which is `NOT_SERVING` to a gRPC client.
-    fn from(status: crate::health::ServingStatus) -> Self {
-        use crate::health::ServingStatus as Wirecall;
-        match status {
-            Wirecall::Unknown => ServingStatus::ServiceUnknown,
-            Wirecall::Serving => ServingStatus::Serving,
-            Wirecall::NotServing | Wirecall::Draining => ServingStatus::NotServing,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use prost::Message as _;
@@ -63,22 +50,5 @@ mod tests {
         assert_eq!(response.encode_to_vec(), [0x08, 2]);
         let decoded = HealthCheckResponse::decode(&[0x08, 3][..]).unwrap();
         assert_eq!(decoded.status(), ServingStatus::ServiceUnknown);
-    }
-
-    #[test]
-    fn a_draining_server_is_not_serving_to_grpc() {
-        use crate::health::ServingStatus as Wirecall;
-        assert_eq!(
-            ServingStatus::from(Wirecall::Draining),
-            ServingStatus::NotServing
-        );
-        assert_eq!(
-            ServingStatus::from(Wirecall::Serving),
-            ServingStatus::Serving
-        );
-        assert_eq!(
-            ServingStatus::from(Wirecall::Unknown),
-            ServingStatus::ServiceUnknown
-        );
     }
 }

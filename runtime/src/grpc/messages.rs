@@ -92,6 +92,27 @@ impl Messages {
     }
 }
 
+impl Messages {
+    /// Reads what is left of the body, normally nothing but its end, so that the call's
+    /// HTTP/2 stream closes cleanly rather than with a reset: h2 counts the resets it sends,
+    /// and closes a connection on which every call ends with one. A caller that keeps
+    /// sending after its one message is cut off after [`FINISH_WITHIN`].
+    pub(crate) async fn finish(mut self) {
+        if self.body.is_end_stream() {
+            return;
+        }
+        let rest = async {
+            while let Some(Ok(chunk)) = std::future::poll_fn(|cx| self.body.poll_data(cx)).await {
+                let _ = self.body.flow_control().release_capacity(chunk.len());
+            }
+        };
+        let _ = tokio::time::timeout(FINISH_WITHIN, rest).await;
+    }
+}
+
+/// How long a call answered before its caller ended the request waits for that end.
+const FINISH_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Stream for Messages {
     type Item = Result<Bytes, Status>;
 

@@ -4,14 +4,15 @@
 //! reply messages those of the `.proto` export.
 //!
 //! Layout: `sniff.rs` tells a gRPC connection from a wirecall one by its first byte;
-//! `connection.rs` one HTTP/2 connection; `call.rs` one call, through the server's one
+//! `connection.rs` one HTTP/2 connection, `shared.rs` what its calls share; `call.rs` one call, through the server's one
 //! pipeline; `messages.rs` gRPC's length-prefixed messages; `upload.rs` a call's uploaded
 //! messages as the handler's stream; `reply.rs` what goes back (headers, messages,
 //! trailers); `headers.rs` metadata and the token as headers; `status.rs` the status codes
 //! and the table from wirecall's; `door.rs` the routes by gRPC path. The services the door
 //! answers itself: `builtin.rs` routes to them; `health.rs` and `health_messages.rs` the
 //! health check; `reflection.rs` and `reflection_messages.rs` server reflection, from
-//! `descriptor.rs` (the export as Protobuf file descriptors) and `well_known.rs` (the
+//! `descriptor.rs` (the export as Protobuf file descriptors, with `json_name.rs`) and
+//! `well_known.rs` (the
 //! standard files served beside it: Duration, Timestamp, health, reflection).
 
 mod builtin;
@@ -22,14 +23,15 @@ pub(crate) mod door;
 mod headers;
 mod health;
 pub(crate) mod health_messages;
+mod json_name;
 mod messages;
 pub(crate) mod reflection;
 pub(crate) mod reflection_messages;
 mod reply;
+mod shared;
 pub(crate) mod sniff;
 mod status;
 pub(crate) mod upload;
 pub(crate) mod well_known;
 
-pub(crate) use connection::serve_connection;
 pub(crate) use door::GrpcDoor;

@@ -101,12 +101,15 @@ impl ServerBuilder {
             &self.config.codecs,
         );
         #[cfg(feature = "grpc")]
-        let grpc = self.config.grpc.then(|| {
-            Arc::new(crate::grpc::GrpcDoor::new(
-                &self.services,
-                &self.config.grpc_package,
-            ))
-        });
+        let grpc = self
+            .config
+            .grpc
+            .then(|| -> Arc<dyn super::shared::SecondDoor> {
+                Arc::new(crate::grpc::GrpcDoor::new(
+                    &self.services,
+                    &self.config.grpc_package,
+                ))
+            });
         let shared = Arc::new(Shared {
             registered: Mutex::new(registered),
             metrics: metrics::ServerMetrics::register(),

@@ -93,10 +93,8 @@ impl Accepted {
                     use crate::grpc::sniff::{sniff, Protocol};
                     match sniff(&stream, deadline).await? {
                         Protocol::Grpc => {
-                            let serve = crate::grpc::serve_connection(
-                                stream, identity, deadline, shared, door,
-                            );
-                            return Some(Opened::Grpc(Box::pin(serve)));
+                            let serve = door.serve(Box::new(stream), identity, deadline, shared);
+                            return Some(Opened::Grpc(serve));
                         }
                         Protocol::Wirecall => {}
                     }
@@ -159,8 +157,8 @@ async fn open_tls<S: Transport>(
     #[cfg(feature = "grpc")]
     if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
         if let Some(door) = shared.grpc.clone() {
-            let serve = crate::grpc::serve_connection(stream, identity, deadline, shared, door);
-            return Some(Opened::Grpc(Box::pin(serve)));
+            let serve = door.serve(Box::new(stream), identity, deadline, shared);
+            return Some(Opened::Grpc(serve));
         }
     }
     open_connection(stream, identity, deadline, shared)

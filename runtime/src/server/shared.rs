@@ -47,7 +47,7 @@ pub(crate) struct Shared {
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     /// The gRPC door, when the server answers gRPC on its port.
     #[cfg(feature = "grpc")]
-    pub(crate) grpc: Option<Arc<crate::grpc::GrpcDoor>>,
+    pub(crate) grpc: Option<Arc<dyn SecondDoor>>,
     /// The registrations kept alive in the background; withdrawn first on shutdown.
     pub(super) registered: Mutex<Vec<Registered>>,
     /// A shutdown has begun (or the server was stopped at once).
@@ -59,6 +59,32 @@ pub(crate) struct Shared {
     #[cfg(unix)]
     pub(super) unix_path: Option<PathBuf>,
 }
+
+/// Another protocol the server answers on its port (the gRPC door): what the accept path
+/// hands such a connection to. A trait, so that this state does not depend on the door's
+/// code, which depends on it.
+#[cfg(feature = "grpc")]
+pub(crate) trait SecondDoor: Send + Sync {
+    /// Serves a connection that opened with the door's protocol until it ends; `deadline`
+    /// bounds the protocol's own handshake.
+    fn serve(
+        self: Arc<Self>,
+        io: Box<dyn DoorIo>,
+        identity: super::identity::PeerIdentity,
+        deadline: tokio::time::Instant,
+        shared: Arc<Shared>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+}
+
+/// The byte stream of a connection served by a [`SecondDoor`] (TCP, or TLS over it).
+#[cfg(feature = "grpc")]
+pub(crate) trait DoorIo:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin
+{
+}
+
+#[cfg(feature = "grpc")]
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> DoorIo for T {}
 
 impl Shared {
     /// Whether connections are secured with TLS.

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::super::proto_file::ProtoFileError;
 use super::super::schema::{ReplySchema, ServiceSchema, TypeDef, TypeKind, TypeRef, VariantShape};
-use super::{
+use super::error::ProtoFileError;
+use super::model::{
     FieldType, Label, ProtoEnum, ProtoEnumValue, ProtoField, ProtoMessage, ProtoMethod, ProtoModel,
     ProtoService, ProtoType, Scalar, WellKnown,
 };
