@@ -35,10 +35,18 @@ Examples:
   wirecall proto 127.0.0.1:7000 > users.proto
   wirecall bench 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}' --calls 10000 --concurrency 32
 
+Environment:
+  WIRECALL_TOKEN        the token, as --token
+  WIRECALL_POLICY_FILE  a policy file: per-method timeout, retries, concurrency, breaker
+                        and hedge, applied as a Rust client applies them
+  WIRECALL_POLICY       policy entries over the file's, `;` between them, e.g.
+                        'UserService.get_user timeout=300ms; UserService.* concurrency=8'
+
 Exit codes:
   0  success, or stdout was closed early (`| head`, `| grep -q`)
   1  bad input: arguments that are not a JSON object, an unknown service, method or argument,
-     a line of an upload that is not JSON; or stdout could not be written
+     a line of an upload that is not JSON, a policy (WIRECALL_POLICY, WIRECALL_POLICY_FILE)
+     that does not parse; or stdout could not be written
   2  bad command line (unknown option, missing operand)
   3  could not connect: refused, TLS failure, wrong or missing token, codec refused
   4  the call failed: the server answered with a wirecall error (its code and message are
