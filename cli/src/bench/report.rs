@@ -17,7 +17,7 @@ pub fn total(elapsed: Duration) -> Result<(), CliError> {
 }
 
 /// `count` things per second of `elapsed`, rounded: `23348 calls/s`.
-pub fn rate(count: usize, elapsed: Duration, unit: &str) -> String {
+pub fn rate(count: u64, elapsed: Duration, unit: &str) -> String {
     format!("{:.0} {unit}/s", count as f64 / elapsed.as_secs_f64())
 }
 

@@ -57,8 +57,8 @@ pub async fn bench(prepared: Arc<PreparedCall>, load: Load) -> Result<(), CliErr
         "throughput",
         &format!(
             "{}, {}",
-            report::rate(streams, run.elapsed, "streams"),
-            report::rate(items, run.elapsed, "items")
+            report::rate(streams as u64, run.elapsed, "streams"),
+            report::rate(items as u64, run.elapsed, "items")
         ),
     )?;
     report::percentiles("item gap", &mut item_gaps)?;

@@ -39,7 +39,7 @@ pub async fn bench(prepared: Arc<PreparedCall>, load: Load) -> Result<(), CliErr
     report::total(run.elapsed)?;
     report::line(
         "throughput",
-        &report::rate(run.samples.len(), run.elapsed, "calls"),
+        &report::rate(run.samples.len() as u64, run.elapsed, "calls"),
     )?;
     report::percentiles("latency", &mut run.samples)?;
     out!("  ok {}  errors {}", run.samples.len(), run.errors.len())?;

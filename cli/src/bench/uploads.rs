@@ -66,12 +66,8 @@ pub async fn bench(
         "throughput",
         &format!(
             "{}, {} sent",
-            report::rate(uploads, run.elapsed, "uploads"),
-            report::rate(
-                usize::try_from(sent).unwrap_or(usize::MAX),
-                run.elapsed,
-                "items"
-            )
+            report::rate(uploads as u64, run.elapsed, "uploads"),
+            report::rate(sent, run.elapsed, "items")
         ),
     )?;
     report::percentiles("latency", &mut latencies)?;

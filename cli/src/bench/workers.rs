@@ -71,7 +71,7 @@ where
             (samples, errors)
         }));
     }
-    let mut samples = Vec::with_capacity(usize::try_from(load.calls).unwrap_or(0));
+    let mut samples = Vec::new();
     let mut errors = Vec::new();
     for worker in workers {
         let (worker_samples, worker_errors) = worker
