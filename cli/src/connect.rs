@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use clap::Args;
+use wirecall::policy::Policies;
 use wirecall::{Channel, ClientTlsConfig, Codec};
 
 use crate::error::CliError;
@@ -24,7 +25,8 @@ pub struct ConnectOptions {
     #[arg(long, global = true, value_parser = parse_codec)]
     codec: Option<Codec>,
     /// The deadline of each call, or of a whole stream: a server stream, or an upload and
-    /// its answer (`500ms`, `5s`, `2m`; a bare number is seconds)
+    /// its answer (`500ms`, `5s`, `2m`; a bare number is seconds). A shorter `timeout` in the
+    /// method's run-time policy (WIRECALL_POLICY, WIRECALL_POLICY_FILE) wins
     #[arg(long, global = true, value_parser = parse_duration, default_value = "10s")]
     timeout: Duration,
     /// Call metadata to send, `key=value`; repeat for more entries
@@ -49,8 +51,14 @@ impl ConnectOptions {
         }
     }
 
-    /// Connects to `addr`, offering `codec` (or every codec).
+    /// Connects to `addr`, offering `codec` (or every codec). The channel applies the run-time
+    /// policies of `WIRECALL_POLICY_FILE` and `WIRECALL_POLICY` to every call, as a Rust
+    /// client's channel does.
     pub async fn connect(&self, addr: &str, codec: Option<Codec>) -> Result<Channel, CliError> {
+        // The channel reads the policy variables itself when it is built, and would report a
+        // malformed one as a failed connection (exit 3). Reading them first makes it the
+        // input error it is, before anything is dialled.
+        Policies::from_env()?;
         let connect_error = |source| CliError::Connect {
             addr: addr.to_owned(),
             source,

@@ -1,5 +1,6 @@
 //! The CLI's errors and the exit code of each.
 
+use wirecall::policy::PolicyError;
 use wirecall::Error;
 
 /// Why a command failed; [`exit_code`](CliError::exit_code) is documented in `--help`.
@@ -8,6 +9,10 @@ pub enum CliError {
     /// Input the user gave is unusable.
     #[error("{0}")]
     Input(String),
+    /// A run-time policy (the file named by `WIRECALL_POLICY_FILE`, or `WIRECALL_POLICY`)
+    /// cannot be read; worded as a Rust client's `connect` words it.
+    #[error("invalid configuration: {0}")]
+    Policy(#[from] PolicyError),
     /// Connecting (or the handshake) failed.
     #[error("cannot connect to {addr}: {source}")]
     Connect {
@@ -81,7 +86,10 @@ impl CliError {
     /// The process exit code.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Input(_) | Self::UploadNotJson { .. } | Self::UploadUnreadable { .. } => 1,
+            Self::Input(_)
+            | Self::Policy(_)
+            | Self::UploadNotJson { .. }
+            | Self::UploadUnreadable { .. } => 1,
             Self::Connect { .. } => 3,
             Self::Call(_) | Self::StreamFailed { .. } => 4,
             Self::Application { .. } => 5,

@@ -34,11 +34,21 @@ Examples:
   wirecall call 127.0.0.1:7000 Meter.doubled --upload readings.jsonl
   wirecall proto 127.0.0.1:7000 > users.proto
   wirecall bench 127.0.0.1:7000 UserService.get_user_id '{\"name\":\"fanly\"}' --calls 10000 --concurrency 32
+  wirecall bench 127.0.0.1:7000 UserFeed.list_users '{\"count\":100}' --calls 200
+  wirecall bench 127.0.0.1:7000 Meter.total '{\"limit\":1000}' --upload readings.jsonl --calls 500
+
+Environment:
+  WIRECALL_TOKEN        the token, as --token
+  WIRECALL_POLICY_FILE  a policy file: per-method timeout, retries, concurrency, breaker
+                        and hedge, applied as a Rust client applies them
+  WIRECALL_POLICY       policy entries over the file's, `;` between them, e.g.
+                        'UserService.get_user timeout=300ms; UserService.* concurrency=8'
 
 Exit codes:
   0  success, or stdout was closed early (`| head`, `| grep -q`)
   1  bad input: arguments that are not a JSON object, an unknown service, method or argument,
-     a line of an upload that is not JSON; or stdout could not be written
+     a line of an upload that is not JSON, a policy (WIRECALL_POLICY, WIRECALL_POLICY_FILE)
+     that does not parse; or stdout could not be written
   2  bad command line (unknown option, missing operand)
   3  could not connect: refused, TLS failure, wrong or missing token, codec refused
   4  the call failed: the server answered with a wirecall error (its code and message are
@@ -99,7 +109,12 @@ enum Command {
         #[arg(long, default_value = "wirecall.services")]
         package: String,
     },
-    /// Call a method many times and print throughput and latency percentiles
+    /// Call a method many times and print throughput and latency percentiles. A unary call's
+    /// latency runs to its reply. A server stream is read to its end, and an item's latency is
+    /// its gap: the time since the stream's previous item (since the open, for its first). A
+    /// method that takes an upload reads its items once, as `call` does (JSON lines from
+    /// standard input or `--upload FILE`), uploads all of them in every call, and a call's
+    /// latency runs from the open to the answer's end
     Bench {
         /// The server's address (`host:port`)
         addr: String,
@@ -107,12 +122,16 @@ enum Command {
         target: String,
         /// The arguments, as for `call`
         args: Option<String>,
-        /// How many calls in total
+        /// How many calls in total: unary calls, streams read to their end, or uploads
         #[arg(long, default_value_t = 1000)]
         calls: u64,
         /// How many calls in flight at once (on one connection, which multiplexes them)
         #[arg(long, default_value_t = 16)]
         concurrency: u64,
+        /// For a method that takes an upload: read its items, one JSON value per line, from
+        /// FILE instead of standard input (`-`, the default); every call uploads them all
+        #[arg(long, value_name = "FILE")]
+        upload: Option<String>,
     },
 }
 
@@ -173,6 +192,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             args,
             calls,
             concurrency,
-        } => bench::bench(options, &addr, &target, args.as_deref(), calls, concurrency).await,
+            upload,
+        } => {
+            let upload = upload.as_deref().map(UploadSource::from_operand);
+            let load = bench::Load { calls, concurrency };
+            bench::bench(options, &addr, &target, args.as_deref(), upload, load).await
+        }
     }
 }

@@ -75,13 +75,13 @@ where
 
 /// One uploaded item as it travels: a message whose field `value` holds it (the book's wire
 /// chapter, "Streams").
-fn item_message(value: Value) -> Value {
+pub fn item_message(value: Value) -> Value {
     json!({ "value": value })
 }
 
 /// A line error as the command reports it, with the source, the method and the type of item
 /// it expects.
-fn line_error(prepared: &PreparedCall, source: &UploadSource, error: LineError) -> CliError {
+pub fn line_error(prepared: &PreparedCall, source: &UploadSource, error: LineError) -> CliError {
     let origin = source.to_string();
     let target = prepared.target.clone();
     match error {

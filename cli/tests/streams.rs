@@ -142,13 +142,16 @@ async fn a_failed_stream_says_how_far_it_got_and_exits_with_4() {
         stderr(&refused)
     );
 
-    let bench = wirecall(&["bench", &addr, "Feed.numbers", r#"{"count":1}"#]).await;
-    assert_exit(&bench, 1);
+    // `bench` reads each stream to its end, so a stream that fails fails its first call,
+    // before any figure is printed.
+    let bench = wirecall(&["bench", &addr, "Feed.panics_after", r#"{"after":2}"#]).await;
+    assert_exit(&bench, 4);
     assert!(
-        stderr(&bench).contains("Feed.numbers is a server stream"),
+        stderr(&bench).contains("error HandlerPanicked (code 3)"),
         "{}",
         stderr(&bench)
     );
+    assert_eq!(stdout(&bench), "");
     server.shutdown().await;
 }
 

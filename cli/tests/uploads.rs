@@ -390,8 +390,12 @@ async fn standard_input_carries_either_the_upload_or_the_arguments() {
     assert_exit(&no_upload, 1);
     assert_stderr_has(&no_upload, "Feed.add takes no upload; drop `--upload`");
 
-    let bench = wirecall(&["bench", &addr, "Feed.sum", "{}"], "").await;
+    // `bench` reads an upload by the same rules.
+    let bench = wirecall(&["bench", &addr, "Feed.sum_until", "-"], "1\n").await;
     assert_exit(&bench, 1);
-    assert_stderr_has(&bench, "Feed.sum takes an upload");
+    assert_stderr_has(
+        &bench,
+        "standard input carries the upload of Feed.sum_until, so it cannot carry the arguments",
+    );
     server.shutdown().await;
 }
