@@ -4,7 +4,7 @@
 //! stream's: `application/x-ndjson`, each line an item); the `#[wirecall::message]` types as
 //! components (OpenAPI 3.1 schemas are JSON Schema 2020-12).
 
-use crate::stream::NDJSON;
+use crate::ndjson::NDJSON;
 use serde_json::{json, Map, Value};
 use wirecall::reflect::{
     method_json_schemas, type_json_schema, type_json_schemas, MethodSchema, ReplySchema,
