@@ -358,7 +358,7 @@ async fn the_time_limit_bounds_the_whole_stream() {
 }
 
 #[tokio::test]
-async fn openapi_describes_a_stream_as_ndjson() {
+async fn openapi_describes_a_stream_as_ndjson_or_events() {
     let fixture = fixture(Gateway::builder()).await;
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let response = client
@@ -375,7 +375,9 @@ async fn openapi_describes_a_stream_as_ndjson() {
     let numbers = &document["paths"]["/Feed/numbers"]["post"];
     assert_eq!(numbers["x-wirecall-server-stream"], true);
     let content = numbers["responses"]["200"]["content"].as_object().unwrap();
-    assert_eq!(content.keys().collect::<Vec<_>>(), [NDJSON]);
+    let mut media_types: Vec<&str> = content.keys().map(String::as_str).collect();
+    media_types.sort_unstable();
+    assert_eq!(media_types, [NDJSON, EVENT_STREAM]);
     let (item, error_line) = (
         &content[NDJSON]["schema"]["anyOf"][0],
         &content[NDJSON]["schema"]["anyOf"][1],
@@ -388,6 +390,11 @@ async fn openapi_describes_a_stream_as_ndjson() {
         error_line["properties"]["error"]["$ref"],
         "#/components/schemas/WirecallError"
     );
+    // An event's data: the item, the error of an `error` event, the `{}` of the `end` event.
+    let event_data = content[EVENT_STREAM]["schema"]["anyOf"].as_array().unwrap();
+    assert_eq!(event_data[0], *item);
+    assert_eq!(event_data[1]["$ref"], "#/components/schemas/WirecallError");
+    assert_eq!(event_data[2]["maxProperties"], 0);
     let ticks = &document["paths"]["/Feed/ticks"]["post"];
     assert_eq!(
         ticks["responses"]["200"]["content"][NDJSON]["schema"]["anyOf"][0]["$ref"],
