@@ -10,6 +10,11 @@
 //!   An error before the first item is answered as a unary call's; a stream that fails after
 //!   it ends with a line `{"error": {...}}`, the body a unary call would have answered. The
 //!   time limit bounds the whole stream; a client that disconnects cancels it.
+//! - A request whose `Accept` prefers `text/event-stream` to `application/x-ndjson` (by
+//!   q-values; NDJSON wins ties, so it stays the default) gets the stream as Server-Sent
+//!   Events instead: one event per item, its data the item's JSON; then an event `end` (data
+//!   `{}`), or an event `error` whose data is the error body; and a keep-alive comment while
+//!   it is idle ([`GatewayBuilder::event_stream_keep_alive`]).
 //! - A method that takes an upload (an argument of type `Streaming<T>`: client or
 //!   bidirectional streaming) takes a newline-delimited JSON body: the first line is the
 //!   argument object of its other arguments (`{}` if none), each following line one item,
@@ -45,8 +50,11 @@
 //! # }
 //! ```
 
+mod accept;
 mod body_lines;
+mod event_stream;
 mod json_shape;
+mod ndjson;
 mod openapi;
 mod status;
 mod stream;
@@ -68,19 +76,29 @@ use wirecall::client::Method;
 use wirecall::reflect::{MethodSchema, ReflectionClient, ReplySchema, ServiceSchema};
 use wirecall::{Channel, Codec, Error, MethodId};
 
+use accept::StreamFormat;
+pub use event_stream::EVENT_STREAM;
+pub use ndjson::NDJSON;
 pub use status::{status_for, GatewayError};
-pub use stream::NDJSON;
+use stream::AnswerFormat;
 use time_limit::CallTimeLimit;
 use upload::UploadCall;
 
 /// The prefix of headers that carry call metadata, both ways.
 pub const METADATA_HEADER_PREFIX: &str = "wirecall-meta-";
 
+/// How long an event stream may be idle before the gateway sends a keep-alive comment, by
+/// default: below the idle timeouts of common proxies and load balancers (60 s for nginx's
+/// `proxy_read_timeout` and for AWS's load balancers), and below the default time limit, so
+/// a stream whose items are slow is kept open for as long as it may run.
+pub const DEFAULT_EVENT_STREAM_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
 /// Configures a [`Gateway`].
 #[derive(Debug, Clone)]
 pub struct GatewayBuilder {
     max_body_bytes: usize,
     time_limit: Duration,
+    event_stream_keep_alive: Duration,
 }
 
 impl Default for GatewayBuilder {
@@ -88,6 +106,7 @@ impl Default for GatewayBuilder {
         Self {
             max_body_bytes: 1024 * 1024,
             time_limit: Duration::from_secs(30),
+            event_stream_keep_alive: DEFAULT_EVENT_STREAM_KEEP_ALIVE,
         }
     }
 }
@@ -107,6 +126,16 @@ impl GatewayBuilder {
     /// upload it bounds the upload and the answer together.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = limit;
+        self
+    }
+
+    /// How long a stream answered as Server-Sent Events may go without an event before the
+    /// gateway sends a keep-alive comment (default [`DEFAULT_EVENT_STREAM_KEEP_ALIVE`]), so
+    /// that a proxy that closes idle connections does not cut a stream whose items are slow.
+    /// Zero sends none. (Newline-delimited JSON has no comment to send: an NDJSON stream
+    /// stays silent.)
+    pub fn event_stream_keep_alive(mut self, interval: Duration) -> Self {
+        self.event_stream_keep_alive = interval;
         self
     }
 
@@ -299,6 +328,10 @@ async fn call(
     let (parts, body) = request.into_parts();
     let upstream = gateway.upstream_with_metadata(&parts.headers)?;
     let config = &gateway.inner.config;
+    let answer_format = AnswerFormat {
+        format: StreamFormat::preferred_by(&parts.headers),
+        keep_alive: config.event_stream_keep_alive,
+    };
     if let Some((item, types)) = upload {
         return upload::upload_response(UploadCall {
             upstream,
@@ -308,6 +341,7 @@ async fn call(
             body,
             max_line: config.max_body_bytes,
             time: CallTimeLimit::starting_now(config.time_limit),
+            answer_format,
         })
         .await;
     }
@@ -319,7 +353,7 @@ async fn call(
     let (args, arguments) = check_body(&schema, &body)?;
     let time = CallTimeLimit::starting_now(config.time_limit);
     if schema.server_stream {
-        return stream::stream_response(upstream, schema, arguments, time).await;
+        return stream::stream_response(upstream, schema, arguments, time, answer_format).await;
     }
     if schema.oneway {
         time.bound(upstream.notify_raw(&schema, args)).await??;

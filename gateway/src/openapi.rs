@@ -1,10 +1,12 @@
 //! The OpenAPI 3.1 document, from the reflected schemas: one `POST` operation per method,
 //! its arguments as the request body (a method that takes an upload: `application/x-ndjson`,
 //! the arguments and then one item a line) and its reply as the 200 response (a server
-//! stream's: `application/x-ndjson`, each line an item); the `#[wirecall::message]` types as
-//! components (OpenAPI 3.1 schemas are JSON Schema 2020-12).
+//! stream's: `application/x-ndjson`, each line an item, or `text/event-stream`, each event's
+//! data an item); the `#[wirecall::message]` types as components (OpenAPI 3.1 schemas are
+//! JSON Schema 2020-12).
 
-use crate::stream::NDJSON;
+use crate::event_stream::EVENT_STREAM;
+use crate::ndjson::NDJSON;
 use serde_json::{json, Map, Value};
 use wirecall::reflect::{
     method_json_schemas, type_json_schema, type_json_schemas, MethodSchema, ReplySchema,
@@ -142,20 +144,42 @@ fn request_body(method: &MethodSchema, args: Value) -> Value {
     })
 }
 
-/// The 200 response of a server stream: newline-delimited JSON, each line an item (`item`),
-/// or the error line that ends a stream failing after its first item. (The media type's
-/// `schema` describes one line: OpenAPI 3.1 has no schema for a sequence.)
+/// The 200 response of a server stream: its items in one of two formats, by the request's
+/// `Accept`. Newline-delimited JSON (the default), each line an item (`item`) or the error
+/// line that ends a stream failing after its first item; or Server-Sent Events, each event's
+/// data an item, the error, or the end's `{}`. (Each media type's `schema` describes one line
+/// or one event's data: OpenAPI 3.1 has no schema for a sequence.)
 fn stream_response(item: Value) -> Value {
+    let error = json!({ "$ref": format!("{COMPONENTS}WirecallError") });
     let error_line = json!({
         "type": "object",
         "description": "the last line of a stream that failed after its first item",
-        "properties": { "error": { "$ref": format!("{COMPONENTS}WirecallError") } },
+        "properties": { "error": error },
         "required": ["error"],
     });
+    let end_data = json!({
+        "type": "object",
+        "maxProperties": 0,
+        "description": "the data of the `end` event",
+    });
     json!({
-        "description": "the items, one JSON value per line, each written as it arrives \
-            (newline-delimited JSON); a stream that fails after its first item ends with a \
-            line {\"error\": {...}}",
-        "content": { NDJSON: { "schema": { "anyOf": [item, error_line] } } },
+        "description": "the items, each written as it arrives: newline-delimited JSON, or \
+            Server-Sent Events when the request's Accept prefers text/event-stream (by \
+            q-value; newline-delimited JSON wins ties). A stream that fails after its first \
+            item ends with a line {\"error\": {...}}, or an `error` event; an event stream \
+            that ends well ends with an `end` event",
+        "content": {
+            NDJSON: { "schema": {
+                "description": "one line: an item, or the error that ends a failed stream",
+                "anyOf": [item.clone(), error_line],
+            } },
+            EVENT_STREAM: { "schema": {
+                "description": "the data of one event: an item (an unnamed event, `message` \
+                    to an EventSource), the error of an `error` event, which ends a failed \
+                    stream, or the `{}` of the `end` event, which ends one that went well; \
+                    comment lines keep an idle stream open",
+                "anyOf": [item, error, end_data],
+            } },
+        },
     })
 }

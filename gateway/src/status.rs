@@ -62,7 +62,7 @@ pub enum GatewayError {
 
 impl GatewayError {
     /// The response's status and its JSON body, `{"error": name, ...}`; a server stream that
-    /// fails after its first item has sent its status, and ends with `{"error": body}`.
+    /// fails after its first item has sent its status, and ends with the body alone.
     pub(crate) fn status_and_body(&self) -> (StatusCode, Value) {
         match self {
             Self::NotFound(message) => (
@@ -120,6 +120,14 @@ impl GatewayError {
                 }
             },
         }
+    }
+}
+
+impl GatewayError {
+    /// The JSON body of the response, also what a stream that fails after its first item
+    /// ends with.
+    pub(crate) fn body(&self) -> Value {
+        self.status_and_body().1
     }
 }
 

@@ -1,34 +1,71 @@
-//! Server-streaming methods over HTTP: the items as newline-delimited JSON
-//! (`application/x-ndjson`), one item per line, each written as it arrives. A bidirectional
-//! method's items are answered the same way (`upload.rs` opens it).
+//! Server-streaming methods over HTTP: the items as they arrive, in the format the request's
+//! `Accept` prefers (`accept.rs`): newline-delimited JSON (`ndjson.rs`), the default, or
+//! Server-Sent Events (`event_stream.rs`). A bidirectional method's items are answered the
+//! same way (`upload.rs` opens it).
 //!
 //! The status is decided by the stream's first item: an error before it (a bad argument, an
-//! unknown method, the deadline) is answered like a unary call's, with its status and body; an
-//! application error as its first item is a 422. From the first item on the status is 200 and
-//! already sent, so a stream that fails later ends with one last line `{"error": body}`, the
-//! body a unary call would have answered. Nothing follows that line.
+//! unknown method, the deadline) is answered like a unary call's, with its status and JSON
+//! body, whichever format was asked for; an application error as its first item is a 422. From the first
+//! item on the status is 200 and already sent, so the body says how the stream ended: its
+//! last part is the end, or the error the call failed with (the body a unary call would have
+//! answered). Nothing follows it.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::VARY;
 use axum::http::HeaderValue;
-use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
+use axum::response::Response;
 use futures::stream::{self, StreamExt as _};
-use serde_json::{json, Value};
+use serde_json::Value;
 use wirecall::client::ItemStream;
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::Error;
 
+use crate::accept::StreamFormat;
 use crate::time_limit::CallTimeLimit;
-use crate::{method_of, GatewayError, Upstream};
+use crate::{event_stream, method_of, ndjson, GatewayError, Upstream};
 
-/// The media type of a server stream's response and of an upload's request body:
-/// newline-delimited JSON, one JSON value per line.
-pub const NDJSON: &str = "application/x-ndjson";
+/// One part of a stream's answer after its status: an item, or how the stream ended. `End`
+/// or `Failed` is the last part of an answer that was not cut off.
+#[derive(Debug)]
+pub(crate) enum AnswerPart {
+    /// One item's value.
+    Item(Value),
+    /// The stream ended well.
+    End,
+    /// The stream failed after its first item.
+    Failed(GatewayError),
+}
+
+/// How a stream's answer is written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnswerFormat {
+    /// The body's format, from the request's `Accept`.
+    pub(crate) format: StreamFormat,
+    /// The keep-alive interval of an event stream
+    /// ([`GatewayBuilder::event_stream_keep_alive`](crate::GatewayBuilder::event_stream_keep_alive)).
+    pub(crate) keep_alive: Duration,
+}
+
+impl AnswerFormat {
+    /// The 200 response whose body is `parts`.
+    fn respond<S>(self, parts: S) -> Response
+    where
+        S: stream::Stream<Item = AnswerPart> + Send + 'static,
+    {
+        let mut response = match self.format {
+            StreamFormat::Ndjson => ndjson::response(parts),
+            StreamFormat::EventStream => event_stream::response(parts, self.keep_alive),
+        };
+        // The body's format depends on `Accept`: a cache must not answer one with the other.
+        response
+            .headers_mut()
+            .insert(VARY, HeaderValue::from_static("accept"));
+        response
+    }
+}
 
 impl Upstream {
     /// Opens a server stream with JSON arguments; each item is its whole item message.
@@ -74,49 +111,52 @@ pub(crate) async fn stream_response(
     method: MethodSchema,
     args: Value,
     time: CallTimeLimit,
+    format: AnswerFormat,
 ) -> Result<Response, GatewayError> {
     let items = time.bound(upstream.open_stream(&method, args)).await??;
-    items_response(items, method.reply, Box::pin(std::future::pending()), time).await
+    items_response(
+        items,
+        method.reply,
+        Box::pin(std::future::pending()),
+        time,
+        format,
+    )
+    .await
 }
 
-/// Answers an opened stream's items (read with `reply`, the method's reply schema) as
-/// newline-delimited JSON, each written as it arrives, until the stream ends, fails, or is
-/// `interrupted`. The status is decided by the first item, which `time` bounds.
+/// Answers an opened stream's items (read with `reply`, the method's reply schema) in
+/// `format`, each written as it arrives, until the stream ends, fails, or is `interrupted`.
+/// The status is decided by the first item, which `time` bounds.
 pub(crate) async fn items_response(
     mut items: ItemStream<Value>,
     reply: ReplySchema,
     mut interrupted: Interruption,
     time: CallTimeLimit,
+    format: AnswerFormat,
 ) -> Result<Response, GatewayError> {
-    let first = first_item(&mut items, &mut interrupted, time).await?;
-    let first = match first {
-        None => Bytes::new(),
-        Some(message) => line(&item_value(&reply, message?)?),
+    let first = match first_item(&mut items, &mut interrupted, time).await? {
+        None => return Ok(format.respond(stream::iter([AnswerPart::End]))),
+        Some(message) => AnswerPart::Item(item_value(&reply, message?)?),
     };
     let rest = stream::unfold(Some((items, reply, interrupted)), |state| async move {
         let (mut items, reply, mut interrupted) = state?;
-        let next = tokio::select! {
+        let error = tokio::select! {
             biased;
             error = &mut interrupted => error,
-            next = items.next() => match next? {
-                Ok(message) => match item_value(&reply, message) {
-                    Ok(value) => return Some((line(&value), Some((items, reply, interrupted)))),
+            next = items.next() => match next {
+                None => return Some((AnswerPart::End, None)),
+                Some(Ok(message)) => match item_value(&reply, message) {
+                    Ok(value) => {
+                        return Some((AnswerPart::Item(value), Some((items, reply, interrupted))))
+                    }
                     Err(error) => error,
                 },
-                Err(error) => GatewayError::Call(error),
+                Some(Err(error)) => GatewayError::Call(error),
             },
         };
-        // The stream's end: its error, then nothing.
-        Some((error_line(&next), None))
+        Some((AnswerPart::Failed(error), None))
     });
-    let body = stream::once(std::future::ready(first))
-        .chain(rest)
-        .map(Ok::<_, Infallible>);
-    let mut response = Body::from_stream(body).into_response();
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(NDJSON));
-    Ok(response)
+    Ok(format.respond(stream::once(std::future::ready(first)).chain(rest)))
 }
 
 /// What one item message carries, read with the method's reply schema as a unary reply is:
@@ -132,15 +172,4 @@ pub(crate) fn item_value(reply: &ReplySchema, message: Value) -> Result<Value, G
             error => Err(GatewayError::Application(error)),
         },
     }
-}
-
-/// One line of the response: the value's compact JSON and a newline.
-fn line(value: &Value) -> Bytes {
-    Bytes::from(format!("{value}\n"))
-}
-
-/// The last line of a stream that failed after its first item.
-fn error_line(error: &GatewayError) -> Bytes {
-    let (_, body) = error.status_and_body();
-    line(&json!({ "error": body }))
 }

@@ -11,7 +11,8 @@
 //!
 //! A client-streaming method answers as a unary call does (its reply as JSON, or its
 //! error's status); a bidirectional one answers its items as a server stream does
-//! (`stream.rs`), while the upload may still be going.
+//! (`stream.rs`, in the format the request's `Accept` prefers), while the upload may still be
+//! going.
 //!
 //! A line that is not JSON, not the item's type (`json_shape.rs`), or longer than the
 //! gateway's body limit ends the call: the server gets no End, so it never answers for the
@@ -31,7 +32,7 @@ use wirecall::{Error, ErrorCode};
 
 use crate::body_lines::{BodyLines, LineReadError};
 use crate::json_shape;
-use crate::stream::{first_item, item_value, items_response, Interruption};
+use crate::stream::{first_item, item_value, items_response, AnswerFormat, Interruption};
 use crate::time_limit::CallTimeLimit;
 use crate::{check_arguments, method_of, GatewayError, Upstream};
 
@@ -69,6 +70,8 @@ pub(crate) struct UploadCall {
     /// The longest line accepted, the gateway's body limit.
     pub(crate) max_line: usize,
     pub(crate) time: CallTimeLimit,
+    /// How a bidirectional method's items are answered.
+    pub(crate) answer_format: AnswerFormat,
 }
 
 /// Reads the arguments from the body's first line, opens the call with the rest of the body
@@ -82,6 +85,7 @@ pub(crate) async fn upload_response(call: UploadCall) -> Result<Response, Gatewa
         body,
         max_line,
         time,
+        answer_format,
     } = call;
     let mut lines = BodyLines::new(body, max_line);
     let args = time.bound(arguments(&mut lines, &method)).await??;
@@ -90,7 +94,7 @@ pub(crate) async fn upload_response(call: UploadCall) -> Result<Response, Gatewa
         .bound(upstream.open_upload(&method, args, items))
         .await??;
     if method.server_stream {
-        items_response(answer, method.reply, interrupted, time).await
+        items_response(answer, method.reply, interrupted, time, answer_format).await
     } else {
         single_reply_response(answer, &method.reply, interrupted, time).await
     }

@@ -1,7 +1,9 @@
 //! Server-streaming methods through the gateway over real HTTP: newline-delimited JSON
 //! written as the items arrive, the statuses of errors before the first item, the error line
 //! of a stream that fails later, the time limit over the whole stream, a client that goes
-//! away, and the OpenAPI document.
+//! away, and the OpenAPI document; and the same stream as Server-Sent Events for a client
+//! whose `Accept` prefers them: its events, its end and error events, keep-alive comments
+//! while it is idle, and a client that closes it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -16,7 +18,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use wirecall::{Channel, Codec, RunningServer, Server, Streaming};
-use wirecall_gateway::{Gateway, GatewayBuilder, NDJSON};
+use wirecall_gateway::{Gateway, GatewayBuilder, EVENT_STREAM, NDJSON};
 use wirecall_test_support::feed::{FeedImpl, FeedServer, FeedStats};
 use wirecall_test_support::{eventually, quiet_panics_starting_with, PATIENCE};
 
@@ -87,10 +89,25 @@ async fn fixture(builder: GatewayBuilder) -> Fixture {
 
 /// POSTs `body` to `path` and returns the response, its body not read yet.
 async fn open(fixture: &Fixture, path: &str, body: &'static str) -> hyper::Response<Incoming> {
+    open_accepting(fixture, path, None, body).await
+}
+
+/// POSTs `body` to `path` with an `Accept` header, if any, and returns the response, its
+/// body not read yet.
+async fn open_accepting(
+    fixture: &Fixture,
+    path: &str,
+    accept: Option<&str>,
+    body: &'static str,
+) -> hyper::Response<Incoming> {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let request = hyper::Request::builder()
+    let mut request = hyper::Request::builder()
         .method("POST")
-        .uri(format!("http://{}{path}", fixture.http))
+        .uri(format!("http://{}{path}", fixture.http));
+    if let Some(accept) = accept {
+        request = request.header(hyper::header::ACCEPT, accept);
+    }
+    let request = request
         .body(Full::new(Bytes::from_static(body.as_bytes())))
         .unwrap();
     tokio::time::timeout(PATIENCE, client.request(request))
@@ -101,7 +118,18 @@ async fn open(fixture: &Fixture, path: &str, body: &'static str) -> hyper::Respo
 
 /// POSTs and reads the whole answer: the status, the content type and the body.
 async fn post(fixture: &Fixture, path: &str, body: &'static str) -> (u16, String, String) {
-    let response = open(fixture, path, body).await;
+    post_accepting(fixture, path, None, body).await
+}
+
+/// POSTs with an `Accept` header, if any, and reads the whole answer: the status, the
+/// content type and the body.
+async fn post_accepting(
+    fixture: &Fixture,
+    path: &str,
+    accept: Option<&str>,
+    body: &'static str,
+) -> (u16, String, String) {
+    let response = open_accepting(fixture, path, accept, body).await;
     let status = response.status().as_u16();
     let content_type = response.headers()[hyper::header::CONTENT_TYPE]
         .to_str()
@@ -162,6 +190,19 @@ impl LineReader {
         })
         .await
         .expect("a line within the patience")
+    }
+
+    /// The lines of the next Server-Sent Events block, up to the blank line that ends it: an
+    /// event's fields, or a comment.
+    async fn next_event(&mut self) -> Vec<String> {
+        let mut fields = Vec::new();
+        loop {
+            let line = self.next_line().await;
+            if line.is_empty() {
+                return fields;
+            }
+            fields.push(line);
+        }
     }
 
     /// Whether the body ends here.
@@ -317,7 +358,7 @@ async fn the_time_limit_bounds_the_whole_stream() {
 }
 
 #[tokio::test]
-async fn openapi_describes_a_stream_as_ndjson() {
+async fn openapi_describes_a_stream_as_ndjson_or_events() {
     let fixture = fixture(Gateway::builder()).await;
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let response = client
@@ -334,7 +375,9 @@ async fn openapi_describes_a_stream_as_ndjson() {
     let numbers = &document["paths"]["/Feed/numbers"]["post"];
     assert_eq!(numbers["x-wirecall-server-stream"], true);
     let content = numbers["responses"]["200"]["content"].as_object().unwrap();
-    assert_eq!(content.keys().collect::<Vec<_>>(), [NDJSON]);
+    let mut media_types: Vec<&str> = content.keys().map(String::as_str).collect();
+    media_types.sort_unstable();
+    assert_eq!(media_types, [NDJSON, EVENT_STREAM]);
     let (item, error_line) = (
         &content[NDJSON]["schema"]["anyOf"][0],
         &content[NDJSON]["schema"]["anyOf"][1],
@@ -347,6 +390,11 @@ async fn openapi_describes_a_stream_as_ndjson() {
         error_line["properties"]["error"]["$ref"],
         "#/components/schemas/WirecallError"
     );
+    // An event's data: the item, the error of an `error` event, the `{}` of the `end` event.
+    let event_data = content[EVENT_STREAM]["schema"]["anyOf"].as_array().unwrap();
+    assert_eq!(event_data[0], *item);
+    assert_eq!(event_data[1]["$ref"], "#/components/schemas/WirecallError");
+    assert_eq!(event_data[2]["maxProperties"], 0);
     let ticks = &document["paths"]["/Feed/ticks"]["post"];
     assert_eq!(
         ticks["responses"]["200"]["content"][NDJSON]["schema"]["anyOf"][0]["$ref"],
@@ -357,5 +405,261 @@ async fn openapi_describes_a_stream_as_ndjson() {
     let add = &document["paths"]["/Feed/add"]["post"];
     assert!(add.get("x-wirecall-server-stream").is_none());
     assert!(add["responses"]["200"]["content"]["application/json"].is_object());
+    fixture.server.shutdown().await;
+}
+
+const ACCEPT_EVENTS: Option<&str> = Some("text/event-stream");
+
+/// Each event (or comment) of a Server-Sent Events body, as its lines.
+fn events(body: &str) -> Vec<Vec<&str>> {
+    let events = body
+        .strip_suffix("\n\n")
+        .unwrap_or_else(|| panic!("an event stream ends with a blank line: {body:?}"));
+    events
+        .split("\n\n")
+        .map(|event| event.lines().collect())
+        .collect()
+}
+
+/// An item event's data as JSON.
+fn item_data(event: &[&str]) -> Value {
+    let [data] = event else {
+        panic!("an item event is one data line: {event:?}")
+    };
+    let data = data.strip_prefix("data: ").expect("a data line");
+    serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}"))
+}
+
+#[tokio::test]
+async fn a_client_that_accepts_an_event_stream_gets_one_event_per_item_then_the_end() {
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, content_type, body) =
+        post_accepting(&fixture, "/Feed/numbers", ACCEPT_EVENTS, r#"{"count":3}"#).await;
+    assert_eq!((status, content_type.as_str()), (200, EVENT_STREAM));
+    assert_eq!(
+        body,
+        "data: 0\n\ndata: 1\n\ndata: 2\n\nevent: end\ndata: {}\n\n"
+    );
+
+    let (status, _, body) =
+        post_accepting(&fixture, "/Feed/numbers", ACCEPT_EVENTS, r#"{"count":0}"#).await;
+    assert_eq!((status, body.as_str()), (200, "event: end\ndata: {}\n\n"));
+
+    // Items of `Result<Tick, Refused>`: the `ok` value, each on one line.
+    let (status, _, body) = post_accepting(
+        &fixture,
+        "/Feed/ticks",
+        ACCEPT_EVENTS,
+        r#"{"count":2,"body_len":3,"fail_at":99}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let events = events(&body);
+    assert_eq!(events.len(), 3, "{body}");
+    for (n, event) in events[..2].iter().enumerate() {
+        let tick = item_data(event);
+        assert_eq!(tick["n"], n as u64, "{tick}");
+    }
+    assert_eq!(events[2], ["event: end", "data: {}"]);
+    fixture.server.shutdown().await;
+}
+
+/// NDJSON answers unless `Accept` ranks the event stream strictly higher, by q-value and
+/// the most specific range; either way the response says it varies with `Accept`.
+#[tokio::test]
+async fn ndjson_stays_the_default_unless_accept_prefers_an_event_stream() {
+    let fixture = fixture(Gateway::builder()).await;
+    for (accept, expected) in [
+        (None, NDJSON),
+        (Some("*/*"), NDJSON),
+        (Some("application/json"), NDJSON),
+        (Some("text/event-stream, application/x-ndjson"), NDJSON),
+        (Some("text/event-stream;q=0.5, */*"), NDJSON),
+        (
+            Some("text/*;q=0.9, text/event-stream;q=0, */*;q=0.1"),
+            NDJSON,
+        ),
+        (
+            Some("application/x-ndjson;q=0.5, text/event-stream"),
+            EVENT_STREAM,
+        ),
+        (Some("text/*, */*;q=0.8"), EVENT_STREAM),
+        (
+            Some("application/json, text/event-stream;q=0.1"),
+            EVENT_STREAM,
+        ),
+    ] {
+        let response = open_accepting(&fixture, "/Feed/numbers", accept, r#"{"count":1}"#).await;
+        assert_eq!(response.status(), 200);
+        let headers = response.headers();
+        assert_eq!(
+            headers[hyper::header::CONTENT_TYPE],
+            expected,
+            "Accept: {accept:?}"
+        );
+        assert_eq!(headers[hyper::header::VARY], "accept");
+    }
+    fixture.server.shutdown().await;
+}
+
+/// The items reach the client as events while the stream is open.
+#[tokio::test]
+async fn events_reach_the_client_before_the_last_item_is_produced() {
+    let fixture = fixture(Gateway::builder()).await;
+    let response = open_accepting(
+        &fixture,
+        "/Gated/countdown",
+        ACCEPT_EVENTS,
+        r#"{"count":3}"#,
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let mut reader = LineReader::new(response);
+    assert_eq!(reader.next_event().await, ["data: 0"]);
+    assert_eq!(reader.next_event().await, ["data: 1"]);
+    fixture.release_last.add_permits(1);
+    assert_eq!(reader.next_event().await, ["data: 2"]);
+    assert_eq!(reader.next_event().await, ["event: end", "data: {}"]);
+    assert!(reader.ends().await, "nothing after the end event");
+    fixture.server.shutdown().await;
+}
+
+/// While the server produces nothing, comments keep the connection busy, so that a proxy
+/// does not close it as idle; the items after them come as usual.
+#[tokio::test]
+async fn an_idle_event_stream_gets_keep_alive_comments() {
+    let fixture =
+        fixture(Gateway::builder().event_stream_keep_alive(Duration::from_millis(50))).await;
+    let response = open_accepting(
+        &fixture,
+        "/Gated/countdown",
+        ACCEPT_EVENTS,
+        r#"{"count":2}"#,
+    )
+    .await;
+    let mut reader = LineReader::new(response);
+    assert_eq!(reader.next_event().await, ["data: 0"]);
+    // The last item waits for the test: meanwhile, the stream is kept alive.
+    for _ in 0..3 {
+        assert_eq!(reader.next_event().await, [":"]);
+    }
+    fixture.release_last.add_permits(1);
+    let mut event = reader.next_event().await;
+    while event == [":"] {
+        event = reader.next_event().await;
+    }
+    assert_eq!(event, ["data: 1"]);
+    loop {
+        let event = reader.next_event().await;
+        if event != [":"] {
+            assert_eq!(event, ["event: end", "data: {}"]);
+            break;
+        }
+    }
+    assert!(reader.ends().await, "nothing after the end event");
+    fixture.server.shutdown().await;
+}
+
+/// An endless stream as events: a client that closes the response cancels the stream, so
+/// the server drops its producer.
+#[tokio::test]
+async fn a_client_that_closes_an_event_stream_stops_the_stream() {
+    let fixture = fixture(Gateway::builder()).await;
+    let response = open_accepting(&fixture, "/Feed/endless", ACCEPT_EVENTS, "{}").await;
+    assert_eq!(response.status(), 200);
+    let mut reader = LineReader::new(response);
+    for n in 0..100 {
+        assert_eq!(reader.next_event().await, [format!("data: {n}")]);
+    }
+    assert_eq!(fixture.stats.dropped.load(Ordering::SeqCst), 0);
+    drop(reader);
+    eventually("the server drops the producer", || {
+        fixture.stats.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    fixture.server.shutdown().await;
+}
+
+/// The status is decided before the first event, as for NDJSON: an error before it is
+/// answered as a unary call's, with its status and JSON body.
+#[tokio::test]
+async fn an_event_stream_that_fails_before_its_first_item_gets_the_unary_status() {
+    let fixture = fixture(Gateway::builder()).await;
+    let (status, content_type, body) = post_accepting(
+        &fixture,
+        "/Feed/numbers",
+        ACCEPT_EVENTS,
+        r#"{"count":"three"}"#,
+    )
+    .await;
+    assert_eq!((status, content_type.as_str()), (400, "application/json"));
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["code"], 2);
+
+    let (status, _, body) = post_accepting(
+        &fixture,
+        "/Feed/ticks",
+        ACCEPT_EVENTS,
+        r#"{"count":3,"body_len":0,"fail_at":0}"#,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    fixture.server.shutdown().await;
+}
+
+/// A failure after the first item ends the events with an `error` event, whose data is what
+/// the NDJSON answer's last line holds under `"error"`, and no `end` event.
+#[tokio::test]
+async fn an_event_stream_that_fails_after_its_first_item_ends_with_an_error_event() {
+    quiet_panics_starting_with("feed panicked");
+    let fixture = fixture(Gateway::builder()).await;
+    for (path, args) in [
+        ("/Feed/panics_after", r#"{"after":2}"#),
+        ("/Feed/ticks", r#"{"count":5,"body_len":0,"fail_at":2}"#),
+    ] {
+        let (_, _, ndjson) = post(&fixture, path, args).await;
+        let error_line = lines(&ndjson).pop().unwrap();
+
+        let (status, content_type, body) =
+            post_accepting(&fixture, path, ACCEPT_EVENTS, args).await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (200, EVENT_STREAM),
+            "{body}"
+        );
+        let events = events(&body);
+        assert_eq!(events.len(), 3, "two items and the error: {body}");
+        let (last, items) = events.split_last().unwrap();
+        for event in items {
+            item_data(event);
+        }
+        let [name, data] = last[..] else {
+            panic!("an error event: {body}")
+        };
+        assert_eq!(name, "event: error", "{body}");
+        let error: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(error, error_line["error"], "the NDJSON answer's error");
+    }
+    fixture.server.shutdown().await;
+}
+
+/// The time limit ends an event stream as it ends an NDJSON one: with its error.
+#[tokio::test]
+async fn the_time_limit_ends_an_event_stream_with_an_error_event() {
+    let fixture = fixture(Gateway::builder().time_limit(Duration::from_millis(300))).await;
+    let (status, _, body) = post_accepting(&fixture, "/Feed/endless", ACCEPT_EVENTS, "{}").await;
+    assert_eq!(status, 200);
+    let events = events(&body);
+    let (last, items) = events.split_last().unwrap();
+    assert!(items.len() >= 2, "items came before the deadline");
+    for (n, event) in items.iter().enumerate() {
+        assert_eq!(item_data(event), json!(n), "in order, none lost");
+    }
+    assert_eq!(last[0], "event: error");
+    let error: Value = serde_json::from_str(last[1].strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(error["error"], "DeadlineExceeded", "{error}");
+    eventually("the server drops the producer", || {
+        fixture.stats.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
     fixture.server.shutdown().await;
 }

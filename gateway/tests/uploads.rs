@@ -20,7 +20,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use wirecall::{Channel, Codec, RunningServer, Server, Streaming};
-use wirecall_gateway::{Gateway, GatewayBuilder, NDJSON};
+use wirecall_gateway::{Gateway, GatewayBuilder, EVENT_STREAM, NDJSON};
 use wirecall_test_support::feed::{FeedImpl, FeedServer};
 use wirecall_test_support::{eventually, PATIENCE};
 
@@ -103,11 +103,22 @@ async fn fixture(builder: GatewayBuilder) -> Fixture {
 
 /// POSTs a whole ndjson body and reads the whole answer: status, content type, body.
 async fn post(fixture: &Fixture, path: &str, body: impl Into<Bytes>) -> (u16, String, String) {
+    post_accepting(fixture, path, "*/*", body).await
+}
+
+/// POSTs a whole ndjson body with an `Accept` header and reads the whole answer.
+async fn post_accepting(
+    fixture: &Fixture,
+    path: &str,
+    accept: &str,
+    body: impl Into<Bytes>,
+) -> (u16, String, String) {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let request = hyper::Request::builder()
         .method("POST")
         .uri(format!("http://{}{path}", fixture.http))
         .header(hyper::header::CONTENT_TYPE, NDJSON)
+        .header(hyper::header::ACCEPT, accept)
         .body(Full::new(body.into()))
         .unwrap();
     let response = tokio::time::timeout(PATIENCE, client.request(request))
@@ -287,6 +298,33 @@ async fn a_bidirectional_echo_answers_each_item_as_a_json_line() {
     assert_eq!(
         lines(&body),
         [json!({"n": 2, "body": []}), json!({"n": 4, "body": [7, 8]})]
+    );
+    fixture.server.shutdown().await;
+}
+
+/// A bidirectional answer is a stream's answer: Server-Sent Events when `Accept` prefers
+/// them, and a client stream's single reply stays JSON.
+#[tokio::test]
+async fn a_bidirectional_answer_comes_as_events_when_accept_prefers_them() {
+    let fixture = fixture(Gateway::builder()).await;
+    let body = "{}\n{\"n\":1,\"body\":[]}\n{\"n\":2,\"body\":[7]}\n";
+    let (status, content_type, body) =
+        post_accepting(&fixture, "/Feed/doubled", "text/event-stream", body).await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, EVENT_STREAM),
+        "{body}"
+    );
+    assert_eq!(
+        body,
+        "data: {\"body\":[],\"n\":2}\n\ndata: {\"body\":[7],\"n\":4}\n\nevent: end\ndata: {}\n\n"
+    );
+
+    let (status, content_type, body) =
+        post_accepting(&fixture, "/Feed/sum", "text/event-stream", "{}\n1\n2\n").await;
+    assert_eq!(
+        (status, content_type.as_str(), body.as_str()),
+        (200, "application/json", "3")
     );
     fixture.server.shutdown().await;
 }
