@@ -16,7 +16,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt as _};
 
-use crate::stream::AnswerPart;
+use crate::answer_part::AnswerPart;
 
 /// The media type of Server-Sent Events.
 pub const EVENT_STREAM: &str = "text/event-stream";

@@ -51,6 +51,7 @@
 //! ```
 
 mod accept;
+mod answer_part;
 mod body_lines;
 mod event_stream;
 mod json_shape;

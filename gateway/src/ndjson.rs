@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use serde_json::{json, Value};
 
-use crate::stream::AnswerPart;
+use crate::answer_part::AnswerPart;
 
 /// The media type of a server stream's response and of an upload's request body:
 /// newline-delimited JSON, one JSON value per line.

@@ -24,20 +24,9 @@ use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::Error;
 
 use crate::accept::StreamFormat;
+use crate::answer_part::AnswerPart;
 use crate::time_limit::CallTimeLimit;
 use crate::{event_stream, method_of, ndjson, GatewayError, Upstream};
-
-/// One part of a stream's answer after its status: an item, or how the stream ended. `End`
-/// or `Failed` is the last part of an answer that was not cut off.
-#[derive(Debug)]
-pub(crate) enum AnswerPart {
-    /// One item's value.
-    Item(Value),
-    /// The stream ended well.
-    End,
-    /// The stream failed after its first item.
-    Failed(GatewayError),
-}
 
 /// How a stream's answer is written.
 #[derive(Debug, Clone, Copy)]
