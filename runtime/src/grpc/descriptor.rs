@@ -17,7 +17,7 @@ use prost_types::{
     ServiceDescriptorProto,
 };
 
-use super::json_name::json_name;
+use super::field_names::{json_name, map_entry_name};
 use super::well_known;
 use crate::reflect::proto_model::{
     FieldType, Label, ProtoField, ProtoMessage, ProtoModel, ProtoType, Scalar,
@@ -348,24 +348,6 @@ fn scalar_type(scalar: Scalar) -> Type {
         Scalar::String => Type::String,
         Scalar::Bytes => Type::Bytes,
     }
-}
-
-/// protoc's name for the entry message of a map field: `labels` -> `LabelsEntry`,
-/// `x_y` -> `XYEntry`.
-fn map_entry_name(field: &str) -> String {
-    let mut out = String::with_capacity(field.len() + 5);
-    let mut capitalise = true;
-    for c in field.chars() {
-        if c == '_' {
-            capitalise = true;
-        } else if capitalise {
-            out.push(c.to_ascii_uppercase());
-            capitalise = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out + "Entry"
 }
 
 fn join(scope: &str, name: &str) -> String {

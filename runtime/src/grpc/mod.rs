@@ -11,7 +11,7 @@
 //! and the table from wirecall's; `door.rs` the routes by gRPC path. The services the door
 //! answers itself: `builtin.rs` routes to them; `health.rs` and `health_messages.rs` the
 //! health check; `reflection.rs` and `reflection_messages.rs` server reflection, from
-//! `descriptor.rs` (the export as Protobuf file descriptors, with `json_name.rs`) and
+//! `descriptor.rs` (the export as Protobuf file descriptors, with `field_names.rs`) and
 //! `well_known.rs` (the
 //! standard files served beside it: Duration, Timestamp, health, reflection).
 
@@ -20,10 +20,10 @@ mod call;
 mod connection;
 pub(crate) mod descriptor;
 pub(crate) mod door;
+mod field_names;
 mod headers;
 mod health;
 pub(crate) mod health_messages;
-mod json_name;
 mod messages;
 pub(crate) mod reflection;
 pub(crate) mod reflection_messages;

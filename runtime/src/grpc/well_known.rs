@@ -13,7 +13,7 @@ use prost_types::{
     FileDescriptorProto, MethodDescriptorProto, OneofDescriptorProto, ServiceDescriptorProto,
 };
 
-use super::json_name::json_name;
+use super::field_names::json_name;
 use crate::reflect::proto_model::WellKnown;
 
 /// The file of the gRPC health service.
