@@ -282,6 +282,7 @@ async fn raw_call(
     let tcp = tokio::net::TcpStream::connect(server.local_addr())
         .await
         .unwrap();
+    tcp.set_nodelay(true).unwrap();
     raw_call_on(tcp, path, headers, body).await
 }
 
@@ -738,4 +739,36 @@ async fn the_health_check_reads_the_servers_health_reporter() {
     assert_eq!(check("").await.unwrap(), 1);
     let unknown = check("Nobody").await.unwrap_err();
     assert_eq!(unknown.code(), Code::NotFound, "{unknown:?}");
+}
+
+#[tokio::test]
+async fn a_health_watch_sends_each_change() {
+    use wirecall::health::{HealthReporter, ServingStatus};
+
+    let reporter = HealthReporter::new();
+    reporter.set("Feed", ServingStatus::Serving);
+    let server = Server::builder()
+        .serve(FeedServer::new(FeedImpl::default()))
+        .serve(reporter.service())
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut client = grpc(&server).await;
+    client.ready().await.unwrap();
+    let mut statuses = client
+        .server_streaming(
+            Request::new(HealthCheckRequest {
+                service: "wirecall.services.Feed".into(),
+            }),
+            PathAndQuery::from_static("/grpc.health.v1.Health/Watch"),
+            codec::<HealthCheckRequest, HealthCheckResponse>(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(statuses.next().await.unwrap().unwrap().status, 1);
+    reporter.set("Feed", ServingStatus::NotServing);
+    assert_eq!(statuses.next().await.unwrap().unwrap().status, 2);
+    reporter.set("Feed", ServingStatus::Serving);
+    assert_eq!(statuses.next().await.unwrap().unwrap().status, 1);
 }
