@@ -80,6 +80,11 @@ pub trait UserService {
 pub trait UserFeed {
     /// The first `count` users, one item each (a server stream).
     async fn list_users(&self, count: u32) -> Streaming<UserModel>;
+    /// Counts the users uploaded (a client stream); a user id of 0 is refused at once,
+    /// without waiting for the rest of the upload.
+    async fn import_users(&self, users: Streaming<UserModel>) -> Result<u32, NotFound>;
+    /// Each uploaded user back, its name prefixed, as it comes (a bidirectional stream).
+    async fn rename(&self, prefix: String, users: Streaming<UserModel>) -> Streaming<UserModel>;
 }
 
 /// The server-side implementation.
@@ -91,6 +96,27 @@ impl UserFeed for Users {
             user_id,
             name: format!("user{user_id}"),
             age: 18 + user_id % 50,
+        }))
+    }
+
+    async fn import_users(&self, mut users: Streaming<UserModel>) -> Result<u32, NotFound> {
+        let mut imported = 0;
+        while let Some(user) = users.next().await {
+            if user.user_id == 0 {
+                return Err(NotFound {
+                    user_id: 0,
+                    reason: "user id 0 is reserved".to_owned(),
+                });
+            }
+            imported += 1;
+        }
+        Ok(imported)
+    }
+
+    async fn rename(&self, prefix: String, users: Streaming<UserModel>) -> Streaming<UserModel> {
+        Streaming::new(users.map(move |user| UserModel {
+            name: format!("{prefix}{}", user.name),
+            ..user
         }))
     }
 }
@@ -306,6 +332,19 @@ async fn tour(client: &ChannelBuilder, addr: &str, codec: Codec) -> Result<(), w
     let mut users = feed.list_users(3).await?;
     while let Some(user) = users.next().await {
         println!("list_users(3) item   = {:?}", user?);
+    }
+    // A client stream: the users go up one by one; one answer comes back.
+    let upload = futures::stream::iter([fanly(), fanly()]);
+    println!(
+        "import_users(2)      = {:?}",
+        feed.import_users(upload).await?
+    );
+    // Both ways at once: each user comes back renamed as it goes up.
+    let mut renamed = feed
+        .rename("new-".into(), futures::stream::iter([fanly()]))
+        .await?;
+    while let Some(user) = renamed.next().await {
+        println!("rename(1) item       = {:?}", user?);
     }
     Ok(())
 }
