@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import errors
 from .codecs import DEFAULT_CODECS, Codec, codec_named
+from .frame_reader import FrameReader
 from .handshake import Negotiated, RetryWithVersion, negotiate
 from .proxy import ProxyCall, ServiceProxy, is_service_name
 from .replies import Reply, interpret_reply
@@ -27,9 +28,9 @@ from .schema import (
 from .stream import DEFAULT_STREAM_WINDOW, ServerStream, StreamRequest, StreamSlot, ready
 from .transport import TlsOption, open_stream
 from .wire import (
+    CLIENT_ONLY_KINDS,
     DEFAULT_MAX_FRAME_LENGTH,
     FLAG_METADATA,
-    FRAME_HEADER,
     HEADER_AFTER_LENGTH,
     MAX_REQUEST_ID,
     MAX_STREAM_CREDIT,
@@ -42,7 +43,6 @@ from .wire import (
     FrameKind,
     deadline_ms,
     decode_error_payload,
-    decode_frame_header,
     decode_metadata,
     encode_credit,
     encode_frame,
@@ -211,6 +211,7 @@ class AsyncClient:
         self._drain_lock = asyncio.Lock()
         # Set once the connection is over: what a new call raises, and why.
         self._closed: Optional[errors.ConnectionClosed] = None
+        self._flags_allowed = self._server_frame_flags()
         self._reader_task = asyncio.ensure_future(self._read_frames())
 
     # -- what the caller sees -----------------------------------------------------------------
@@ -677,13 +678,17 @@ class AsyncClient:
     # -- receiving ----------------------------------------------------------------------------
 
     async def _read_frames(self) -> None:
+        frames = FrameReader(self._reader)
         try:
             while True:
-                header = decode_frame_header(await self._reader.readexactly(FRAME_HEADER.size))
+                header = frames.peek_header()
+                if header is None:
+                    await frames.fill()
+                    continue
                 self._check_header(header)
-                payload = b""
-                if header.payload_length:
-                    payload = await self._reader.readexactly(header.payload_length)
+                while not frames.holds(header):
+                    await frames.fill()
+                payload = frames.take(header)
                 metadata: Dict[str, str] = {}
                 if header.flags & FLAG_METADATA:
                     try:
@@ -708,6 +713,14 @@ class AsyncClient:
         # The length is checked before it sizes a read (Frames).
         if header.length < HEADER_AFTER_LENGTH or header.length > self._max_frame_length:
             raise errors.ProtocolError(f"a frame length of {header.length}")
+        # Every frame passes here: the common case is one lookup, and the rules are spelled
+        # out below only to name what a frame broke.
+        allowed = self._flags_allowed.get(header.kind)
+        if allowed is None or header.flags & ~allowed:
+            self._refuse_header(header)
+
+    def _refuse_header(self, header: FrameHeader) -> None:
+        """Raises the `ProtocolError` that says which rule a frame's kind or flags broke."""
         if header.kind not in FrameKind.__members__.values():
             raise errors.ProtocolError(f"a frame of unknown kind {header.kind}")
         if header.kind in STREAM_KINDS and self._version < STREAMS_VERSION:
@@ -723,8 +736,18 @@ class AsyncClient:
             raise errors.ProtocolError(
                 f"a {FrameKind(header.kind).name} frame with flags {header.flags:#04x}"
             )
-        if header.kind in (FrameKind.REQUEST, FrameKind.NOTIFY, FrameKind.CANCEL, FrameKind.OPEN):
+        if header.kind in CLIENT_ONLY_KINDS:
             raise errors.ProtocolError(f"a {FrameKind(header.kind).name} frame from the server")
+
+    def _server_frame_flags(self) -> Dict[int, int]:
+        """The kinds a server may send on this connection, each with the flags it may carry."""
+        answers = (FrameKind.RESPONSE, FrameKind.ERROR) + ((FrameKind.END,) if self._version >= STREAMS_VERSION else ())
+        allowed: Dict[int, int] = {}
+        for kind in FrameKind:
+            if kind in CLIENT_ONLY_KINDS or (kind in STREAM_KINDS and self._version < STREAMS_VERSION):
+                continue
+            allowed[int(kind)] = FLAG_METADATA if self._version >= METADATA_VERSION and kind in answers else 0
+        return allowed
 
     def _dispatch(self, header: FrameHeader, metadata: Dict[str, str], payload: bytes) -> None:
         kind = header.kind

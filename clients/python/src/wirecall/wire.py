@@ -8,7 +8,7 @@ comments refer to it. Nothing in this module does I/O.
 import enum
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 MAGIC = b"WCAL"
 #: The newest protocol version this package speaks, and the one its hello offers (Versions).
@@ -92,6 +92,9 @@ class FrameKind(enum.IntEnum):
 
 #: The kinds that are unknown kinds below version 3.
 STREAM_KINDS = frozenset({FrameKind.OPEN, FrameKind.ITEM, FrameKind.END, FrameKind.CREDIT})
+
+#: The kinds only a client sends: one from the server is a protocol violation.
+CLIENT_ONLY_KINDS = frozenset({FrameKind.REQUEST, FrameKind.NOTIFY, FrameKind.CANCEL, FrameKind.OPEN})
 
 
 class HelloStatus(enum.IntEnum):
@@ -280,9 +283,11 @@ class ServerHello:
     extensions: Mapping[int, bytes] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class FrameHeader:
-    """A decoded frame header; `length` counts the bytes after the length field."""
+class FrameHeader(NamedTuple):
+    """A decoded frame header; `length` counts the bytes after the length field.
+
+    A named tuple rather than a dataclass: one is made for every frame read, and a tuple is
+    the cheapest to make."""
 
     length: int
     kind: int
@@ -320,7 +325,7 @@ def encode_credit(request_id: int, granted: int) -> bytes:
 
 def decode_frame_header(data: bytes) -> FrameHeader:
     """Unpacks the 26 header bytes; the caller checks the fields (see `check_incoming`)."""
-    return FrameHeader(*FRAME_HEADER.unpack(data))
+    return FrameHeader._make(FRAME_HEADER.unpack(data))
 
 
 def decode_error_payload(payload: bytes) -> Tuple[int, str]:
