@@ -1,6 +1,7 @@
 //! Claims of the README and the book that the code decides: the README's hello is
 //! `examples/hello.rs` (which CI runs), and the services chapter lists the method names the
-//! macro reserves, read from the macro's own list.
+//! macro reserves, read from the macro's own list; the feature tables of the README and the
+//! crate docs list every feature `Cargo.toml` declares, with its default.
 
 use std::path::Path;
 
@@ -99,4 +100,85 @@ fn the_method_policy_docs_name_the_concurrency_limit_error() {
         limit: 1,
     };
     assert!(matches!(limited, wirecall::Error::ConcurrencyLimit { .. }));
+}
+
+/// The facade's features as `Cargo.toml` declares them: each name, and whether `default`
+/// turns it on. Every feature carries a `##` comment there (the `document-features`
+/// convention), which the check below also requires.
+fn declared_features() -> Vec<(String, bool)> {
+    let manifest = read("Cargo.toml");
+    let section = manifest
+        .split("\n[features]\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .expect("Cargo.toml has a [features] section");
+    let mut defaults = Vec::new();
+    let mut features = Vec::new();
+    let mut documented = false;
+    for line in section.lines() {
+        if line.starts_with("##") {
+            documented = true;
+            continue;
+        }
+        let Some((name, value)) = line.split_once(" = ") else {
+            continue;
+        };
+        if name == "default" {
+            defaults = value
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|item| item.trim().trim_matches('"').to_owned())
+                .collect();
+            continue;
+        }
+        assert!(documented, "feature `{name}` has no `##` comment in Cargo.toml");
+        documented = false;
+        features.push(name.to_owned());
+    }
+    features
+        .into_iter()
+        .map(|name| {
+            let on = defaults.contains(&name);
+            (name, on)
+        })
+        .collect()
+}
+
+/// The rows of a feature table (`| \`a\`, \`b\` | on | ... |`): each feature named in the
+/// first cell, and whether the second cell says `on`.
+fn feature_table(text: &str, prefix: &str) -> Vec<(String, bool)> {
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        let Some(row) = line.strip_prefix(prefix).and_then(|row| row.strip_prefix("| `")) else {
+            continue;
+        };
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let on = match cells.get(1).map(|cell| cell.trim()) {
+            Some("on") => true,
+            Some("off") => false,
+            _ => continue,
+        };
+        for name in cells[0].split(',') {
+            rows.push((name.trim().trim_matches('`').to_owned(), on));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+#[test]
+fn the_feature_tables_list_every_feature_with_its_default() {
+    let mut declared = declared_features();
+    declared.sort();
+    assert!(declared.iter().any(|(name, _)| name == "tls"), "{declared:?}");
+    assert_eq!(
+        feature_table(&read("README.md"), ""),
+        declared,
+        "README.md's feature table disagrees with Cargo.toml's [features]"
+    );
+    assert_eq!(
+        feature_table(&read("src/lib.rs"), "//! "),
+        declared,
+        "the crate docs' feature table (src/lib.rs) disagrees with Cargo.toml's [features]"
+    );
 }
