@@ -8,6 +8,7 @@ types, map keys that JSON made strings, `bytes` for the JSON codec, the typed ap
 error, and the streams that convert each item.
 """
 
+import collections.abc
 import datetime
 from typing import (
     Any,
@@ -270,6 +271,6 @@ def wire_any_items(
 ) -> Union[Iterator[Any], AsyncIterator[Any]]:
     """`wire_items` for the asyncio client, whose uploads take an iterable or an async
     iterable."""
-    if isinstance(items, AsyncIterable):
+    if isinstance(items, collections.abc.AsyncIterable):
         return _wire_async_items(items, to_wire)
     return wire_items(items, to_wire)

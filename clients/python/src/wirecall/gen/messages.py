@@ -4,7 +4,7 @@
 
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from .names import identifier
+from .names import field_name
 from .types import TypeMapper, variant
 
 
@@ -35,12 +35,12 @@ def _reader_lines(
     if not fields:
         return [], ""
     names = tuple(field["name"] for field in fields)
-    local_names = [f"_{identifier(name)}" for name in names]
+    local_names = [f"_{field_name(name)}" for name in names]
     defaults = ", ".join(mapper.wire_default(field["ty"]) for field in fields)
     unpack = ", ".join(local_names) + ("," if len(local_names) == 1 else "")
     lines = [f"{indent}{unpack} = fields_of({value}, {names!r}, ({defaults}{',' if len(fields) == 1 else ''}))"]
     arguments = ", ".join(
-        f"{identifier(field['name'])}={mapper.from_wire(field['ty'], local)}"
+        f"{field_name(field['name'])}={mapper.from_wire(field['ty'], local)}"
         for field, local in zip(fields, local_names)
     )
     return lines, arguments
@@ -51,11 +51,11 @@ def struct_source(python_name: str, definition: Mapping[str, Any], fields: Seque
     lines = ["@dataclass", f"class {python_name}:"]
     lines += docstring(definition.get("doc", ""), "    ") or [f'    """`{definition.get("rust_path") or definition["name"]}`."""']
     lines.append("")
-    lines += _field_lines([(identifier(field["name"]), mapper.annotation(field["ty"]), field.get("doc", "")) for field in fields])
+    lines += _field_lines([(field_name(field["name"]), mapper.annotation(field["ty"]), field.get("doc", "")) for field in fields])
     if fields:
         lines.append("")
     plain = ", ".join(
-        f"{field['name']!r}: {mapper.to_wire(field['ty'], 'self.' + identifier(field['name']))}" for field in fields
+        f"{field['name']!r}: {mapper.to_wire(field['ty'], 'self.' + field_name(field['name']))}" for field in fields
     )
     reader, arguments = _reader_lines(mapper, fields, "value", "        ")
     lines += [
@@ -80,7 +80,7 @@ def enum_source(python_name: str, definition: Mapping[str, Any], values: Sequenc
     lines += docstring(definition.get("doc", ""), "    ") or [f'    """`{definition.get("rust_path") or definition["name"]}`."""']
     lines.append("")
     for value in values:
-        lines.append(f"    {identifier(value['name'])} = {value['name']!r}")
+        lines.append(f"    {field_name(value['name'])} = {value['name']!r}")
         lines += docstring(value.get("doc", ""), "    ")
     numbers = {value["number"]: value["name"] for value in values}
     # A missing field reads as the variant numbered 0 (Rust's default); an unknown name or
@@ -140,9 +140,9 @@ def one_of_source(
             readers.append(f"        return {class_name}(value={mapper.from_wire(body, 'carried')})")
         elif body["named"]:
             fields = body["fields"]
-            classes += _field_lines([(identifier(f["name"]), mapper.annotation(f["ty"]), f.get("doc", "")) for f in fields])
+            classes += _field_lines([(field_name(f["name"]), mapper.annotation(f["ty"]), f.get("doc", "")) for f in fields])
             classes.append("")
-            inner = ", ".join(f"{f['name']!r}: {mapper.to_wire(f['ty'], 'self.' + identifier(f['name']))}" for f in fields)
+            inner = ", ".join(f"{f['name']!r}: {mapper.to_wire(f['ty'], 'self.' + field_name(f['name']))}" for f in fields)
             plain = f"{{{name!r}: {{{inner}}}}}"
             unpack, arguments = _reader_lines(mapper, fields, "carried", "        ")
             readers += unpack + [f"        return {class_name}({arguments})"]

@@ -35,6 +35,16 @@ def identifier(name: str) -> str:
     return cleaned
 
 
+#: The generated dataclasses' own methods: a field of that name gets a trailing ``_``.
+MESSAGE_METHODS = frozenset({"to_wire", "from_wire"})
+
+
+def field_name(name: str) -> str:
+    """A message field's attribute name."""
+    attribute = identifier(name)
+    return attribute + "_" if attribute in MESSAGE_METHODS else attribute
+
+
 def camel(name: str) -> str:
     """``get_user`` -> ``GetUser``, ``wirecall.Reflection`` -> ``WirecallReflection``."""
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[\W_]+", name) if part)
