@@ -302,7 +302,7 @@ def every_type_record(module: ModuleType) -> Any:
         maybe=m.AlphaItem(id=7), items=[m.AlphaItem(id=1), m.AlphaItem(id=2)], tags={"a", "b"},
         pair=("p", m.Level.High), grid=(1, 2, 3),
         by_id={1: m.ShapeCircle(1.5), 2: m.ShapeEmpty(), 3: m.ShapeRect(4, 5), 4: m.ShapePoly([(0, 1)], m.Level.None_)},
-        switches={True: "on", False: "off"}, class_="keyword", shared=m.Shared(True), anything={"free": [1]},
+        switches={True: "on", False: "off"}, class_="keyword", shared=m.Shared(True), anything={"free": [1]}, from_wire_=8,
     )
 
 
@@ -312,6 +312,7 @@ def test_every_type_round_trips_through_json_and_msgpack_forms(every_type):
     as_json = json.loads(json.dumps(for_codec(record.to_wire(), "json")))
     assert as_json["blob"] == [0, 255] and as_json["by_id"]["2"] == "Empty" and as_json["switches"] == {"true": "on", "false": "off"}
     assert as_json["wait"] == {"secs": 90, "nanos": 5000} and as_json["class"] == "keyword"
+    assert as_json["from_wire"] == 8
     assert every_type.Record.from_wire(as_json) == record
     # MessagePack without reflection: messages as lists, enums by number, times as pairs.
     as_list = list(record.to_wire().values())
