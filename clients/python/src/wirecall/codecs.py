@@ -75,7 +75,8 @@ class MessagePackCodec(Codec):
     name = "msgpack"
 
     def encode_arguments(self, arguments: Mapping[str, Any]) -> bytes:
-        return msgpack.packb(list(arguments.values()), use_bin_type=True)
+        packed: bytes = msgpack.packb(list(arguments.values()), use_bin_type=True)
+        return packed
 
     def decode_reply_fields(self, payload: bytes, shape: Reply) -> Dict[str, Any]:
         # Maps with integer keys are valid wirecall values (HashMap<i32, _>).

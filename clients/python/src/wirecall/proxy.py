@@ -17,8 +17,7 @@ The proxy serves the asyncio and the blocking client alike: it forwards to their
 blocking client both return the result (an iterator for a stream).
 """
 
-import collections.abc
-from typing import Any, Generator, Mapping, Optional
+from typing import Any, Coroutine, Dict, Generator, List, Mapping, Optional
 
 from .schema import ServiceSchema
 
@@ -39,7 +38,7 @@ class ServiceProxy:
             schema.method(method)  # AttributeError listing the methods, now rather than later
         return MethodProxy(self._client, self._service, method, self._options)
 
-    def __dir__(self) -> list:
+    def __dir__(self) -> List[str]:
         schema = self._client._cached_schema(self._service)
         return sorted(schema.methods) if schema is not None else []
 
@@ -51,7 +50,7 @@ class MethodProxy:
     """One method: call it for a request (a Notify for a one-way method), or ``.notify(...)``
     for a one-way call of any method."""
 
-    def __init__(self, client: Any, service: str, method: str, options: dict):
+    def __init__(self, client: Any, service: str, method: str, options: Dict[str, Any]):
         self._client = client
         self._service = service
         self._method = method
@@ -67,7 +66,7 @@ class MethodProxy:
         return f"<wirecall method {self._service}.{self._method}>"
 
 
-class ProxyCall(collections.abc.Coroutine):
+class ProxyCall(Coroutine[Any, Any, Any]):
     """What calling a method of an asyncio proxy returns: ``await`` it for the method's
     reply, or iterate it when the method is a server stream::
 
@@ -97,7 +96,8 @@ class ProxyCall(collections.abc.Coroutine):
         return self._reply
 
     def __await__(self) -> Generator[Any, None, Any]:
-        return self._call().__await__()
+        awaiting: Generator[Any, None, Any] = self._call().__await__()
+        return awaiting
 
     def send(self, value: Any) -> Any:
         return self._call().send(value)

@@ -448,13 +448,15 @@ class ServiceSchema:
 
 def schema_from_reply(value: Any, codec: str) -> Dict[str, Any]:
     """A `describe` reply's `ServiceSchema` in its JSON form, whatever the codec."""
-    if codec == "msgpack":
-        return REFLECTION_TABLE.from_msgpack(value, SERVICE_SCHEMA_TYPE)
-    return value
+    schema: Dict[str, Any] = (
+        REFLECTION_TABLE.from_msgpack(value, SERVICE_SCHEMA_TYPE) if codec == "msgpack" else value
+    )
+    return schema
 
 
 def summaries_from_reply(value: Any, codec: str) -> List[Dict[str, Any]]:
     """A `list_services` reply in its JSON form, whatever the codec."""
-    if codec == "msgpack":
-        return REFLECTION_TABLE.from_msgpack(value, SERVICE_SUMMARIES_TYPE)
-    return value
+    summaries: List[Dict[str, Any]] = (
+        REFLECTION_TABLE.from_msgpack(value, SERVICE_SUMMARIES_TYPE) if codec == "msgpack" else value
+    )
+    return summaries

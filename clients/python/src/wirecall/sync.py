@@ -7,7 +7,7 @@ stream is an iterator whose every step waits for the asyncio stream's next item.
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Coroutine, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from . import aio, errors
 from .proxy import ServiceProxy, is_service_name
@@ -26,12 +26,11 @@ class _LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="wirecall", daemon=True)
         self._thread.start()
 
-    def run(self, coroutine: Awaitable[T]) -> T:
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         if self.loop.is_closed():
             # `Client.close()` stopped the loop: say what a closed connection says, as the
             # asyncio client does, instead of asyncio's "Event loop is closed".
-            if asyncio.iscoroutine(coroutine):
-                coroutine.close()
+            coroutine.close()
             raise errors.ConnectionClosed("the client was closed with close()")
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         try:
