@@ -3,7 +3,9 @@ reflection service itself over Protobuf, the bundled reflection descriptors, and
 that do not decode."""
 
 import asyncio
+import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,7 @@ import wirecall  # noqa: E402
 from wirecall import aio  # noqa: E402
 from wirecall.protobuf import REFLECTION_METHODS, ProtobufCodec, reflection_descriptors  # noqa: E402
 from wirecall.replies import Reply  # noqa: E402
+from wirecall.schema import ServiceSchema  # noqa: E402
 
 from conftest import FANLY  # noqa: E402
 
@@ -185,3 +188,75 @@ def test_protobuf_is_offered_only_when_asked(server):
         assert client.codec == "msgpack"
     with wirecall.connect(server.address, codecs=["protobuf", "json"]) as client:
         assert client.codec == "protobuf"
+
+
+# -- every shape of the Protobuf form, against the Rust codec's bytes ---------------------------
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tags_protobuf.json"
+
+
+def length_delimited(field: int, payload: bytes) -> bytes:
+    """Field `field` of a message, holding `payload` (a nested message)."""
+    length, size = bytearray(), len(payload)
+    while True:
+        length.append((size & 0x7F) | (0x80 if size > 0x7F else 0))
+        size >>= 7
+        if not size:
+            break
+    return bytes([field << 3 | 2]) + bytes(length) + payload
+
+
+def as_json_form(value):
+    """A decoded value as JSON writes it: bytes as lists of numbers, map keys as strings."""
+    if isinstance(value, bytes):
+        return list(value)
+    if isinstance(value, dict):
+        return {str(key): as_json_form(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_json_form(item) for item in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def tags():
+    """The Rust fixture service `Tags` (written by the runtime's `python_fixture_tests`):
+    its schema, its descriptors, and sightings in JSON and in the Rust codec's Protobuf."""
+    fixture = json.loads(FIXTURE.read_text())
+    codec = ProtobufCodec()
+    codec.learn_service(bytes(fixture["descriptors"]), ServiceSchema(fixture["schema"]))
+    return codec, fixture["sightings"]
+
+
+def test_rust_protobuf_reads_as_the_json_form(tags):
+    # Structs, unit enums, enums with data (unit, struct, tuple and newtype variants), options
+    # of options, lists of lists, maps with integer keys, tuples, arrays, bytes, chars,
+    # Duration and SystemTime, a recursive Option<Box<_>>.
+    codec, sightings = tags
+    record = codec.learnt_signature("Tags", "record")
+    for sighting in sightings:
+        reply = length_delimited(1, bytes(sighting["protobuf"]))
+        fields = codec.decode_reply_fields(reply, Reply.VALUE, record)
+        assert as_json_form(fields["value"]) == sighting["json"]
+
+
+def test_the_json_form_writes_the_rust_codecs_bytes(tags):
+    codec, sightings = tags
+    record = codec.learnt_signature("Tags", "record")
+    for sighting in sightings:
+        # `note` is empty, and proto3 leaves a default string out.
+        encoded = codec.encode_arguments({"sighting": sighting["json"], "note": ""}, record)
+        assert encoded == length_delimited(1, bytes(sighting["protobuf"]))
+
+
+def test_results_unit_results_and_stream_items_read_by_their_reply_type(tags):
+    codec, sightings = tags
+    lookup = codec.learnt_signature("Tags", "lookup")
+    found = codec.decode_reply_fields(length_delimited(1, bytes(sightings[0]["protobuf"])), Reply.RESULT, lookup)
+    assert as_json_form(found) == {"ok": sightings[0]["json"], "err": None}
+    assert codec.decode_reply_fields(length_delimited(2, b"gone"), Reply.RESULT, lookup) == {"ok": None, "err": "gone"}
+    forget = codec.learnt_signature("Tags", "forget")
+    assert codec.decode_reply_fields(b"", Reply.UNIT_RESULT, forget) == {"err": None}
+    assert codec.decode_reply_fields(length_delimited(1, b"no"), Reply.UNIT_RESULT, forget) == {"err": "no"}
+    watch = codec.learnt_signature("Tags", "watch")
+    item = codec.decode_reply_fields(length_delimited(1, bytes(sightings[1]["protobuf"])), Reply.VALUE, watch)
+    assert as_json_form(item["value"]) == sightings[1]["json"]

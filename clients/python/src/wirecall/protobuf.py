@@ -8,7 +8,8 @@ in and out in the client's plain forms (those the JSON codec gives): the walk be
 the method's `TypeRef`s from `describe` alongside the messages, mirroring how the server's
 Protobuf model (`runtime/src/reflect/proto_model/build.rs`) maps each type:
 
-- a field of ``Option<T>`` is a proto3 ``optional`` field, unset for ``None``;
+- a field of ``Option<T>`` is a proto3 ``optional`` field, unset for ``None`` (the JSON form
+  of ``Some(x)`` around another option is ``[x]``, as in JSON and MessagePack);
 - a field of ``Vec<u8>`` is ``bytes``; of another list, a ``repeated`` field;
 - a field of a map is a ``map<K, V>`` field (an ``Option<V>`` value travels as ``V``);
 - one value that is itself an ``Option``, a list, a map or a tuple (inside a list, a map, an
@@ -116,7 +117,7 @@ class _Walker:
         name, inner = _variant(type_ref)
         if name == "Option":
             if value is not None:
-                self.set_value(message, field, inner, value, depth)
+                self.set_value(message, field, inner, _some(inner, value), depth)
         elif _is_bytes_list(name, inner):
             setattr(message, field.name, _as_bytes(value))
         elif name in ("List", "Set", "Array"):
@@ -263,7 +264,10 @@ class _Walker:
         if name == "Option":
             if not message.HasField(field.name):
                 return None
-            return self.get_value(message, field, inner, depth)
+            value = self.get_value(message, field, inner, depth)
+            # The JSON form of `Some(x)` around another option is `[x]`, so `Some(None)`
+            # and `None` stay apart.
+            return [value] if _variant(inner)[0] == "Option" else value
         if _is_bytes_list(name, inner):
             raw = getattr(message, field.name)
             # The JSON codec's form of `Vec<u8>`; `Bytes` stays `bytes` (as MessagePack gives it).
@@ -358,6 +362,15 @@ class _Walker:
         if name in ("Bytes", "Opaque"):
             return bytes(raw)
         return raw
+
+
+def _some(inner: Any, value: Any) -> Any:
+    """What `Some(value)` holds: around another option, the JSON form is `[x]`."""
+    if _variant(inner)[0] != "Option":
+        return value
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        return value[0]
+    raise TypeError(f"an Option of an Option is None or [value], not {value!r}")
 
 
 def _as_bytes(value: Any) -> bytes:

@@ -35,3 +35,7 @@ pub(crate) fn descriptor_set(
 #[cfg(test)]
 #[path = "descriptor_set_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "python_fixture_tests.rs"]
+mod python_fixture_tests;
