@@ -4,6 +4,7 @@ that do not decode."""
 
 import asyncio
 import json
+import struct
 import sys
 from pathlib import Path
 
@@ -19,7 +20,11 @@ from wirecall.protobuf import REFLECTION_METHODS, ProtobufCodec, reflection_desc
 from wirecall.replies import Reply  # noqa: E402
 from wirecall.schema import ServiceSchema  # noqa: E402
 
+from wirecall.wire import FrameKind, encode_frame  # noqa: E402
+
 from conftest import FANLY  # noqa: E402
+from test_peer_behaviour import read_client_hello, scripted_server  # noqa: E402
+from test_version2 import read_frame  # noqa: E402
 
 NOT_FOUND = {"user_id": 42, "reason": "no such user"}
 
@@ -260,3 +265,89 @@ def test_results_unit_results_and_stream_items_read_by_their_reply_type(tags):
     watch = codec.learnt_signature("Tags", "watch")
     item = codec.decode_reply_fields(length_delimited(1, bytes(sightings[1]["protobuf"])), Reply.VALUE, watch)
     assert as_json_form(item["value"]) == sightings[1]["json"]
+
+
+# -- scripted servers: what the client does with no reflection and with bad payloads -----------
+
+
+def encode_reply(codec, service, method, fields):
+    """A reply message of `service.method`, written by the client's own messages (a scripted
+    server's answer)."""
+    messages = codec._services[service]
+    signature = codec.learnt_signature(service, method)
+    message = messages._message_class(method, "Reply")()
+    ok, err = signature.reply["Result"]["ok"], signature.reply["Result"]["err"]
+    messages._walker.fill_fields(message, [("ok", {"Option": ok}), ("err", {"Option": err})], fields, 0)
+    return message.SerializeToString()
+
+
+def protobuf_server(answers, seen):
+    """A version 2 server that accepts Protobuf and answers each method from `answers`
+    (method id -> payload); other methods get UnknownMethod."""
+
+    async def serve(reader, writer):
+        await read_client_hello(reader)
+        writer.write(b"WCAL" + bytes([2, 0, 3, 1, 3]) + b"\x00\x00")
+        while True:
+            try:
+                header, payload = await read_frame(reader)
+            except asyncio.IncompleteReadError:
+                break
+            _, kind, _, request_id, method, _ = header
+            seen.append(method)
+            if method in answers:
+                writer.write(encode_frame(FrameKind.RESPONSE, request_id, method, 0, answers[method]))
+            else:
+                error = struct.pack(">H", 1) + b"no service on this server has that method id"
+                writer.write(encode_frame(FrameKind.ERROR, request_id, method, 0, error))
+            await writer.drain()
+        writer.close()
+
+    return serve
+
+
+def test_without_reflection_protobuf_calls_raise_no_schema_and_send_nothing():
+    seen = []
+
+    async def scenario():
+        server, port = await scripted_server(protobuf_server({}, seen))
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["protobuf"])
+            with pytest.raises(wirecall.NoSchema, match="does not serve reflection"):
+                await client.call("Tags", "record", note="x")
+            with pytest.raises(wirecall.NoSchema):
+                await client.Tags.ping()
+            await client.close()
+
+    asyncio.run(scenario())
+    # Only the one describe went out.
+    assert seen == [wirecall.method_id("wirecall.Reflection", "describe")]
+
+
+def test_replies_that_do_not_decode_raise_decode_error(tags):
+    fixture = json.loads(FIXTURE.read_text())
+    codec = ProtobufCodec()
+    describe = wirecall.method_id("wirecall.Reflection", "describe")
+    descriptors = wirecall.method_id("wirecall.Reflection", "descriptors")
+    record = wirecall.method_id("Tags", "record")
+    lookup = wirecall.method_id("Tags", "lookup")
+    answers = {
+        describe: encode_reply(codec, "wirecall.Reflection", "describe", {"ok": fixture["schema"]}),
+        descriptors: encode_reply(codec, "wirecall.Reflection", "descriptors", {"ok": bytes(fixture["descriptors"])}),
+        record: b"\x0a\xff\xff",  # field 1, a length past the end
+        lookup: b"\x12\x02\xff\xfe",  # err: a string that is not UTF-8
+    }
+    seen = []
+
+    async def scenario():
+        server, port = await scripted_server(protobuf_server(answers, seen))
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["protobuf"])
+            with pytest.raises(wirecall.DecodeError):
+                await client.Tags.record(sighting=fixture["sightings"][0]["json"], note="")
+            with pytest.raises(wirecall.DecodeError):
+                await client.call("Tags", "lookup", place="dock")
+            await client.close()
+
+    asyncio.run(scenario())
+    assert seen == [describe, descriptors, record, lookup]
