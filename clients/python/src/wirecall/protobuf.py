@@ -425,7 +425,7 @@ class ServiceMessages:
         self._pool = descriptor_pool.DescriptorPool()
         # The services' file comes first and imports the others: add them in reverse.
         for file in reversed(files.file):
-            self._pool.Add(file)
+            self._pool.AddSerializedFile(file.SerializeToString())
         self._prefix = f"{PACKAGE}.{service_identifier(schema.name)}"
         self._walker = _Walker(table)
         self.schema = schema
