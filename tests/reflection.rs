@@ -249,6 +249,49 @@ async fn describing_an_unknown_service_is_an_application_error() {
     server.shutdown().await;
 }
 
+/// The encoded descriptor set of `service`, asked in `codec`.
+async fn descriptors(
+    server: &RunningServer,
+    codec: Codec,
+    service: &str,
+) -> Result<Bytes, ReflectionError> {
+    let channel = Channel::builder()
+        .codec(codec)
+        .connect(server.local_addr())
+        .await
+        .expect("connects");
+    ReflectionClient::new(channel)
+        .descriptors(service.to_owned())
+        .await
+        .expect("call succeeds")
+}
+
+#[tokio::test]
+async fn descriptors_hold_a_services_messages_in_every_codec() {
+    let server = server().await;
+    let set = descriptors(&server, Codec::Protobuf, "Tags")
+        .await
+        .expect("Tags speaks Protobuf");
+    let contains = |needle: &[u8]| set.windows(needle.len()).any(|window| window == needle);
+    assert!(contains(b"wirecall/wirecall.services.proto"));
+    assert!(contains(b"Tags_record_Args"));
+    for codec in [Codec::Json, Codec::MessagePack] {
+        assert_eq!(descriptors(&server, codec, "Tags").await, Ok(set.clone()));
+    }
+    // The reflection service has descriptors too: a Protobuf client calls it with them.
+    let own = descriptors(&server, Codec::Json, REFLECTION_SERVICE)
+        .await
+        .expect("reflection speaks Protobuf");
+    assert!(own
+        .windows(b"wirecall_Reflection_descriptors_Reply".len())
+        .any(|window| window == b"wirecall_Reflection_descriptors_Reply"));
+    assert_eq!(
+        descriptors(&server, Codec::Json, "Nope").await,
+        Err(ReflectionError::UnknownService("Nope".into()))
+    );
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn reflection_can_be_turned_off() {
     let server = Server::builder()

@@ -11,16 +11,13 @@
 //! and the table from wirecall's; `door.rs` the routes by gRPC path. The services the door
 //! answers itself: `builtin.rs` routes to them; `health.rs` and `health_messages.rs` the
 //! health check; `reflection.rs` and `reflection_messages.rs` server reflection, from
-//! `descriptor.rs` (the export as Protobuf file descriptors, with `field_names.rs`) and
-//! `well_known.rs` (the
-//! standard files served beside it: Duration, Timestamp, health, reflection).
+//! the export as Protobuf file descriptors (built in `reflect::descriptors`) and
+//! `well_known.rs` (the standard files served beside it: health, reflection).
 
 mod builtin;
 mod call;
 mod connection;
-pub(crate) mod descriptor;
 pub(crate) mod door;
-mod field_names;
 mod headers;
 mod health;
 pub(crate) mod health_messages;

@@ -3,7 +3,7 @@
 //! `grpcurl describe` and other tools call a wirecall server without its `.proto`.
 //!
 //! Every answer is computed from descriptors built once at start-up: the services' file
-//! ([`descriptor`](super::descriptor)), the well-known files it imports, and the files of
+//! ([`descriptors`](crate::reflect::descriptors)), the well-known files it imports, and the files of
 //! the health and reflection services themselves, so that every service the server lists
 //! can be described.
 
@@ -12,13 +12,13 @@ use std::collections::{HashMap, HashSet};
 use prost::Message as _;
 use prost_types::{DescriptorProto, FileDescriptorProto};
 
-use super::descriptor;
 use super::reflection_messages::{
     ErrorResponse, ExtensionNumberResponse, FileDescriptorResponse, ListServiceResponse,
     MessageRequest, MessageResponse, ServerReflectionRequest, ServerReflectionResponse,
     ServiceResponse,
 };
 use super::well_known::{self, HEALTH_SERVICE, REFLECTION_V1ALPHA_SERVICE, REFLECTION_V1_SERVICE};
+use crate::reflect::descriptors;
 use crate::reflect::proto_model::{is_exported, service_identifier};
 use crate::reflect::ServiceSchema;
 
@@ -53,7 +53,7 @@ impl Reflection {
     /// them.
     pub(crate) fn new(schemas: &[ServiceSchema], package: &str) -> Self {
         let mut reflection = Reflection::default();
-        match descriptor::file_descriptors(schemas, package) {
+        match descriptors::file_descriptors(schemas, package) {
             Ok(files) => {
                 for file in &files {
                     for service in &file.service {

@@ -1,20 +1,19 @@
-//! Descriptors of the standard files a gRPC server's reflection hands out besides its own:
-//! `google/protobuf/duration.proto` and `timestamp.proto` (imported by the services' file
-//! when a type uses them), `grpc/health/v1/health.proto` and the two
-//! `grpc/reflection/*/reflection.proto`, so that `grpcurl describe` works on every service
-//! the server lists.
+//! Descriptors of the standard files a gRPC server's reflection hands out besides its own
+//! and the well-known ones it imports (which
+//! [`reflect::descriptors`](crate::reflect::descriptors) builds):
+//! `grpc/health/v1/health.proto` and the two `grpc/reflection/*/reflection.proto`, so that
+//! `grpcurl describe` works on every service the server lists.
 //!
 //! They are written by hand, with the messages, fields and numbers of the official files
 //! and none of their language options, which no reflection client reads.
 
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{
-    DescriptorProto, EnumDescriptorProto, EnumValueDescriptorProto, FieldDescriptorProto,
-    FileDescriptorProto, MethodDescriptorProto, OneofDescriptorProto, ServiceDescriptorProto,
+    EnumDescriptorProto, EnumValueDescriptorProto, FieldDescriptorProto, FileDescriptorProto,
+    MethodDescriptorProto, OneofDescriptorProto, ServiceDescriptorProto,
 };
 
-use super::field_names::json_name;
-use crate::reflect::proto_model::WellKnown;
+use crate::reflect::descriptors::well_known::{field, message, proto3_file};
 
 /// The file of the gRPC health service.
 pub(crate) const HEALTH_FILE: &str = "grpc/health/v1/health.proto";
@@ -24,26 +23,6 @@ pub(crate) const HEALTH_SERVICE: &str = "grpc.health.v1.Health";
 pub(crate) const REFLECTION_V1_SERVICE: &str = "grpc.reflection.v1.ServerReflection";
 /// The reflection service's full name, the older `v1alpha` some clients still ask for.
 pub(crate) const REFLECTION_V1ALPHA_SERVICE: &str = "grpc.reflection.v1alpha.ServerReflection";
-
-/// The file that declares a well-known type.
-pub(crate) fn file(import: WellKnown) -> FileDescriptorProto {
-    // Duration and Timestamp have the same two fields.
-    let name = match import {
-        WellKnown::Duration => "Duration",
-        WellKnown::Timestamp => "Timestamp",
-    };
-    let seconds_and_nanos = vec![
-        field("seconds", 1, Type::Int64, None),
-        field("nanos", 2, Type::Int32, None),
-    ];
-    proto3_file(
-        import.file(),
-        "google.protobuf",
-        vec![message(name, seconds_and_nanos)],
-        Vec::new(),
-        Vec::new(),
-    )
-}
 
 /// `grpc/health/v1/health.proto`.
 pub(crate) fn health_file() -> FileDescriptorProto {
@@ -217,45 +196,6 @@ pub(crate) fn reflection_file(version: &str) -> FileDescriptorProto {
         Vec::new(),
         vec![service("ServerReflection", vec![info])],
     )
-}
-
-fn proto3_file(
-    name: &str,
-    package: &str,
-    messages: Vec<DescriptorProto>,
-    enums: Vec<EnumDescriptorProto>,
-    services: Vec<ServiceDescriptorProto>,
-) -> FileDescriptorProto {
-    FileDescriptorProto {
-        name: Some(name.into()),
-        package: Some(package.into()),
-        message_type: messages,
-        enum_type: enums,
-        service: services,
-        syntax: Some("proto3".into()),
-        ..Default::default()
-    }
-}
-
-fn message(name: &str, fields: Vec<FieldDescriptorProto>) -> DescriptorProto {
-    DescriptorProto {
-        name: Some(name.into()),
-        field: fields,
-        ..Default::default()
-    }
-}
-
-/// A singular proto3 field; `type_name` (absolute) for messages and enums.
-fn field(name: &str, number: i32, r#type: Type, type_name: Option<&str>) -> FieldDescriptorProto {
-    FieldDescriptorProto {
-        name: Some(name.into()),
-        number: Some(number),
-        label: Some(Label::Optional.into()),
-        r#type: Some(r#type.into()),
-        type_name: type_name.map(str::to_owned),
-        json_name: Some(json_name(name)),
-        ..Default::default()
-    }
 }
 
 fn repeated(mut field: FieldDescriptorProto) -> FieldDescriptorProto {

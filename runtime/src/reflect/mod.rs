@@ -13,6 +13,7 @@
 //! unless [`ServerBuilder::reflection`](crate::ServerBuilder::reflection) turns it off; it is
 //! called like any other service, so the server's token, TLS and authorisation hook apply.
 
+pub(crate) mod descriptors;
 #[cfg(feature = "json")]
 mod json_messages;
 #[cfg(feature = "json")]
@@ -37,7 +38,9 @@ pub use json_schema::{
 };
 pub use proto_file::{proto_file, ProtoFileError};
 pub(crate) use reflection_service::reflection_for;
-pub use reflection_service::{Reflection, ReflectionClient, ReflectionServer, ReflectionService};
+pub use reflection_service::{
+    Reflection, ReflectionClient, ReflectionServer, ReflectionService, DESCRIPTORS_PACKAGE,
+};
 pub use schema::{
     EnumValue, FieldSchema, MethodSchema, ReflectionError, ReplySchema, ServiceSchema,
     ServiceSummary, TypeDef, TypeKind, TypeRef, VariantSchema, VariantShape,

@@ -3,7 +3,15 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
+use super::descriptors::{descriptor_set, DescriptorSetError};
 use super::schema::{ReflectionError, ServiceSchema, ServiceSummary};
+
+/// The Protobuf package of the messages `descriptors` describes: the gRPC door's default, so
+/// the names a client sees are those of the gRPC door and of `wirecall proto`. The package
+/// is not on the wire: it only names the messages.
+pub const DESCRIPTORS_PACKAGE: &str = "wirecall.services";
 
 /// Lists and describes the services a server serves. Every server serves it under the name
 /// `wirecall.Reflection` unless `ServerBuilder::reflection(false)` turns it off.
@@ -17,6 +25,13 @@ pub trait Reflection {
     /// named type they use.
     #[idempotent]
     async fn describe(&self, service: String) -> Result<ServiceSchema, ReflectionError>;
+
+    /// The Protobuf messages of `service`: an encoded `google.protobuf.FileDescriptorSet`
+    /// whose first file (package [`DESCRIPTORS_PACKAGE`]) holds the service and the messages
+    /// of its methods, followed by the well-known files it imports. A client builds dynamic
+    /// messages from it to speak the Protobuf codec without a `.proto` file.
+    #[idempotent]
+    async fn descriptors(&self, service: String) -> Result<Bytes, ReflectionError>;
 }
 
 /// The server's implementation of [`Reflection`]: answers from the schemas taken when the
@@ -51,6 +66,21 @@ impl Reflection for ReflectionService {
             .find(|schema| schema.name == service)
             .cloned()
             .ok_or(ReflectionError::UnknownService(service))
+    }
+
+    async fn descriptors(&self, service: String) -> Result<Bytes, ReflectionError> {
+        let schema = self.describe(service).await?;
+        descriptor_set(&schema, DESCRIPTORS_PACKAGE)
+            .map(Bytes::from)
+            .map_err(|error| ReflectionError::NoProtobufForm {
+                reason: match error {
+                    DescriptorSetError::NotExported => {
+                        "it does not speak Protobuf or does not describe its types".to_owned()
+                    }
+                    DescriptorSetError::NoProtoForm(error) => error.to_string(),
+                },
+                service: schema.name,
+            })
     }
 }
 

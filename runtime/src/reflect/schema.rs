@@ -246,11 +246,20 @@ pub enum VariantShape {
     },
 }
 
-/// Why `describe` failed.
+/// Why `describe` or `descriptors` failed.
 #[wirecall_macros::message]
 #[derive(Clone, PartialEq, thiserror::Error)]
 pub enum ReflectionError {
     /// The server serves no service by that name.
     #[error("this server serves no service named `{0}`")]
     UnknownService(String),
+    /// The service has no Protobuf form: it does not speak Protobuf, does not describe its
+    /// types, or its types cannot be written as one `.proto` file.
+    #[error("service `{service}` has no Protobuf form: {reason}")]
+    NoProtobufForm {
+        /// The service.
+        service: String,
+        /// Why.
+        reason: String,
+    },
 }

@@ -87,7 +87,9 @@ async def connect(
     """Connects to a wirecall server and negotiates a codec and a protocol version.
 
     `host` may be ``"host:port"`` when `port` is omitted. `codecs` is the offer, most
-    preferred first (``"msgpack"``, ``"json"``); the server picks one (see `AsyncClient.codec`).
+    preferred first (``"msgpack"``, ``"json"``, and ``"protobuf"`` only when asked: it needs
+    the `protobuf` package and the server's reflection); the server picks one (see
+    `AsyncClient.codec`).
     `token` is the server's shared secret. TLS is on with ``tls=True``, an `ssl.SSLContext`,
     or a `tls_ca` file; `server_name` is the name in the server's certificate (default `host`).
     `timeout` is the default per-call timeout in seconds (`None`: no deadline).
@@ -218,7 +220,7 @@ class AsyncClient:
 
     @property
     def codec(self) -> str:
-        """The codec negotiated for this connection: ``"json"`` or ``"msgpack"``."""
+        """The codec negotiated for this connection: ``"json"``, ``"msgpack"`` or ``"protobuf"``."""
         return self._codec.name
 
     @property
@@ -286,8 +288,10 @@ class AsyncClient:
         reflection; the proxy passes it) reads MessagePack replies into their JSON form."""
         if timeout is USE_DEFAULT:
             timeout = self._timeout
+        if self._codec.needs_schema:
+            signature = await self._codec_signature(service, method)
         request_id = self._next_request_id()
-        flags, payload = self._encode_request(arguments, metadata)
+        flags, payload = self._encode_request(arguments, metadata, signature)
         frame = encode_frame(
             FrameKind.REQUEST,
             request_id,
@@ -313,7 +317,7 @@ class AsyncClient:
         finally:
             self._pending.pop(request_id, None)
         try:
-            fields = self._codec.decode_reply_fields(payload, reply)
+            fields = self._codec.decode_reply_fields(payload, reply, signature)
             if signature is not None and self._codec.name == "msgpack":
                 fields = signature.reply_fields_from_msgpack(fields)
         except ValueError as bad:
@@ -341,7 +345,8 @@ class AsyncClient:
     ) -> None:
         """`notify` with its options: `deadline` in seconds bounds the handler on the server;
         `metadata` is added to the client's."""
-        flags, payload = self._encode_request(arguments, metadata)
+        signature = await self._codec_signature(service, method) if self._codec.needs_schema else None
+        flags, payload = self._encode_request(arguments, metadata, signature)
         frame = encode_frame(
             FrameKind.NOTIFY,
             self._next_request_id(),
@@ -379,6 +384,15 @@ class AsyncClient:
         ahead of the consumer (the client's `stream_window` by default); `reply` is the shape
         of each item (see `Reply`); `metadata` is added to the client's and sent with the
         Open. Arguments are checked and encoded now; the Open goes out when iteration starts."""
+        if self._codec.needs_schema and signature is None:
+            # The messages come from reflection, fetched when iteration starts.
+            async def prepare() -> StreamRequest:
+                signed = await self._codec_signature(service, method)
+                return self._stream_request(
+                    service, method, arguments, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signed
+                )
+
+            return ServerStream(self, prepare)
         request = self._stream_request(
             service, method, arguments, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signature
         )
@@ -437,7 +451,36 @@ class AsyncClient:
                 f"the server serves no service {service!r}; it serves: {', '.join(known)}"
             ) from refused
         self._reflection_served = True
-        return ServiceSchema(schema_from_reply(reply, self.codec))
+        schema = ServiceSchema(schema_from_reply(reply, self.codec))
+        if self._codec.needs_schema and not self._codec.knows_service(service):
+            await self._learn_messages(schema)
+        return schema
+
+    async def _learn_messages(self, schema: ServiceSchema) -> None:
+        """Protobuf: fetches the service's messages (its descriptors) for the codec."""
+        try:
+            descriptors = await self.call_with(REFLECTION_SERVICE, "descriptors", {"service": schema.name}, reply=Reply.RESULT)
+        except errors.UnknownMethod as older:
+            raise errors.NoSchema(
+                f"the server's reflection has no `descriptors` method, so {schema.name} cannot be called over Protobuf"
+            ) from older
+        except errors.ApplicationError as refused:
+            # ReflectionError::NoProtobufForm.
+            raise errors.NoSchema(f"{schema.name} cannot be called over Protobuf: {refused.error}") from refused
+        self._codec.learn_service(descriptors, schema)
+
+    async def _codec_signature(self, service: str, method: str) -> MethodSignature:
+        """The schema Protobuf writes and reads `service.method` with, from reflection (the
+        first use of a service describes it; the reflection service's own is built in)."""
+        known = self._codec.learnt_signature(service, method)
+        if known is not None:
+            return known
+        schema = await self.describe(service)
+        if schema is None:
+            raise errors.NoSchema(
+                f"{service}.{method} cannot be called over Protobuf: the server does not serve reflection"
+            )
+        return schema.method(method)
 
     def _cached_schema(self, service: str) -> Optional[ServiceSchema]:
         cached = self._schemas.get(service)
@@ -536,7 +579,10 @@ class AsyncClient:
                 return request_id
 
     def _encode_request(
-        self, arguments: Optional[Mapping[str, Any]], metadata: Optional[Mapping[str, str]]
+        self,
+        arguments: Optional[Mapping[str, Any]],
+        metadata: Optional[Mapping[str, str]],
+        signature: Optional[MethodSignature] = None,
     ) -> Tuple[int, bytes]:
         """The flags and payload of a Request or Notify: the metadata block (version 2, when
         there is metadata), then the arguments. Refuses a frame over the send limit."""
@@ -549,7 +595,7 @@ class AsyncClient:
         if merged and self._version >= METADATA_VERSION:
             # On a version 1 connection metadata is simply not sent (Metadata (version 2)).
             flags, block = FLAG_METADATA, encoded
-        payload = block + self._codec.encode_arguments(arguments or {})
+        payload = block + self._codec.encode_arguments(arguments or {}, signature)
         if HEADER_AFTER_LENGTH + len(payload) > self._send_limit:
             who = "the server's announced" if self._send_limit != self._max_frame_length else "the"
             raise errors.FrameTooLarge(
@@ -609,7 +655,7 @@ class AsyncClient:
         check_stream_window(window)
         if timeout is USE_DEFAULT:
             timeout = self._timeout
-        flags, payload = self._encode_request(arguments, metadata)
+        flags, payload = self._encode_request(arguments, metadata, signature)
         return StreamRequest(
             service=service,
             method=method,

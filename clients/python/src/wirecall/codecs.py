@@ -2,17 +2,21 @@
 
 A codec never sees framing. Arguments go out as the method's arguments message; a reply comes
 back as the reply message's fields, keyed by field name (`value`, `ok`, `err`), whatever the
-codec, so that `replies.py` can read every codec's replies the same way.
+codec, so that `replies.py` can read every codec's replies the same way. Protobuf (codec 3,
+`protobuf.py`) also needs the method's schema, passed as `signature`; the others ignore it.
 """
 
 import json
 import math
-from typing import Any, Dict, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 import msgpack
 
 from .replies import Reply
 from .wire import CodecId
+
+if TYPE_CHECKING:
+    from .schema import MethodSignature, ServiceSchema
 
 
 class Codec:
@@ -20,13 +24,35 @@ class Codec:
 
     id: CodecId
     name: str
+    #: Whether a message cannot be written or read without the method's `signature`.
+    needs_schema = False
 
-    def encode_arguments(self, arguments: Mapping[str, Any]) -> bytes:
+    def encode_arguments(self, arguments: Mapping[str, Any], signature: "Optional[MethodSignature]" = None) -> bytes:
         """The arguments message; `arguments` is in the method's declaration order."""
         raise NotImplementedError
 
-    def decode_reply_fields(self, payload: bytes, shape: Reply) -> Dict[str, Any]:
-        """The reply message's fields present in `payload`, keyed by field name."""
+    def decode_reply_fields(
+        self, payload: bytes, shape: Reply, signature: "Optional[MethodSignature]" = None
+    ) -> Dict[str, Any]:
+        """The reply message's fields present in `payload`, keyed by field name (a stream's
+        items are read the same way)."""
+        raise NotImplementedError
+
+    def encode_item(self, item: Any, signature: "Optional[MethodSignature]" = None) -> bytes:
+        """One uploaded item: the item message, its one field `value` set to `item`."""
+        return self.encode_arguments({"value": item}, signature)
+
+    def knows_service(self, service: str) -> bool:
+        """For a codec that needs schemas: whether it has learnt `service`'s messages."""
+        return False
+
+    def learnt_signature(self, service: str, method: str) -> "Optional[MethodSignature]":
+        """For a codec that needs schemas: `service.method` if its service's messages are
+        known (an unknown method of a known service raises `AttributeError`)."""
+        return None
+
+    def learn_service(self, descriptor_set: bytes, schema: "ServiceSchema") -> None:
+        """For a codec that needs schemas: a service's messages, from reflection."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -39,11 +65,13 @@ class JsonCodec(Codec):
     id = CodecId.JSON
     name = "json"
 
-    def encode_arguments(self, arguments: Mapping[str, Any]) -> bytes:
+    def encode_arguments(self, arguments: Mapping[str, Any], signature: "Optional[MethodSignature]" = None) -> bytes:
         body = _non_finite_as_strings(dict(arguments))
         return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
-    def decode_reply_fields(self, payload: bytes, shape: Reply) -> Dict[str, Any]:
+    def decode_reply_fields(
+        self, payload: bytes, shape: Reply, signature: "Optional[MethodSignature]" = None
+    ) -> Dict[str, Any]:
         message = json.loads(payload)
         if not isinstance(message, dict):
             raise ValueError(f"a JSON reply is an object, not {type(message).__name__}")
@@ -74,11 +102,13 @@ class MessagePackCodec(Codec):
     id = CodecId.MSGPACK
     name = "msgpack"
 
-    def encode_arguments(self, arguments: Mapping[str, Any]) -> bytes:
+    def encode_arguments(self, arguments: Mapping[str, Any], signature: "Optional[MethodSignature]" = None) -> bytes:
         packed: bytes = msgpack.packb(list(arguments.values()), use_bin_type=True)
         return packed
 
-    def decode_reply_fields(self, payload: bytes, shape: Reply) -> Dict[str, Any]:
+    def decode_reply_fields(
+        self, payload: bytes, shape: Reply, signature: "Optional[MethodSignature]" = None
+    ) -> Dict[str, Any]:
         # Maps with integer keys are valid wirecall values (HashMap<i32, _>).
         message = msgpack.unpackb(payload, raw=False, strict_map_key=False)
         if not isinstance(message, list):
@@ -98,8 +128,8 @@ class MessagePackCodec(Codec):
 JSON = JsonCodec()
 MSGPACK = MessagePackCodec()
 
-#: The codecs this package speaks, by name and by id. Protobuf (codec 3) needs each message's
-#: schema, which the client learns once reflection exists.
+#: The codecs every connection may share, by name and by id. Protobuf (codec 3) is made per
+#: connection (it holds the messages that connection has learnt) and offered only when asked.
 CODECS_BY_NAME: Dict[str, Codec] = {codec.name: codec for codec in (JSON, MSGPACK)}
 CODECS_BY_ID: Dict[int, Codec] = {codec.id: codec for codec in (JSON, MSGPACK)}
 
@@ -116,9 +146,24 @@ def codec_name(codec_id: int) -> str:
 
 
 def codec_named(name: str) -> Codec:
+    """The codec `name` for a new connection."""
+    if name.lower() == "protobuf":
+        return protobuf_codec()
     try:
         return CODECS_BY_NAME[name.lower()]
     except KeyError:
         raise ValueError(
-            f"unknown codec {name!r}: use one of {', '.join(CODECS_BY_NAME)}"
+            f"unknown codec {name!r}: use one of {', '.join(CODECS_BY_NAME)}, protobuf"
         ) from None
+
+
+def protobuf_codec() -> Codec:
+    """A new Protobuf codec; the `protobuf` package is an optional extra."""
+    try:
+        from .protobuf import ProtobufCodec
+    except ImportError as missing:
+        raise ImportError(
+            "the protobuf codec needs the `protobuf` package (4.21 or newer): "
+            "pip install 'wirecall[protobuf]'"
+        ) from missing
+    return ProtobufCodec()

@@ -161,6 +161,12 @@ class DecodeError(WirecallError):
 # -- Connection and handshake -----------------------------------------------------------------
 
 
+class NoSchema(WirecallError):
+    """A Protobuf connection cannot write or read a method's messages: the server does not
+    serve reflection, or the service has no Protobuf form (it does not speak Protobuf, or does
+    not describe its types). Nothing was sent."""
+
+
 class ConnectionClosed(WirecallError):
     """The connection is closed; a call in flight may or may not have run.
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from . import errors
-from .codecs import CODECS_BY_ID, Codec, codec_name
+from .codecs import Codec, codec_name
 from .wire import (
     EXTENSIONS_LENGTH,
     MAGIC,
@@ -123,8 +123,9 @@ async def negotiate(
             status=hello.status,
         )
     # The server must choose one of ours; anything else is a broken server.
-    chosen = CODECS_BY_ID.get(hello.codec)
-    if chosen is None or chosen not in offered:
+    # From the offer, not a table: a Protobuf codec carries its connection's messages.
+    chosen = next((codec for codec in offered if codec.id == hello.codec), None)
+    if chosen is None:
         raise errors.ProtocolError(
             f"the server chose {codec_name(hello.codec)}, which we did not offer ({offered_names})"
         )

@@ -166,6 +166,12 @@ REFLECTION_TYPES: List[Dict[str, Any]] = [{'name': 'ServiceSummary',
   'kind': {'OneOf': {'variants': [{'name': 'UnknownService',
                                    'tag': 1,
                                    'shape': {'Newtype': 'String'},
+                                   'other': False},
+                                  {'name': 'NoProtobufForm',
+                                   'tag': 2,
+                                   'shape': {'Fields': {'named': True,
+                                                        'fields': [{'name': 'service', 'ty': 'String'},
+                                                                   {'name': 'reason', 'ty': 'String'}]}},
                                    'other': False}]}}}]
 
 #: The reply type of `describe` and of `list_services`.
@@ -222,6 +228,13 @@ class TypeTable:
 
     def __init__(self, types: Sequence[Mapping[str, Any]]):
         self._kinds: Dict[str, Any] = {definition["name"]: definition["kind"] for definition in types}
+
+    def kind(self, name: str) -> Any:
+        """The kind of the named type `name` (JSON form); raises `ValueError` if unknown."""
+        try:
+            return self._kinds[name]
+        except KeyError:
+            raise ValueError(f"the schema has no type named {name!r}") from None
 
     def from_msgpack(self, value: Any, type_ref: Any, depth: int = 0) -> Any:
         """`value`, as MessagePack decoded it, in the JSON codec's form for `type_ref`.
@@ -340,6 +353,8 @@ class MethodSignature:
     table: TypeTable
     described: bool = True
     server_stream: bool = False
+    #: The type of each uploaded item, for a method that takes an upload.
+    upload: Any = None
 
     @property
     def reply_shape(self) -> Reply:
@@ -431,6 +446,7 @@ class ServiceSchema:
                 described=described,
                 # Absent from servers older than protocol version 3: no method streams there.
                 server_stream=bool(method.get("server_stream")),
+                upload=method.get("upload"),
             )
 
     def method(self, name: str) -> MethodSignature:

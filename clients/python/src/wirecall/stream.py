@@ -225,7 +225,7 @@ class ServerStream:
         assert request is not None
         codec = self._client._codec
         try:
-            fields = codec.decode_reply_fields(payload, request.reply)
+            fields = codec.decode_reply_fields(payload, request.reply, request.signature)
             if request.signature is not None and codec.name == "msgpack":
                 fields = request.signature.reply_fields_from_msgpack(fields)
             return interpret_reply(fields, request.reply)

@@ -124,7 +124,7 @@ class Client:
 
     @property
     def codec(self) -> str:
-        """The codec negotiated for this connection: ``"json"`` or ``"msgpack"``."""
+        """The codec negotiated for this connection: ``"json"``, ``"msgpack"`` or ``"protobuf"``."""
         return self._client.codec
 
     @property

@@ -15,9 +15,10 @@ mod model;
 
 pub use error::ProtoFileError;
 
-// The gRPC door names its services and lists them with these.
+// Which services have a Protobuf form; the gRPC door names its services with the second.
+pub(crate) use build::is_exported;
 #[cfg(feature = "grpc")]
-pub(crate) use build::{is_exported, service_identifier};
+pub(crate) use build::service_identifier;
 
 // Every type of the model, for the two renderers (which use different sets of them).
 pub(crate) use model::*;

@@ -359,5 +359,5 @@ fn join(scope: &str, name: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "descriptor_tests.rs"]
+#[path = "services_file_tests.rs"]
 mod tests;
