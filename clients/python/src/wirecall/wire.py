@@ -318,6 +318,18 @@ def encode_credit(request_id: int, granted: int) -> bytes:
     return encode_frame(FrameKind.CREDIT, request_id, payload=CREDIT.pack(granted))
 
 
+def decode_credit(payload: bytes) -> int:
+    """A Credit frame's payload: the items it grants. `ValueError` unless it is exactly 4
+    bytes and grants 1 or more (Credit (flow control)); whether the grant fits under the
+    limit on outstanding credit is the stream's to check."""
+    if len(payload) != CREDIT.size:
+        raise ValueError(f"a Credit frame's payload must be {CREDIT.size} bytes, not {len(payload)}")
+    (granted,) = CREDIT.unpack(payload)
+    if granted == 0:
+        raise ValueError("a Credit frame granted 0 items")
+    return int(granted)
+
+
 def decode_frame_header(data: bytes) -> FrameHeader:
     """Unpacks the 26 header bytes; the caller checks the fields (see `check_incoming`)."""
     return FrameHeader(*FRAME_HEADER.unpack(data))
