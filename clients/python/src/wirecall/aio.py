@@ -30,8 +30,8 @@ from .upload import Items, Upload
 from .wire import (
     DEFAULT_MAX_FRAME_LENGTH,
     FLAG_METADATA,
-    FRAME_HEADER,
     HEADER_AFTER_LENGTH,
+    LENGTH_FIELD,
     MAX_REQUEST_ID,
     MAX_STREAM_CREDIT,
     METADATA_VERSION,
@@ -836,7 +836,12 @@ class AsyncClient:
     async def _read_frames(self) -> None:
         try:
             while True:
-                header = decode_frame_header(await self._reader.readexactly(FRAME_HEADER.size))
+                # The length is checked as soon as it is read, before the rest of the header:
+                # a peer that sends a short bogus frame and then nothing is refused, not
+                # waited on.
+                length = await self._reader.readexactly(LENGTH_FIELD.size)
+                self._check_length(LENGTH_FIELD.unpack(length)[0])
+                header = decode_frame_header(length + await self._reader.readexactly(HEADER_AFTER_LENGTH))
                 self._check_header(header)
                 payload = b""
                 if header.payload_length:
@@ -861,10 +866,13 @@ class AsyncClient:
         except OSError as broken:
             self._shut(errors.ConnectionClosed(f"the connection broke: {broken}", cause=broken))
 
-    def _check_header(self, header: FrameHeader) -> None:
+    def _check_length(self, length: int) -> None:
         # The length is checked before it sizes a read (Frames).
-        if header.length < HEADER_AFTER_LENGTH or header.length > self._max_frame_length:
-            raise errors.ProtocolError(f"a frame length of {header.length}")
+        if length < HEADER_AFTER_LENGTH or length > self._max_frame_length:
+            raise errors.ProtocolError(f"a frame length of {length}")
+
+    def _check_header(self, header: FrameHeader) -> None:
+        self._check_length(header.length)
         if header.kind not in FrameKind.__members__.values():
             raise errors.ProtocolError(f"a frame of unknown kind {header.kind}")
         if header.kind in STREAM_KINDS and self._version < STREAMS_VERSION:

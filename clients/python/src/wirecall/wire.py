@@ -31,6 +31,8 @@ MAX_TOKEN_LENGTH = 255
 FRAME_HEADER = struct.Struct(">IBBQQI")
 #: Bytes a frame's `length` field counts before the payload (kind .. deadline).
 HEADER_AFTER_LENGTH = FRAME_HEADER.size - 4
+#: A frame's first field: the bytes that follow it.
+LENGTH_FIELD = struct.Struct(">I")
 
 #: magic, version, status, codec, count: the fixed part of the server hello.
 SERVER_HELLO_HEAD = struct.Struct(">4sBBBB")
