@@ -423,3 +423,339 @@ def test_a_version_2_connection_refuses_uploads_before_sending_anything(relay):
         with pytest.raises(wirecall.StreamsUnsupported):
             client.UserFeed.rename(users(1), prefix="x")
     assert relay.sent(FrameKind.OPEN) == relay.sent(FrameKind.ITEM) == relay.sent(FrameKind.END) == []
+
+
+# -- against scripted peers ------------------------------------------------------------------
+
+IMPORT_USERS = wirecall.method_id("UserFeed", "import_users")
+
+
+def credit_frame(request_id: int, payload: bytes) -> bytes:
+    return encode_frame(FrameKind.CREDIT, request_id, payload=payload)
+
+
+def grant(request_id: int, granted: int) -> bytes:
+    return credit_frame(request_id, struct.pack(">I", granted))
+
+
+async def accept_and_read_open(reader, writer):
+    """The hello, then the client's Open and first Credit; returns the Open's header."""
+    await read_client_hello(reader)
+    writer.write(accepted_v3())
+    header, _ = await read_frame(reader)
+    assert header[1] == FrameKind.OPEN
+    _, kind, _, _, _, _ = (await read_frame(reader))[0]
+    assert kind == FrameKind.CREDIT
+    return header
+
+
+async def forever():
+    """An upload whose first item never comes: the client waits on it, holding its credit."""
+    await asyncio.Event().wait()
+    yield None
+
+
+def test_items_go_only_with_credit_and_the_end_after_the_last():
+    source = Counted(users(6))
+    seen = []
+
+    async def serve(reader, writer):
+        await accept_and_read_open(reader, writer)
+        granted = 0
+        for more in (2, 1, 3):
+            writer.write(grant(1, more))
+            await writer.drain()
+            granted += more
+            for _ in range(more):
+                header, payload = await read_frame(reader)
+                seen.append((FrameKind(header[1]), json.loads(payload)["value"]["user_id"]))
+            # Out of credit, the client sends nothing more for the stream, and has pulled no
+            # item it could not send: the Pong comes next.
+            writer.write(encode_frame(FrameKind.PING, 77))
+            await writer.drain()
+            header, _ = await read_frame(reader)
+            seen.append(FrameKind(header[1]))
+            assert source.pulled == granted
+        # The end is found by the pull that more credit allows.
+        writer.write(grant(1, 1))
+        await writer.drain()
+        header, _ = await read_frame(reader)
+        seen.append(FrameKind(header[1]))
+        writer.write(json_item(1, {"ok": 6, "err": None}) + end(1))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(serve)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            assert await client.upload("UserFeed", "import_users", source) == 6
+            assert not client._streams
+            await client.close()
+
+    asyncio.run(scenario())
+    item = FrameKind.ITEM
+    assert seen == [
+        (item, 1), (item, 2), FrameKind.PONG, (item, 3), FrameKind.PONG,
+        (item, 4), (item, 5), (item, 6), FrameKind.PONG, FrameKind.END,
+    ]
+
+
+def test_an_answer_before_any_credit_pulls_nothing_and_sends_nothing_more():
+    source = Counted(endless())
+    after_answer = []
+
+    async def serve(reader, writer):
+        await accept_and_read_open(reader, writer)
+        writer.write(json_item(1, {"ok": None, "err": RESERVED}) + end(1))
+        # Credit that crossed the answer finds no stream and is discarded.
+        writer.write(grant(1, 5))
+        await writer.drain()
+        header, _ = await read_frame(reader)
+        after_answer.append((FrameKind(header[1]), header[3]))
+        writer.write(encode_frame(FrameKind.RESPONSE, header[3], header[4], 0, b'{"value":5}'))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(serve)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            with pytest.raises(wirecall.ApplicationError) as refused:
+                await client.upload("UserFeed", "import_users", source)
+            assert refused.value.error == RESERVED
+            assert await client.call("UserService", "get_user_id", name="fanly") == 5
+            assert source.pulled == 0
+            await client.close()
+
+    asyncio.run(scenario())
+    assert after_answer == [(FrameKind.REQUEST, 2)]
+
+
+def open_upload(client):
+    return client.upload("UserFeed", "import_users", forever())
+
+
+async def open_server_stream(client):
+    async for _ in client.stream("UserFeed", "list_users", count=3):
+        pass
+
+
+SHAPES = {"upload": open_upload, "server stream": open_server_stream}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("credits, complaint", [
+    ([struct.pack(">I", 65_536), struct.pack(">I", 1)], "outstanding credit to 65537, over the limit of 65536"),
+    ([struct.pack(">I", 40_000), struct.pack(">I", 40_000)], "outstanding credit to 80000"),
+    ([struct.pack(">I", 0)], "granted 0 items"),
+    ([b"\x00\x00\x01"], "must be 4 bytes, not 3"),
+    ([b"\x00\x00\x00\x01\x00"], "must be 4 bytes, not 5"),
+    ([b""], "must be 4 bytes, not 0"),
+])
+def test_a_credit_that_breaks_the_rules_closes_the_connection(shape, credits, complaint):
+    async def serve(reader, writer):
+        await accept_and_read_open(reader, writer)
+        for payload in credits:
+            writer.write(credit_frame(1, payload))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(serve)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            with pytest.raises(wirecall.ConnectionClosed, match=complaint) as closed:
+                await asyncio.wait_for(SHAPES[shape](client), PATIENCE)
+            assert isinstance(closed.value.cause, wirecall.ProtocolError)
+            assert client.is_closed and not client._streams
+            await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_malformed_credit_for_a_stream_that_ended_still_breaks_the_connection():
+    async def serve(reader, writer):
+        await accept_and_read_open(reader, writer)
+        writer.write(json_item(1, {"ok": 1, "err": None}) + end(1) + credit_frame(1, b"\x01"))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(serve)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            assert await client.upload("UserFeed", "import_users", forever()) == 1
+            await eventually("the client closes on the bad Credit", lambda: client.is_closed)
+            with pytest.raises(wirecall.ConnectionClosed, match="must be 4 bytes"):
+                await client.call("UserService", "get_user_id", name="fanly")
+            await client.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("garbage, complaint", [
+    # A short bogus frame and then nothing: refused on its length, not waited on.
+    (b"\x00\x00\x00\x05hello", "a frame length of 5"),
+    (b"\xff\xff\xff\xff" + bytes(22), "a frame length of 4294967295"),
+    (struct.pack(">IBBQQI", 22, 42, 0, 1, 0, 0), "unknown kind 42"),
+    (encode_frame(FrameKind.ITEM, 1, payload=b'{"value":1}', flags=0x01), "ITEM frame with flags 0x01"),
+    (encode_frame(FrameKind.OPEN, 1, 5), "OPEN frame from the server"),
+    (encode_frame(FrameKind.CANCEL, 1), "CANCEL frame from the server"),
+])
+def test_garbage_on_an_open_stream_closes_the_connection(shape, garbage, complaint):
+    async def serve(reader, writer):
+        await accept_and_read_open(reader, writer)
+        writer.write(garbage)
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(serve)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            with pytest.raises(wirecall.ConnectionClosed, match=complaint) as closed:
+                await asyncio.wait_for(SHAPES[shape](client), PATIENCE)
+            assert isinstance(closed.value.cause, wirecall.ProtocolError)
+            await client.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("answer, failure, complaint", [
+    (end(1), wirecall.ProtocolError, "ended the upload UserFeed.import_users without a reply"),
+    (json_item(1, {"ok": 1, "err": None}) + json_item(1, {"ok": 2, "err": None}) + end(1), wirecall.ProtocolError, "more than one reply"),
+    (encode_frame(FrameKind.ITEM, 1, payload=b"not json") + end(1), wirecall.DecodeError, "did not decode"),
+    (json_item(1, {"ok": 1, "err": None}) + encode_frame(FrameKind.ERROR, 1, IMPORT_USERS, 0, struct.pack(">H", 3) + b"boom"), wirecall.HandlerPanicked, "boom"),
+])
+def test_an_upload_answered_against_its_shape_fails_the_call_not_the_connection(answer, failure, complaint):
+    async def serve(reader, writer):
+        await accept_and_read_open(reader, writer)
+        writer.write(answer)
+        await writer.drain()
+        header, _ = await read_frame(reader)
+        while header[1] != FrameKind.REQUEST:  # a Cancel, or Items that crossed the answer
+            header, _ = await read_frame(reader)
+        writer.write(encode_frame(FrameKind.RESPONSE, header[3], header[4], 0, b'{"value":5}'))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(serve)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            with pytest.raises(failure, match=complaint):
+                await asyncio.wait_for(client.upload("UserFeed", "import_users", users(3)), PATIENCE)
+            assert not client._streams
+            assert await client.call("UserService", "get_user_id", name="fanly") == 5
+            await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_lost_mid_upload_or_mid_stream_raises_connection_closed():
+    async def cut_after_two_items(reader, writer):
+        await accept_and_read_open(reader, writer)
+        writer.write(grant(1, 2) + json_item(1, {"value": 1}))
+        await writer.drain()
+        for _ in range(2):
+            await read_frame(reader)
+        writer.close()
+
+    async def scenario():
+        for shape in ("upload", "bidi"):
+            server, port = await scripted_server(cut_after_two_items)
+            async with server:
+                client = await aio.connect("127.0.0.1", port, codecs=["json"])
+                source = Counted(endless())
+                taken = []
+                with pytest.raises(wirecall.ConnectionClosed):
+                    if shape == "upload":
+                        await asyncio.wait_for(client.upload("UserFeed", "import_users", source), PATIENCE)
+                    else:
+                        async for n in client.bidi("UserFeed", "rename", source, prefix="x"):
+                            taken.append(n)
+                assert taken == ([1] if shape == "bidi" else [])
+                # No credit beyond the two items: nothing more was pulled.
+                assert source.pulled == 2
+                assert client.is_closed
+                await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_silent_server_meets_the_uploads_deadline_and_is_cancelled():
+    seen = []
+
+    async def silent(reader, writer):
+        header = await accept_and_read_open(reader, writer)
+        seen.append(header[5])
+        writer.write(grant(1, 1))
+        await writer.drain()
+        header, _ = await read_frame(reader)
+        seen.append(FrameKind(header[1]))
+        # Then nothing, until the client gives up.
+        header, _ = await read_frame(reader)
+        seen.append((FrameKind(header[1]), header[3]))
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(silent)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            source = Counted(endless())
+            with pytest.raises(wirecall.Timeout, match="did not end within 0.2 s"):
+                await client.upload_with("UserFeed", "import_users", {}, source, timeout=0.2)
+            assert source.pulled == 1
+            assert not client.is_closed and not client._streams
+            await client.close()
+
+    asyncio.run(scenario())
+    assert seen == [200, FrameKind.ITEM, (FrameKind.CANCEL, 1)]
+
+
+def test_an_error_frame_mid_upload_stops_the_upload():
+    after_error = []
+    source = Counted(endless())
+
+    async def serve(reader, writer):
+        await accept_and_read_open(reader, writer)
+        writer.write(grant(1, 3))
+        await writer.drain()
+        await read_frame(reader)
+        writer.write(encode_frame(FrameKind.ERROR, 1, IMPORT_USERS, 0, struct.pack(">H", 2) + b"bad user"))
+        await writer.drain()
+        while True:
+            header, _ = await read_frame(reader)
+            after_error.append(FrameKind(header[1]))
+            if header[1] == FrameKind.REQUEST:
+                break
+        writer.write(encode_frame(FrameKind.RESPONSE, header[3], header[4], 0, b'{"value":5}'))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(serve)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            with pytest.raises(wirecall.BadRequest, match="bad user"):
+                await client.upload("UserFeed", "import_users", source)
+            pulled = source.pulled
+            assert pulled <= 3
+            assert await client.call("UserService", "get_user_id", name="fanly") == 5
+            assert source.pulled == pulled
+            await client.close()
+
+    asyncio.run(scenario())
+    # Items that crossed the Error may follow it, but neither an End nor a Cancel: the stream was over.
+    assert after_error[-1] == FrameKind.REQUEST
+    assert set(after_error[:-1]) <= {FrameKind.ITEM}
