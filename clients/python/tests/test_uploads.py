@@ -355,6 +355,16 @@ def test_an_exception_from_the_callers_items_cancels_and_reaches_the_caller(rela
         with pytest.raises(NoMoreUsers):
             for _ in client.bidi("UserFeed", "rename", failing_after(2), prefix="x"):
                 pass
+
+        def interrupted():
+            yield users(1)[0]
+            raise KeyboardInterrupt
+
+        # Raised in the upload's thread, it must not stop the client's event loop: it reaches
+        # the caller wrapped.
+        with pytest.raises(RuntimeError, match="the upload's items raised KeyboardInterrupt") as wrapped:
+            client.UserFeed.import_users(interrupted())
+        assert isinstance(wrapped.value.__cause__, KeyboardInterrupt)
         assert client.UserFeed.import_users(users(2)) == 2
 
 

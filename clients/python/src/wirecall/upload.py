@@ -142,7 +142,7 @@ class PulledInThread(ItemSource):
             iterator = iter(self._items)
         except BaseException as failed:
             iterator = None
-            failure: Optional[BaseException] = failed
+            failure: Optional[BaseException] = _deliverable(failed)
         else:
             failure = None
         while True:
@@ -157,11 +157,22 @@ class PulledInThread(ItemSource):
             try:
                 item = next(iterator, EXHAUSTED)
             except BaseException as failed:
-                _answer(loop, answer, None, failed)
+                _answer(loop, answer, None, _deliverable(failed))
                 return
             _answer(loop, answer, item, None)
             if item is EXHAUSTED:
                 return
+
+
+def _deliverable(failed: BaseException) -> BaseException:
+    """What the caller gets for an exception raised in the upload's thread: the exception
+    itself, unless it is one that must not be raised inside the event loop's task (a
+    `SystemExit` or `KeyboardInterrupt` there would stop the loop, and every call with it)."""
+    if isinstance(failed, Exception):
+        return failed
+    wrapped = RuntimeError(f"the upload's items raised {type(failed).__name__}")
+    wrapped.__cause__ = failed
+    return wrapped
 
 
 def _answer(
