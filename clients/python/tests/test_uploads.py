@@ -778,3 +778,48 @@ def test_an_error_frame_mid_upload_stops_the_upload():
     # Items that crossed the Error may follow it, but neither an End nor a Cancel: the stream was over.
     assert after_error[-1] == FrameKind.REQUEST
     assert set(after_error[:-1]) <= {FrameKind.ITEM}
+
+
+def test_without_reflection_an_awaited_upload_is_an_upload_and_an_iterated_one_bidirectional():
+    opened = []
+
+    async def no_reflection(reader, writer):
+        await read_client_hello(reader)
+        writer.write(accepted_v3())
+        while True:
+            try:
+                header, payload = await read_frame(reader)
+            except asyncio.IncompleteReadError:
+                break
+            _, kind, _, request_id, method, _ = header
+            if kind == FrameKind.REQUEST:  # reflection, which this server does not serve
+                error = struct.pack(">H", 1) + b"no service on this server has that method id"
+                writer.write(encode_frame(FrameKind.ERROR, request_id, method, 0, error))
+            elif kind == FrameKind.OPEN:
+                opened.append((method, payload))
+                writer.write(grant(request_id, 8))
+            elif kind == FrameKind.ITEM and opened[-1][0] == wirecall.method_id("Anything", "echo"):
+                writer.write(encode_frame(FrameKind.ITEM, request_id, payload=payload))
+            elif kind == FrameKind.ITEM:
+                writer.write(grant(request_id, 1))
+            elif kind == FrameKind.END:
+                if opened[-1][0] == wirecall.method_id("Anything", "count"):
+                    writer.write(json_item(request_id, {"ok": 3, "err": None}))
+                writer.write(end(request_id))
+            await writer.drain()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(no_reflection)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            assert await client.Anything.count(users(3), batch=1) == 3
+            assert [n async for n in client.Anything.echo([1, 2, 3], times=1)] == [1, 2, 3]
+            assert await client.describe("Anything") is None
+            await client.close()
+
+    asyncio.run(scenario())
+    assert opened == [
+        (wirecall.method_id("Anything", "count"), b'{"batch":1}'),
+        (wirecall.method_id("Anything", "echo"), b'{"times":1}'),
+    ]
