@@ -8,6 +8,9 @@ Blocking::
         client.UserService.get_user(user={"user_id": 1, "name": "fanly", "age": 18})
         for user in client.UserFeed.list_users(count=3):    # a server stream
             print(user)
+        client.UserFeed.import_users(users)                  # an upload: any iterable
+        for user in client.UserFeed.rename(users, prefix="new-"):   # both ways at once
+            print(user)
 
 asyncio::
 
@@ -16,6 +19,7 @@ asyncio::
     await client.call("UserService", "find", user_id=1)
     async for user in client.UserFeed.list_users(count=3):
         print(user)
+    await client.UserFeed.import_users(users)                # any iterable or async iterable
 """
 
 from . import aio

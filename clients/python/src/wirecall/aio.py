@@ -27,6 +27,7 @@ from .schema import (
 )
 from .stream import DEFAULT_STREAM_WINDOW, ServerStream, StreamRequest, StreamSlot, ready
 from .transport import TlsOption, open_stream
+from .upload import Items, Upload
 from .wire import (
     CLIENT_ONLY_KINDS,
     DEFAULT_MAX_FRAME_LENGTH,
@@ -42,6 +43,7 @@ from .wire import (
     FrameHeader,
     FrameKind,
     deadline_ms,
+    decode_credit,
     decode_error_payload,
     decode_metadata,
     encode_credit,
@@ -173,9 +175,9 @@ class AsyncClient:
     """A connection to a wirecall server. Create it with `connect`.
 
     Arguments are keyword arguments named like the Rust method's arguments. `call`,
-    `call_with`, `stream` and `stream_with` send them **in the order given** (MessagePack
-    sends an array), so give them in declaration order; a proxy (``client.Service.method``)
-    orders them by the service's schema.
+    `call_with`, `stream`, `stream_with`, `upload`, `upload_with`, `bidi` and `bidi_with`
+    send them **in the order given** (MessagePack sends an array), so give them in
+    declaration order; a proxy (``client.Service.method``) orders them by the service's schema.
     """
 
     def __init__(
@@ -398,6 +400,85 @@ class AsyncClient:
         )
         return ServerStream(self, ready(request))
 
+    async def upload(self, service: str, method: str, items: Items, /, **arguments: Any) -> Any:
+        """Calls the client-streaming method ``service.method`` with the default timeout: sends
+        `items` (any iterable or async iterable) as its upload and returns its reply, read like
+        a unary call's: ``await client.upload("UserFeed", "import_users", users)``.
+
+        See `upload_with` for how the items are sent and how the call ends."""
+        return await self.upload_with(service, method, arguments, items)
+
+    async def upload_with(
+        self,
+        service: str,
+        method: str,
+        args: Optional[Mapping[str, Any]],
+        items: Items,
+        *,
+        timeout: Optional[float] = USE_DEFAULT,
+        metadata: Optional[Mapping[str, str]] = None,
+        reply: Reply = Reply.AUTO,
+        window: Optional[int] = None,
+        signature: Optional[MethodSignature] = None,
+    ) -> Any:
+        """`upload` with its options: `args` are the method's arguments other than the upload,
+        in declaration order, sent with the Open; `items` is the upload. `timeout` in seconds
+        bounds the **whole** call, upload included (`None` for no deadline); `metadata` is
+        added to the client's; `reply` is the reply's shape (see `Reply`); `window` is the
+        credit granted for the server's half (its one reply needs one).
+
+        Items are encoded like arguments (a struct as a dict) and sent only as the server's
+        credit allows: the next item is taken from `items` only when there is credit for it,
+        then the End follows the last. A plain iterable is pulled on the event loop, so it must
+        not block; give a blocking source as an async iterable, or use the blocking client.
+
+        The call ends once, with the reply or an exception: the server may answer before the
+        upload is over (an early answer, such as an `ApplicationError` for a bad item), and the
+        client then stops sending and stops pulling `items` at once. When the timeout passes,
+        or the awaiting task is cancelled, the client sends a Cancel and raises `Timeout` (or
+        `CancelledError`). An exception raised by `items` (or by encoding an item) cancels the
+        call and is raised here as it is. `StreamsUnsupported` is raised before anything is
+        sent on a connection of protocol version 1 or 2.
+        """
+        request = self._stream_request(
+            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signature
+        )
+        return await self._upload_reply(request, Upload(items))
+
+    def bidi(self, service: str, method: str, items: Items, /, **arguments: Any) -> ServerStream:
+        """Opens the bidirectional stream ``service.method`` with the default timeout, sending
+        `items` (any iterable or async iterable) as its upload while its items come back:
+        ``async for user in client.bidi("UserFeed", "rename", users, prefix="new-")``.
+
+        See `bidi_with` for its options and `ServerStream` for the items, the end and
+        cancelling."""
+        return self.bidi_with(service, method, arguments, items)
+
+    def bidi_with(
+        self,
+        service: str,
+        method: str,
+        args: Optional[Mapping[str, Any]],
+        items: Items,
+        *,
+        timeout: Optional[float] = USE_DEFAULT,
+        window: Optional[int] = None,
+        reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+        signature: Optional[MethodSignature] = None,
+    ) -> ServerStream:
+        """`bidi` with its options, as `stream_with` takes them: `args` are the arguments other
+        than the upload; `timeout` bounds the whole stream, upload included. The stream opens
+        when iteration starts (or on ``async with``), and its upload is sent from then on as
+        `upload_with` sends one. When the server ends its half, the upload stops; closing the
+        stream (``aclose()``, leaving ``async with``, a ``break``) sends a Cancel and stops
+        the upload; an exception raised by `items` cancels the stream and is raised by the
+        iteration, after the items that came before it."""
+        request = self._stream_request(
+            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signature
+        )
+        return ServerStream(self, ready(request), Upload(items))
+
     def service(self, name: str, **options: Any) -> ServiceProxy:
         """A proxy for the service `name`; `options` (``timeout``, ``metadata``) apply to its
         calls. Its methods are learnt from reflection on first use (see `describe`)."""
@@ -494,18 +575,44 @@ class AsyncClient:
             if name not in known:
                 raise AttributeError(f"the server serves no service {name!r}; it serves: {', '.join(known)}")
 
-    def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> ProxyCall:
-        return ProxyCall(self, service, method, arguments, options)
+    def _proxy_call(
+        self,
+        service: str,
+        method: str,
+        arguments: Mapping[str, Any],
+        options: Mapping[str, Any],
+        upload: Tuple[Any, ...] = (),
+    ) -> ProxyCall:
+        return ProxyCall(self, service, method, arguments, options, upload)
 
-    async def _proxy_reply(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
-        """A proxy call awaited: the reply, or for a server stream the stream, opened."""
+    async def _proxy_reply(
+        self,
+        service: str,
+        method: str,
+        arguments: Mapping[str, Any],
+        options: Mapping[str, Any],
+        upload: Tuple[Any, ...] = (),
+        pull_in_thread: bool = False,
+    ) -> Any:
+        """A proxy call awaited: the reply, or for a server (or bidirectional) stream the
+        stream, opened. `upload` is ``(items,)`` when the call gave one; `pull_in_thread` says
+        how to pull plain iterables (the blocking client's way, see `upload.py`)."""
+        uploaded = Upload(upload[0], pull_in_thread=pull_in_thread) if upload else None
         schema = await self.describe(service)
         if schema is None:
+            if uploaded is not None:
+                # Awaited, a call with an upload is taken for an upload with one reply.
+                request = self._stream_request(service, method, arguments, **options)
+                return await self._upload_reply(request, uploaded)
             return await self.call_with(service, method, arguments, **options)
         signature = schema.method(method)
+        signature.check_upload(uploaded is not None)
         if signature.server_stream:
-            stream = ServerStream(self, ready(self._signed_stream_request(signature, arguments, options)))
+            request = self._signed_stream_request(signature, arguments, options)
+            stream = ServerStream(self, ready(request), uploaded)
             return await stream.__aenter__()  # opened, as `async with` opens it
+        if uploaded is not None:
+            return await self._upload_reply(self._signed_stream_request(signature, arguments, options), uploaded)
         ordered = signature.order_arguments(arguments)
         if signature.oneway:
             await self.notify_with(service, method, ordered, metadata=options.get("metadata"))
@@ -513,9 +620,16 @@ class AsyncClient:
         options = {"reply": signature.reply_shape, **options}
         return await self.call_with(service, method, ordered, signature=signature, **options)
 
-    def _proxy_stream(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> ServerStream:
-        """A proxy call iterated: the server stream, described (and checked to be one) before
-        it opens."""
+    def _proxy_stream(
+        self,
+        service: str,
+        method: str,
+        arguments: Mapping[str, Any],
+        options: Mapping[str, Any],
+        upload: Tuple[Any, ...] = (),
+    ) -> ServerStream:
+        """A proxy call iterated: the server stream, or with an upload the bidirectional
+        stream, described (and checked to be one) before it opens."""
 
         async def prepare() -> StreamRequest:
             schema = await self.describe(service)
@@ -523,13 +637,15 @@ class AsyncClient:
                 return self._stream_request(service, method, arguments, **options)
             signature = schema.method(method)
             if not signature.server_stream:
+                shape = "an upload with one reply" if signature.upload is not None else "not a server stream"
                 raise TypeError(
-                    f"{service}.{method} is not a server stream, so it cannot be iterated: await "
+                    f"{service}.{method} is {shape}, so it cannot be iterated: await "
                     f"it for its reply; it takes {signature.describe()}"
                 )
+            signature.check_upload(bool(upload))
             return self._signed_stream_request(signature, arguments, options)
 
-        return ServerStream(self, prepare)
+        return ServerStream(self, prepare, Upload(upload[0]) if upload else None)
 
     def _signed_stream_request(
         self, signature: MethodSignature, arguments: Mapping[str, Any], options: Mapping[str, Any]
@@ -721,6 +837,47 @@ class AsyncClient:
         if slot is not None:
             slot.finish(None)
 
+    def _fail_stream(self, request_id: int, error: BaseException) -> None:
+        """Ends a stream on this side with `error` (its upload failed) and tells the server to
+        stop, unless it has already ended."""
+        slot = self._streams.pop(request_id, None)
+        if slot is not None:
+            self._cancel(request_id)
+            slot.finish(error)
+
+    # -- uploads --------------------------------------------------------------------------------
+
+    async def _upload_reply(self, request: StreamRequest, upload: Upload) -> Any:
+        """An upload's one reply: the stream opened with the upload beside it, then read."""
+        stream = ServerStream(self, ready(request), upload)
+        return await stream._single_reply()
+
+    def _encode_item(self, item: Any) -> bytes:
+        """An uploaded item's message (``value``, encoded like arguments); refuses an Item
+        over the send limit."""
+        payload = self._codec.encode_arguments({"value": item})
+        if HEADER_AFTER_LENGTH + len(payload) > self._send_limit:
+            who = "the server's announced" if self._send_limit != self._max_frame_length else "the"
+            raise errors.FrameTooLarge(
+                f"an uploaded item would be {HEADER_AFTER_LENGTH + len(payload)} bytes, "
+                f"over {who} maximum frame length of {self._send_limit}; the call was cancelled",
+                code=5,
+            )
+        return payload
+
+    def _send_item(self, request_id: int, payload: bytes) -> bool:
+        """Writes an upload's Item, unless the stream has ended on this side (an early answer
+        that crossed it): whether it was written. The caller spent the credit and flushes."""
+        if request_id not in self._streams:
+            return False
+        self._write(encode_frame(FrameKind.ITEM, request_id, payload=payload))
+        return True
+
+    def _end_upload(self, request_id: int) -> None:
+        """Ends the client's half of a stream still open on this side; the caller flushes."""
+        if request_id in self._streams:
+            self._write(encode_frame(FrameKind.END, request_id))
+
     # -- receiving ----------------------------------------------------------------------------
 
     async def _read_frames(self) -> None:
@@ -729,6 +886,12 @@ class AsyncClient:
             while True:
                 header = frames.peek_header()
                 if header is None:
+                    # The length is checked as soon as it is read, before the rest of the
+                    # header: a peer that sends a short bogus frame and then nothing is
+                    # refused, not waited on.
+                    length = frames.peek_length()
+                    if length is not None:
+                        self._check_length(length)
                     await frames.fill()
                     continue
                 self._check_header(header)
@@ -755,10 +918,13 @@ class AsyncClient:
         except OSError as broken:
             self._shut(errors.ConnectionClosed(f"the connection broke: {broken}", cause=broken))
 
-    def _check_header(self, header: FrameHeader) -> None:
+    def _check_length(self, length: int) -> None:
         # The length is checked before it sizes a read (Frames).
-        if header.length < HEADER_AFTER_LENGTH or header.length > self._max_frame_length:
-            raise errors.ProtocolError(f"a frame length of {header.length}")
+        if length < HEADER_AFTER_LENGTH or length > self._max_frame_length:
+            raise errors.ProtocolError(f"a frame length of {length}")
+
+    def _check_header(self, header: FrameHeader) -> None:
+        self._check_length(header.length)
         # Every frame passes here: the common case is one lookup, and the rules are spelled
         # out below only to name what a frame broke.
         allowed = self._flags_allowed.get(header.kind)
@@ -809,8 +975,16 @@ class AsyncClient:
             if stream is not None:
                 stream.finish(None)
         elif kind == FrameKind.CREDIT:
-            # Credit from the server is for uploads, which no call of this client sends.
-            pass
+            # Checked whatever the stream, as the Rust client does: a malformed grant is a
+            # violation even when it crossed the stream's end. One for a stream that has
+            # ended is discarded (it may have crossed the End or a Cancel).
+            try:
+                granted = decode_credit(payload)
+            except ValueError as bad:
+                raise errors.ProtocolError(f"stream {header.request_id}: {bad}") from None
+            stream = self._streams.get(header.request_id)
+            if stream is not None:
+                stream.send_credit.grant(granted)
         elif kind == FrameKind.RESPONSE:
             stream = self._streams.pop(header.request_id, None)
             if stream is not None:

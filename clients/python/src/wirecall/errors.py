@@ -192,7 +192,10 @@ class StreamsUnsupported(WirecallError):
 
 
 class ProtocolError(WirecallError):
-    """The server broke the protocol (a bad frame or hello); the client closed the connection."""
+    """The server broke the protocol: a bad frame or hello, after which the client closed the
+    connection (it is then the `cause` of the `ConnectionClosed` calls see), or one call
+    answered against its shape (an upload ended without its reply, or with two), which fails
+    that call alone."""
 
 
 class TlsError(WirecallError):

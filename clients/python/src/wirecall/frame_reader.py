@@ -10,12 +10,12 @@ caller checks the length (against `max_frame_length`) before it decides how much
 import asyncio
 from typing import Optional
 
-from .wire import FRAME_HEADER, FrameHeader
+from .wire import FRAME_HEADER, LENGTH_FIELD, FrameHeader
 
 #: How much one read asks the socket for: large enough for many small frames at once.
 CHUNK = 256 * 1024
 
-_LENGTH_FIELD = 4
+_LENGTH_FIELD = LENGTH_FIELD.size
 
 
 class FrameReader:
@@ -26,6 +26,13 @@ class FrameReader:
         self._buffer = bytearray()
         # Where the next frame starts in `_buffer`; consumed bytes are dropped at the next fill.
         self._start = 0
+
+    def peek_length(self) -> Optional[int]:
+        """The next frame's length field, or None until its 4 bytes are buffered."""
+        if len(self._buffer) - self._start < _LENGTH_FIELD:
+            return None
+        length: int = LENGTH_FIELD.unpack_from(self._buffer, self._start)[0]
+        return length
 
     def peek_header(self) -> Optional[FrameHeader]:
         """The next frame's header, or None until its 26 bytes are buffered; consumes nothing."""

@@ -9,7 +9,7 @@ sees the same values whichever codec the connection uses.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .replies import Reply
 
@@ -341,8 +341,10 @@ class Argument:
 @dataclass(frozen=True)
 class MethodSignature:
     """What the proxy needs to call one method: its arguments in declaration order, its reply
-    type, whether it is one-way, and whether it is a server stream (then `reply` describes one
-    item); `table` reads its MessagePack values."""
+    type, whether it is one-way, whether it is a server stream (then `reply` describes one
+    item), and the item type of its upload, if it takes one (client or bidirectional
+    streaming; the upload is not among `arguments`, and reflection does not name it); `table`
+    reads its MessagePack values."""
 
     service: str
     name: str
@@ -389,9 +391,28 @@ class MethodSignature:
             )
         return {name: given.get(name) for name in names}
 
+    def check_upload(self, given: bool) -> None:
+        """`TypeError` unless the call gives an upload exactly when the method takes one."""
+        if not self.described:
+            return
+        if self.upload is not None and not given:
+            raise TypeError(
+                f"{self.service}.{self.name}() takes its upload, Streaming<{type_name(self.upload)}>, as its "
+                f"first positional argument (any iterable of items); it takes {self.describe()}"
+            )
+        if self.upload is None and given:
+            raise TypeError(
+                f"{self.service}.{self.name}() takes no upload, only keyword arguments; it takes {self.describe()}"
+            )
+
     def describe(self) -> str:
-        """``(user: UserModel) -> UserModel``; ``(count: u32) -> Streaming<UserModel>``."""
-        arguments = ", ".join(f"{argument.name}: {type_name(argument.type)}" for argument in self.arguments)
+        """``(user: UserModel) -> UserModel``; ``(count: u32) -> Streaming<UserModel>``; with an
+        upload, as the proxy takes it, first: ``(Streaming<UserModel>, prefix: String) ->
+        Streaming<UserModel>``."""
+        arguments = ", ".join(
+            ([f"Streaming<{type_name(self.upload)}>"] if self.upload is not None else [])
+            + [f"{argument.name}: {type_name(argument.type)}" for argument in self.arguments]
+        )
         if not self.described:
             return "arguments the server does not describe"
         name, body = _variant(self.reply)

@@ -1,5 +1,7 @@
 """Server streams (protocol version 3), the caller's side: `ServerStream` yields the items of a
-stream call as an async iterator, and grants the server credit as they are taken.
+stream call as an async iterator, and grants the server credit as they are taken. The same
+stream carries the server's half of a bidirectional call, and the one reply of an upload; the
+client's half, the upload itself, is sent by `upload.py` beside it.
 
 The connection's reader hands each Item, and the stream's End or Error, to the stream's
 `StreamSlot` in the client's table; the consumer takes them from there. A slot holds at most
@@ -12,11 +14,15 @@ so a steady consumer never makes the server wait and a stopped one stops it.
 import asyncio
 import collections
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Deque, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, Optional, Tuple
 
 from . import errors
+from .credit import SendCredit
 from .replies import Reply, interpret_reply
 from .schema import MethodSignature
+
+if TYPE_CHECKING:
+    from .upload import Upload
 
 #: Items the server may send ahead of the consumer, as in the Rust client
 #: (``ChannelBuilder::stream_window``).
@@ -50,7 +56,8 @@ def ready(request: StreamRequest) -> Callable[[], Awaitable[StreamRequest]]:
 
 class StreamSlot:
     """One open stream in its connection's table: the items read and not yet taken, how the
-    stream ended, and the credit granted and not yet used."""
+    stream ended, the credit granted and not yet used both ways, and the task sending its
+    upload, if it has one."""
 
     def __init__(self, request_id: int, window: int):
         self.request_id = request_id
@@ -63,6 +70,11 @@ class StreamSlot:
         self.waiter: "Optional[asyncio.Future[None]]" = None
         #: Ends the stream when its timeout passes, whether or not the consumer is waiting.
         self.expiry: Optional[asyncio.TimerHandle] = None
+        #: What the server allows the client to send (an upload's credit).
+        self.send_credit = SendCredit(request_id)
+        #: Sends the caller's upload; stopped as soon as the stream ends on this side, however
+        #: it ends (an early answer, an error, a Cancel, the deadline, the connection's end).
+        self.sender: "Optional[asyncio.Task[None]]" = None
         self._outstanding = window
         self._taken = 0
         self._window = window
@@ -83,6 +95,7 @@ class StreamSlot:
         if self.expiry is not None:
             self.expiry.cancel()
             self.expiry = None
+        self._stop_sender()
         if not self.ended:
             self.ended = True
             self.error = error
@@ -103,9 +116,22 @@ class StreamSlot:
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)
 
+    def _stop_sender(self) -> None:
+        sender = self.sender
+        if sender is None or sender.done():
+            return
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:
+            current = None
+        # The sender itself ends the stream when the caller's items fail; it returns by itself.
+        if sender is not current:
+            sender.cancel()
+
 
 class ServerStream:
-    """The items of a server stream: ``async for item in stream``.
+    """The items of a server stream, or of a bidirectional stream's server half:
+    ``async for item in stream``.
 
     The Open (and the first Credit) goes out when iteration starts, or on ``async with``.
     Each item is read like a reply: a stream of ``T`` yields each ``T``; a stream of
@@ -118,11 +144,21 @@ class ServerStream:
     Closing it before its end (``await stream.aclose()``, leaving ``async with``, or dropping
     it, as breaking out of ``async for`` does) sends a Cancel: the server stops producing, and
     whatever it had already sent for the stream is discarded.
+
+    A bidirectional stream sends its upload from the moment it opens, as the server's credit
+    allows (see `wirecall.upload`); closing it stops the upload too, and an exception raised
+    by the caller's items ends the stream with that exception.
     """
 
-    def __init__(self, client: Any, prepare: Callable[[], Awaitable[StreamRequest]]):
+    def __init__(
+        self,
+        client: Any,
+        prepare: Callable[[], Awaitable[StreamRequest]],
+        upload: "Optional[Upload]" = None,
+    ):
         self._client = client
         self._prepare = prepare
+        self._upload = upload
         self._request: Optional[StreamRequest] = None
         self._slot: Optional[StreamSlot] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -181,7 +217,8 @@ class ServerStream:
     def __repr__(self) -> str:
         request = self._request
         name = f"{request.service}.{request.method}" if request else "unopened"
-        return f"<wirecall server stream {name} id={self.request_id}>"
+        shape = "server stream" if self._upload is None else "bidirectional stream"
+        return f"<wirecall {shape} {name} id={self.request_id}>"
 
     # -- inside ---------------------------------------------------------------------------------
 
@@ -193,6 +230,8 @@ class ServerStream:
             self._request = request
             self._loop = asyncio.get_running_loop()
             self._slot = self._client._open_stream(request)
+            if self._upload is not None:
+                self._upload.start(self._client, self._slot)
             await self._client._flush()
         except BaseException:
             if self._slot is not None:
@@ -202,6 +241,13 @@ class ServerStream:
             raise
 
     async def _next_item(self) -> Any:
+        payload = await self._next_payload()
+        if payload is None:
+            raise StopAsyncIteration
+        return self._read_item(payload)
+
+    async def _next_payload(self) -> Optional[bytes]:
+        """The next item as it came, or `None` at the end; raises what the stream failed with."""
         slot = self._slot
         assert slot is not None and self._loop is not None
         while not slot.items and not slot.ended:
@@ -214,11 +260,33 @@ class ServerStream:
             payload, grant = slot.take()
             if grant:
                 self._client._grant(slot.request_id, grant)
-            return self._read_item(payload)
+            return payload
         self._done = True
         if slot.error is not None:
             raise slot.error
-        raise StopAsyncIteration
+        return None
+
+    async def _single_reply(self) -> Any:
+        """The one reply of an upload (a client-streaming call): the server half's only item,
+        read once the End behind it has come too. The stream is cancelled if the caller gives
+        up (a cancelled task) or the answer breaks the rules."""
+        try:
+            await self._open()
+            reply = await self._next_payload()
+            request = self._request
+            assert request is not None
+            if reply is None:
+                raise errors.ProtocolError(
+                    f"the server ended the upload {request.service}.{request.method} without a reply"
+                )
+            # The End follows right behind the reply; an Error instead of it fails the call.
+            if await self._next_payload() is not None:
+                raise errors.ProtocolError(
+                    f"the server answered the upload {request.service}.{request.method} with more than one reply"
+                )
+            return self._read_item(reply)
+        finally:
+            self._cancel()
 
     def _read_item(self, payload: bytes) -> Any:
         request = self._request

@@ -2,18 +2,21 @@
 
 Every method blocks until the asyncio client's coroutine finishes on that loop, so calls made
 from several threads at once share the one connection and are in flight together. A server
-stream is an iterator whose every step waits for the asyncio stream's next item.
+stream is an iterator whose every step waits for the asyncio stream's next item. An upload's
+items are pulled in a thread of the upload's own, never on the loop's thread, so a generator
+that blocks holds up neither the connection nor other calls (see `upload.py`).
 """
 
 import asyncio
 import threading
-from typing import Any, Coroutine, Dict, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
 
 from . import aio, errors
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply
 from .schema import ServiceSchema
 from .stream import ServerStream, ready
+from .upload import Upload
 
 T = TypeVar("T")
 
@@ -63,7 +66,8 @@ async def _next_item(stream: ServerStream) -> Any:
 
 
 class Stream:
-    """The blocking twin of `wirecall.aio.ServerStream`: ``for item in stream``.
+    """The blocking twin of `wirecall.aio.ServerStream`: ``for item in stream``, for a server
+    stream or a bidirectional one.
 
     Each step blocks until the next item arrives (or raises as the asyncio stream does).
     ``close()``, leaving a ``with`` block, or dropping the stream before its end (a ``break``
@@ -101,7 +105,7 @@ class Stream:
         self.close()
 
     def __repr__(self) -> str:
-        return repr(self._stream).replace("server stream", "blocking server stream", 1)
+        return repr(self._stream).replace("<wirecall ", "<wirecall blocking ", 1)
 
 
 def connect(host: str, port: Optional[int] = None, **options: Any) -> "Client":
@@ -225,6 +229,58 @@ class Client:
         )
         return Stream(stream, self._loop_thread)
 
+    def upload(self, service: str, method: str, items: Iterable[Any], /, **arguments: Any) -> Any:
+        """Calls the client-streaming method ``service.method``, sending `items` (any iterable:
+        a list, a generator, a file's lines) as its upload, and returns its reply:
+        ``client.upload("UserFeed", "import_users", users)``. See
+        `wirecall.aio.AsyncClient.upload_with`; here the items are pulled in a thread of the
+        upload's own, so a generator may block."""
+        return self.upload_with(service, method, arguments, items)
+
+    def upload_with(
+        self,
+        service: str,
+        method: str,
+        args: Optional[Mapping[str, Any]],
+        items: Iterable[Any],
+        *,
+        timeout: Optional[float] = aio.USE_DEFAULT,
+        metadata: Optional[Mapping[str, str]] = None,
+        reply: Reply = Reply.AUTO,
+        window: Optional[int] = None,
+    ) -> Any:
+        """See `wirecall.aio.AsyncClient.upload_with`. An exception raised by `items` (in the
+        upload's thread) cancels the call and is raised here."""
+        request = self._client._stream_request(
+            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata
+        )
+        return self._loop_thread.run(self._client._upload_reply(request, Upload(items, pull_in_thread=True)))
+
+    def bidi(self, service: str, method: str, items: Iterable[Any], /, **arguments: Any) -> Stream:
+        """Opens the bidirectional stream ``service.method``, sending `items` as its upload:
+        ``for user in client.bidi("UserFeed", "rename", users, prefix="new-")``. See
+        `wirecall.aio.AsyncClient.bidi_with`; the items are pulled in a thread of the
+        upload's own, so a generator may block."""
+        return self.bidi_with(service, method, arguments, items)
+
+    def bidi_with(
+        self,
+        service: str,
+        method: str,
+        args: Optional[Mapping[str, Any]],
+        items: Iterable[Any],
+        *,
+        timeout: Optional[float] = aio.USE_DEFAULT,
+        window: Optional[int] = None,
+        reply: Reply = Reply.AUTO,
+        metadata: Optional[Mapping[str, str]] = None,
+    ) -> Stream:
+        """See `wirecall.aio.AsyncClient.bidi_with`."""
+        request = self._client._stream_request(
+            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata
+        )
+        return Stream(ServerStream(self._client, ready(request), Upload(items, pull_in_thread=True)), self._loop_thread)
+
     def service(self, name: str, **options: Any) -> ServiceProxy:
         """A proxy for the service `name`, described by reflection now (an unknown service
         raises `AttributeError`); `options` (``timeout``, ``metadata``) apply to its calls."""
@@ -247,13 +303,25 @@ class Client:
     def _cached_schema(self, service: str) -> Optional[ServiceSchema]:
         return self._client._cached_schema(service)
 
-    def _proxy_call(self, service: str, method: str, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
+    def _proxy_call(
+        self,
+        service: str,
+        method: str,
+        arguments: Mapping[str, Any],
+        options: Mapping[str, Any],
+        upload: Tuple[Any, ...] = (),
+    ) -> Any:
         schema = self._client._cached_schema(service)
         if schema is not None and schema.method(method).server_stream:
             # Checked and encoded now, so that a wrong argument raises here, not on the first item.
-            request = self._client._signed_stream_request(schema.method(method), arguments, options)
-            return Stream(ServerStream(self._client, ready(request)), self._loop_thread)
-        return self._loop_thread.run(self._client._proxy_reply(service, method, arguments, options))
+            signature = schema.method(method)
+            signature.check_upload(bool(upload))
+            request = self._client._signed_stream_request(signature, arguments, options)
+            uploaded = Upload(upload[0], pull_in_thread=True) if upload else None
+            return Stream(ServerStream(self._client, ready(request), uploaded), self._loop_thread)
+        return self._loop_thread.run(
+            self._client._proxy_reply(service, method, arguments, options, upload, pull_in_thread=True)
+        )
 
     def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
         self._loop_thread.run(self._client._proxy_notify(service, method, arguments))

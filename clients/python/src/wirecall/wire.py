@@ -31,6 +31,8 @@ MAX_TOKEN_LENGTH = 255
 FRAME_HEADER = struct.Struct(">IBBQQI")
 #: Bytes a frame's `length` field counts before the payload (kind .. deadline).
 HEADER_AFTER_LENGTH = FRAME_HEADER.size - 4
+#: A frame's first field: the bytes that follow it.
+LENGTH_FIELD = struct.Struct(">I")
 
 #: magic, version, status, codec, count: the fixed part of the server hello.
 SERVER_HELLO_HEAD = struct.Struct(">4sBBBB")
@@ -321,6 +323,18 @@ def encode_credit(request_id: int, granted: int) -> bytes:
     if not 1 <= granted <= MAX_STREAM_CREDIT:
         raise ValueError(f"a Credit grants 1 to {MAX_STREAM_CREDIT} items, not {granted}")
     return encode_frame(FrameKind.CREDIT, request_id, payload=CREDIT.pack(granted))
+
+
+def decode_credit(payload: bytes) -> int:
+    """A Credit frame's payload: the items it grants. `ValueError` unless it is exactly 4
+    bytes and grants 1 or more (Credit (flow control)); whether the grant fits under the
+    limit on outstanding credit is the stream's to check."""
+    if len(payload) != CREDIT.size:
+        raise ValueError(f"a Credit frame's payload must be {CREDIT.size} bytes, not {len(payload)}")
+    (granted,) = CREDIT.unpack(payload)
+    if granted == 0:
+        raise ValueError("a Credit frame granted 0 items")
+    return int(granted)
 
 
 def decode_frame_header(data: bytes) -> FrameHeader:

@@ -2,7 +2,7 @@
 `enum.Enum` per unit-only enum, and per enum with data one dataclass per variant and a
 `Union` of them, each with ``to_wire()`` and a reader of the plain form (``from_wire``)."""
 
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, List, Mapping, Sequence, Tuple
 
 from .names import field_name
 from .types import TypeMapper, variant
