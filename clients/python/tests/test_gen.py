@@ -29,8 +29,6 @@ PACKAGE_ROOT = Path(wirecall.__file__).resolve().parents[1]
 
 # Uploads and bidirectional streams need the client's `upload_with` / `bidi_with`; until the
 # client has them, the stubs still generate calls to them, and only those calls are untested.
-CLIENT_UPLOADS = hasattr(aio.AsyncClient, "upload_with") and hasattr(wirecall.Client, "upload_with")
-needs_uploads = pytest.mark.skipif(not CLIENT_UPLOADS, reason="the client has no upload_with / bidi_with yet")
 
 
 def subprocess_env() -> Dict[str, str]:
@@ -81,21 +79,6 @@ def mypy(directory: Path, *files: Path) -> Tuple[int, List[str]]:
         timeout=300,
     )
     return checked.returncode, [line for line in checked.stdout.splitlines() if ": error:" in line]
-
-
-def errors_besides_missing_uploads(directory: Path, errors: List[str]) -> List[str]:
-    """`errors` (paths relative to `directory`), less those on lines that call `upload_with`
-    / `bidi_with` while the client lacks them (mypy then sees the client's `__getattr__`
-    proxy)."""
-    if CLIENT_UPLOADS:
-        return errors
-    remaining = []
-    for error in errors:
-        path, line = error.split(":")[:2]
-        source = (directory / path).read_text().splitlines()[int(line) - 1]
-        if "upload_with(" not in source and "bidi_with(" not in source:
-            remaining.append(error)
-    return remaining
 
 
 def without_source_line(text: str) -> str:
@@ -248,7 +231,6 @@ def test_one_way_methods_return_none(oneway_stubs, server):
     asyncio.run(main())
 
 
-@needs_uploads
 def test_blocking_upload_and_bidirectional_stream(stubs, server, codec):
     users = [stubs.UserModel(user_id=n, name=f"u{n}", age=20) for n in (1, 2, 3)]
     with wirecall.connect(server.address, codecs=[codec]) as client:
@@ -261,7 +243,6 @@ def test_blocking_upload_and_bidirectional_stream(stubs, server, codec):
     assert [user.name for user in renamed] == ["new-u1", "new-u2", "new-u3"]
 
 
-@needs_uploads
 def test_async_upload_and_bidirectional_stream(stubs, server, codec):
     async def produce(count: int) -> Any:
         for n in range(1, count + 1):
@@ -392,15 +373,15 @@ def test_mypy_strict_passes_on_the_stubs_and_a_typed_program(stubs_directory):
     program = stubs_directory / "typed_program.py"
     program.write_text(textwrap.dedent(TYPED_PROGRAM))
     status, errors = mypy(stubs_directory, stubs_directory / "user_stubs.py", program)
-    assert errors_besides_missing_uploads(stubs_directory, errors) == []
-    assert status == (0 if CLIENT_UPLOADS else 1)
+    assert errors == []
+    assert status == 0
 
 
 def test_mypy_strict_passes_on_every_type(every_type):
     directory = Path(every_type.__file__).parent
     status, errors = mypy(directory, Path(every_type.__file__))
-    assert errors_besides_missing_uploads(directory, errors) == []
-    assert status == (0 if CLIENT_UPLOADS else 1)
+    assert errors == []
+    assert status == 0
 
 
 def test_mypy_refuses_a_wrong_argument_type(stubs_directory):

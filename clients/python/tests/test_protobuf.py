@@ -159,6 +159,38 @@ def test_upload_items_are_the_methods_upload_message(server):
         codec.encode_item(FANLY, schema.method("list_users"))
 
 
+def proto_users(count: int, start: int = 1):
+    return [{"user_id": n, "name": f"user{n}", "age": 18 + n % 50} for n in range(start, start + count)]
+
+
+def test_uploads_and_bidirectional_streams_in_protobuf(server):
+    sent = proto_users(50)
+    expected = [{**user, "name": "new-" + user["name"]} for user in sent]
+
+    async def async_items(items):
+        for item in items:
+            yield item
+
+    async def scenario():
+        async with await aio.connect(server.address, codecs=["protobuf"]) as client:
+            # Without a proxy, the first use of the service fetches its messages.
+            assert await client.upload("UserFeed", "import_users", sent) == 50
+            assert await client.UserFeed.import_users(async_items(sent)) == 50
+            assert await client.UserFeed.import_users([]) == 0
+            with pytest.raises(wirecall.ApplicationError) as refused:
+                await client.UserFeed.import_users([{"user_id": 0, "name": "zero", "age": 1}])
+            assert refused.value.error == {"user_id": 0, "reason": "user id 0 is reserved"}
+            assert [user async for user in client.bidi("UserFeed", "rename", sent, prefix="new-")] == expected
+            assert [user async for user in client.UserFeed.rename(async_items(sent), prefix="new-")] == expected
+
+    asyncio.run(scenario())
+    with wirecall.connect(server.address, codecs=["protobuf"]) as client:
+        assert client.upload_with("UserFeed", "import_users", {}, iter(sent)) == 50
+        assert client.UserFeed.import_users(sent) == 50
+        assert list(client.bidi_with("UserFeed", "rename", {"prefix": "new-"}, iter(sent))) == expected
+        assert list(client.UserFeed.rename(sent, prefix="new-")) == expected
+
+
 def test_a_reply_that_does_not_decode_is_a_decode_error():
     # The reflection service's messages are built in: no server is needed to read its replies.
     codec = ProtobufCodec()

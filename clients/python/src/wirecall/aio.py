@@ -440,6 +440,8 @@ class AsyncClient:
         call and is raised here as it is. `StreamsUnsupported` is raised before anything is
         sent on a connection of protocol version 1 or 2.
         """
+        if self._codec.needs_schema and signature is None:
+            signature = await self._codec_signature(service, method)
         request = self._stream_request(
             service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signature
         )
@@ -474,10 +476,20 @@ class AsyncClient:
         stream (``aclose()``, leaving ``async with``, a ``break``) sends a Cancel and stops
         the upload; an exception raised by `items` cancels the stream and is raised by the
         iteration, after the items that came before it."""
+        upload = Upload(items)
+        if self._codec.needs_schema and signature is None:
+            # The messages come from reflection, fetched when iteration starts.
+            async def prepare() -> StreamRequest:
+                signed = await self._codec_signature(service, method)
+                return self._stream_request(
+                    service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signed
+                )
+
+            return ServerStream(self, prepare, upload)
         request = self._stream_request(
             service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata, signature=signature
         )
-        return ServerStream(self, ready(request), Upload(items))
+        return ServerStream(self, ready(request), upload)
 
     def service(self, name: str, **options: Any) -> ServiceProxy:
         """A proxy for the service `name`; `options` (``timeout``, ``metadata``) apply to its
@@ -852,10 +864,10 @@ class AsyncClient:
         stream = ServerStream(self, ready(request), upload)
         return await stream._single_reply()
 
-    def _encode_item(self, item: Any) -> bytes:
+    def _encode_item(self, item: Any, signature: Optional[MethodSignature]) -> bytes:
         """An uploaded item's message (``value``, encoded like arguments); refuses an Item
         over the send limit."""
-        payload = self._codec.encode_arguments({"value": item})
+        payload = self._codec.encode_item(item, signature)
         if HEADER_AFTER_LENGTH + len(payload) > self._send_limit:
             who = "the server's announced" if self._send_limit != self._max_frame_length else "the"
             raise errors.FrameTooLarge(

@@ -231,7 +231,7 @@ class ServerStream:
             self._loop = asyncio.get_running_loop()
             self._slot = self._client._open_stream(request)
             if self._upload is not None:
-                self._upload.start(self._client, self._slot)
+                self._upload.start(self._client, self._slot, request.signature)
             await self._client._flush()
         except BaseException:
             if self._slot is not None:

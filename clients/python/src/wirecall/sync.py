@@ -14,7 +14,7 @@ from typing import Any, Coroutine, Dict, Iterable, List, Mapping, Optional, Tupl
 from . import aio, errors
 from .proxy import ServiceProxy, is_service_name
 from .replies import Reply
-from .schema import ServiceSchema
+from .schema import MethodSignature, ServiceSchema
 from .stream import ServerStream, ready
 from .upload import Upload
 
@@ -252,7 +252,8 @@ class Client:
         """See `wirecall.aio.AsyncClient.upload_with`. An exception raised by `items` (in the
         upload's thread) cancels the call and is raised here."""
         request = self._client._stream_request(
-            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata
+            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata,
+            signature=self._codec_signature(service, method),
         )
         return self._loop_thread.run(self._client._upload_reply(request, Upload(items, pull_in_thread=True)))
 
@@ -277,7 +278,8 @@ class Client:
     ) -> Stream:
         """See `wirecall.aio.AsyncClient.bidi_with`."""
         request = self._client._stream_request(
-            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata
+            service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata,
+            signature=self._codec_signature(service, method),
         )
         return Stream(ServerStream(self._client, ready(request), Upload(items, pull_in_thread=True)), self._loop_thread)
 
@@ -322,6 +324,12 @@ class Client:
         return self._loop_thread.run(
             self._client._proxy_reply(service, method, arguments, options, upload, pull_in_thread=True)
         )
+
+    def _codec_signature(self, service: str, method: str) -> Optional[MethodSignature]:
+        """The method's signature when the codec encodes by schema (Protobuf), else None."""
+        if not self._client._codec.needs_schema:
+            return None
+        return self._loop_thread.run(self._client._codec_signature(service, method))
 
     def _proxy_notify(self, service: str, method: str, arguments: Mapping[str, Any]) -> None:
         self._loop_thread.run(self._client._proxy_notify(service, method, arguments))

@@ -39,13 +39,14 @@ from typing import (
 from . import errors
 
 if TYPE_CHECKING:
+    from .schema import MethodSignature
     from .stream import StreamSlot
 
 
 class UploadConnection(Protocol):
     """What the sender needs of the client whose stream it feeds (`AsyncClient`)."""
 
-    def _encode_item(self, item: Any) -> bytes: ...
+    def _encode_item(self, item: Any, signature: "Optional[MethodSignature]") -> bytes: ...
 
     def _send_item(self, request_id: int, payload: bytes) -> bool: ...
 
@@ -215,14 +216,15 @@ class Upload:
         self._source = source
         self._started = False
 
-    def start(self, client: "UploadConnection", slot: "StreamSlot") -> None:
-        """Starts sending on the stream just opened; the slot stops the sender at its end."""
+    def start(self, client: "UploadConnection", slot: "StreamSlot", signature: "Optional[MethodSignature]") -> None:
+        """Starts sending on the stream just opened; the slot stops the sender at its end.
+        `signature` is the method's, which a codec that needs schemas encodes items by."""
         if self._started:
             raise RuntimeError("an upload's items are sent once; give a new iterable to a new call")
         self._started = True
-        slot.sender = asyncio.ensure_future(self._send(client, slot))
+        slot.sender = asyncio.ensure_future(self._send(client, slot, signature))
 
-    async def _send(self, client: "UploadConnection", slot: "StreamSlot") -> None:
+    async def _send(self, client: "UploadConnection", slot: "StreamSlot", signature: "Optional[MethodSignature]") -> None:
         request_id = slot.request_id
         try:
             while True:
@@ -232,7 +234,7 @@ class Upload:
                     item = await self._source.pull()
                     if item is EXHAUSTED:
                         break
-                    payload = client._encode_item(item)
+                    payload = client._encode_item(item, signature)
                 except Exception as failed:
                     # The caller's items failed, or one cannot travel (it does not encode, or
                     # is over the frame limit): the server is told to stop, and the caller
