@@ -131,7 +131,10 @@ fn declared_features() -> Vec<(String, bool)> {
                 .collect();
             continue;
         }
-        assert!(documented, "feature `{name}` has no `##` comment in Cargo.toml");
+        assert!(
+            documented,
+            "feature `{name}` has no `##` comment in Cargo.toml"
+        );
         documented = false;
         features.push(name.to_owned());
     }
@@ -149,7 +152,10 @@ fn declared_features() -> Vec<(String, bool)> {
 fn feature_table(text: &str, prefix: &str) -> Vec<(String, bool)> {
     let mut rows = Vec::new();
     for line in text.lines() {
-        let Some(row) = line.strip_prefix(prefix).and_then(|row| row.strip_prefix("| `")) else {
+        let Some(row) = line
+            .strip_prefix(prefix)
+            .and_then(|row| row.strip_prefix("| `"))
+        else {
             continue;
         };
         let cells: Vec<&str> = row.split(" | ").collect();
@@ -170,7 +176,10 @@ fn feature_table(text: &str, prefix: &str) -> Vec<(String, bool)> {
 fn the_feature_tables_list_every_feature_with_its_default() {
     let mut declared = declared_features();
     declared.sort();
-    assert!(declared.iter().any(|(name, _)| name == "tls"), "{declared:?}");
+    assert!(
+        declared.iter().any(|(name, _)| name == "tls"),
+        "{declared:?}"
+    );
     assert_eq!(
         feature_table(&read("README.md"), ""),
         declared,
