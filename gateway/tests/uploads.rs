@@ -453,6 +453,8 @@ async fn a_line_over_the_body_limit_is_refused_with_413() {
     let body = json_body(&body);
     assert_eq!((status, &body["line"]), (413, &json!(3)), "{body}");
     assert_eq!(body["error"], "PayloadTooLarge");
+    assert_eq!(body["code"], 5, "{body}");
+    assert!(body["message"].is_string(), "{body}");
     fixture.server.shutdown().await;
 }
 
