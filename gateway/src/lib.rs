@@ -26,7 +26,19 @@
 //!   metadata comes back as `wirecall-meta-{key}` response headers. (Streams and uploads
 //!   answer without: a stream's frames carry no reply metadata yet.)
 //! - Bodies are limited in size ([`GatewayBuilder::max_body_bytes`], 413 past it; for an
-//!   upload, each line is) and calls in time ([`GatewayBuilder::time_limit`], 504 past it).
+//!   upload, each line is) and calls in time ([`GatewayBuilder::time_limit`], 504 past it;
+//!   counted from the request's head, so a body not all read by then gets 408).
+//! - A call must say `Content-Type: application/json` ([`JSON`]; [`NDJSON`] for an upload),
+//!   else 415: a browser then cannot call from another origin without a CORS preflight, which
+//!   is answered only for the origins of [`GatewayBuilder::cors_origins`] (none by default).
+//!   The explorer calls only when its Call button is clicked.
+//! - [`Gateway::serve`] holds the door: a connection must send each request head within
+//!   [`GatewayBuilder::header_read_timeout`] (closed otherwise, as is a keep-alive connection
+//!   idle that long), a body that stalls for [`GatewayBuilder::body_read_timeout`] gets 408 and
+//!   a closed connection, and at most [`GatewayBuilder::max_connections`] are served at once
+//!   (one more gets 503).
+//! - Every error is a JSON body `{"error": name, "code": wire code, "message": ...}`, the
+//!   gateway's own refusals (404, 405, 400 for a bad path, 408, 413, 415, 503) too.
 //! - `GET /openapi.json` is an OpenAPI 3.1 document of every method; `GET /services.json` the
 //!   reflected schemas; `GET /` an explorer page (no external assets) to pick a method, fill
 //!   its arguments and call it.
