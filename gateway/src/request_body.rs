@@ -90,10 +90,15 @@ pub(crate) fn limit_stalls(request: Request, stall: Duration) -> Request {
 
 /// The stall that broke a body off, if that is what `error` (from reading it) is.
 pub(crate) fn stalled(error: &axum::Error) -> Option<RequestTimeout> {
+    in_chain::<RequestTimeout>(error).copied()
+}
+
+/// The first error of type `E` in `error`'s chain of sources, `error` included.
+fn in_chain<E: std::error::Error + 'static>(error: &axum::Error) -> Option<&E> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = source {
-        if let Some(timeout) = error.downcast_ref::<RequestTimeout>() {
-            return Some(*timeout);
+        if let Some(found) = error.downcast_ref::<E>() {
+            return Some(found);
         }
         source = error.source();
     }
@@ -123,12 +128,74 @@ pub(crate) async fn read_whole(
         if let Some(timeout) = stalled(&error) {
             return GatewayError::RequestTimeout(timeout);
         }
-        let over_limit = std::error::Error::source(&error)
-            .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-        if over_limit {
+        if in_chain::<http_body_util::LengthLimitError>(&error).is_some() {
             GatewayError::BodyTooLarge { max }
         } else {
             GatewayError::BadBody(format!("the body could not be read: {error}"))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt as _;
+    use http_body_util::BodyExt as _;
+
+    use super::*;
+
+    /// A body whose frames come from `chunks`, held to a stall of one second.
+    fn limited(chunks: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+        let frames = futures::stream::unfold(chunks, |mut chunks| async move {
+            let chunk = chunks.recv().await?;
+            Some((Ok::<_, std::io::Error>(chunk), chunks))
+        });
+        let request = Request::new(Body::from_stream(frames));
+        limit_stalls(request, Duration::from_secs(1)).into_body()
+    }
+
+    /// The clock runs only while a read waits: time the body is not read does not count,
+    /// and a frame stops the clock.
+    #[tokio::test(start_paused = true)]
+    async fn the_clock_runs_only_while_a_read_waits() {
+        let (send, chunks) = tokio::sync::mpsc::channel(4);
+        let mut body = limited(chunks);
+        send.send(Bytes::from_static(b"1")).await.unwrap();
+        assert!(body.frame().await.unwrap().is_ok());
+        // Not read for a minute: an upload the server takes slowly.
+        tokio::time::advance(Duration::from_secs(60)).await;
+        send.send(Bytes::from_static(b"2")).await.unwrap();
+        assert!(
+            body.frame().await.unwrap().is_ok(),
+            "time not reading is not a stall"
+        );
+        let waited = tokio::time::Instant::now();
+        let error = body.frame().await.unwrap().unwrap_err();
+        assert_eq!(waited.elapsed(), Duration::from_secs(1));
+        assert_eq!(
+            stalled(&error),
+            Some(RequestTimeout::BodyStalled(Duration::from_secs(1)))
+        );
+        drop(send);
+    }
+
+    /// A frame that comes within the stall resets the clock for the next one.
+    #[tokio::test(start_paused = true)]
+    async fn a_frame_within_the_stall_resets_the_clock() {
+        let (send, chunks) = tokio::sync::mpsc::channel(4);
+        let mut body = limited(chunks);
+        let mut next = Box::pin(body.frame());
+        assert!(next.as_mut().now_or_never().is_none(), "the clock starts");
+        tokio::time::advance(Duration::from_millis(900)).await;
+        send.send(Bytes::from_static(b"1")).await.unwrap();
+        assert!(next.await.unwrap().is_ok());
+        let mut next = Box::pin(body.frame());
+        assert!(next.as_mut().now_or_never().is_none());
+        // 1.8 s since the first wait began, 0.9 s since the frame.
+        tokio::time::advance(Duration::from_millis(900)).await;
+        assert!(next.as_mut().now_or_never().is_none(), "a fresh second");
+        tokio::time::advance(Duration::from_millis(100)).await;
+        let error = next.await.unwrap().unwrap_err();
+        assert!(stalled(&error).is_some(), "{error}");
+        drop(send);
+    }
 }
