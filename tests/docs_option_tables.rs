@@ -1,6 +1,7 @@
-//! Every public method of the builders has a row in its chapter's option tables, and every
-//! flag of the `user` example a row in the quick start's flag table. The methods and flags
-//! are read from the source with `syn`, so a method added without a row fails here.
+//! Every public method of the builders (the gateway's too) has a row in its chapter's option
+//! tables, and every flag of the `user` example a row in the quick start's flag table. The
+//! methods and flags are read from the source with `syn`, so a method added without a row
+//! fails here.
 
 use std::path::Path;
 
@@ -93,6 +94,15 @@ fn every_balanced_channel_builder_method_has_a_row() {
         "runtime/src/discovery/balanced/builder.rs",
         "BalancedChannelBuilder",
         "book/src/discovery.md",
+    );
+}
+
+#[test]
+fn every_gateway_builder_method_has_a_row() {
+    assert_every_method_has_a_row(
+        "gateway/src/lib.rs",
+        "GatewayBuilder",
+        "book/src/outside-rust.md",
     );
 }
 

@@ -26,7 +26,19 @@
 //!   metadata comes back as `wirecall-meta-{key}` response headers. (Streams and uploads
 //!   answer without: a stream's frames carry no reply metadata yet.)
 //! - Bodies are limited in size ([`GatewayBuilder::max_body_bytes`], 413 past it; for an
-//!   upload, each line is) and calls in time ([`GatewayBuilder::time_limit`], 504 past it).
+//!   upload, each line is) and calls in time ([`GatewayBuilder::time_limit`], 504 past it;
+//!   counted from the request's head, so a body not all read by then gets 408).
+//! - A call must say `Content-Type: application/json` ([`JSON`]; [`NDJSON`] for an upload),
+//!   else 415: a browser then cannot call from another origin without a CORS preflight, which
+//!   is answered only for the origins of [`GatewayBuilder::cors_origins`] (none by default).
+//!   The explorer calls only when its Call button is clicked.
+//! - [`Gateway::serve`] holds the door: a connection must send each request head within
+//!   [`GatewayBuilder::header_read_timeout`] (closed otherwise, as is a keep-alive connection
+//!   idle that long), a body that stalls for [`GatewayBuilder::body_read_timeout`] gets 408 and
+//!   a closed connection, and at most [`GatewayBuilder::max_connections`] are served at once
+//!   (one more gets 503).
+//! - Every error is a JSON body `{"error": name, "code": wire code, "message": ...}`, the
+//!   gateway's own refusals (404, 405, 400 for a bad path, 408, 413, 415, 503) too.
 //! - `GET /openapi.json` is an OpenAPI 3.1 document of every method; `GET /services.json` the
 //!   reflected schemas; `GET /` an explorer page (no external assets) to pick a method, fill
 //!   its arguments and call it.
@@ -53,10 +65,15 @@
 mod accept;
 mod answer_part;
 mod body_lines;
+mod content_type;
+mod cors;
+mod door;
 mod event_stream;
 mod json_shape;
 mod ndjson;
 mod openapi;
+mod request_body;
+mod route_errors;
 mod status;
 mod stream;
 mod time_limit;
@@ -65,7 +82,8 @@ mod upload;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, FromRequest as _, Path, Request, State};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -78,9 +96,11 @@ use wirecall::reflect::{MethodSchema, ReflectionClient, ReplySchema, ServiceSche
 use wirecall::{Channel, Codec, Error, MethodId};
 
 use accept::StreamFormat;
+pub use content_type::JSON;
+pub use door::REFUSING_AT_ONCE;
 pub use event_stream::EVENT_STREAM;
 pub use ndjson::NDJSON;
-pub use status::{status_for, GatewayError};
+pub use status::{status_for, GatewayError, RequestTimeout};
 use stream::AnswerFormat;
 use time_limit::CallTimeLimit;
 use upload::UploadCall;
@@ -94,12 +114,31 @@ pub const METADATA_HEADER_PREFIX: &str = "wirecall-meta-";
 /// a stream whose items are slow is kept open for as long as it may run.
 pub const DEFAULT_EVENT_STREAM_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// How long a connection may take to send a request head, by default; also how long a
+/// keep-alive connection may sit idle between requests. A head is one packet or a few: 10 s
+/// is a slow mobile link's round trips many times over.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request body may stall (no byte while the gateway waits for one), by default.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many connections [`Gateway::serve`] serves at once, by default. Each costs a
+/// descriptor and a task with hyper's buffers (8 KiB to start); 4,096 of them fit in tens of
+/// MiB and far exceed the calls two cores answer at once (a few hundred, at the gateway's
+/// tens of thousands of small calls per second), so the cap is met by a flood, not by load:
+/// 680 browsers' full pools of 6 connections each.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
 /// Configures a [`Gateway`].
 #[derive(Debug, Clone)]
 pub struct GatewayBuilder {
     max_body_bytes: usize,
     time_limit: Duration,
     event_stream_keep_alive: Duration,
+    header_read_timeout: Duration,
+    body_read_timeout: Duration,
+    max_connections: usize,
+    cors_origins: Vec<String>,
 }
 
 impl Default for GatewayBuilder {
@@ -108,6 +147,10 @@ impl Default for GatewayBuilder {
             max_body_bytes: 1024 * 1024,
             time_limit: Duration::from_secs(30),
             event_stream_keep_alive: DEFAULT_EVENT_STREAM_KEEP_ALIVE,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -121,8 +164,9 @@ impl GatewayBuilder {
         self
     }
 
-    /// How long one call may take (default 30 s); it is also the call's deadline on the
-    /// server. A call past it gets 504. For a server stream it bounds the whole stream: one
+    /// How long one call may take (default 30 s), counted from the request's head: reading
+    /// the body counts (a body not all read by then gets 408), and it is also the call's
+    /// deadline on the server. A call past it gets 504. For a server stream it bounds the whole stream: one
     /// cut off after its first item ends with an error line. For a method that takes an
     /// upload it bounds the upload and the answer together.
     pub fn time_limit(mut self, limit: Duration) -> Self {
@@ -137,6 +181,52 @@ impl GatewayBuilder {
     /// stays silent.)
     pub fn event_stream_keep_alive(mut self, interval: Duration) -> Self {
         self.event_stream_keep_alive = interval;
+        self
+    }
+
+    /// How long a connection served by [`Gateway::serve`] may take to send a request's head
+    /// (default [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s), counted from the first byte it is
+    /// awaited: a connection that has not sent a whole head by then is closed, without an
+    /// answer (none can be framed). A keep-alive connection idle that long between requests
+    /// is closed the same way. Zero waits forever. (A router mounted in another server takes
+    /// that server's.)
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a request body may stall: when the gateway waits this long for its next
+    /// byte (default [`DEFAULT_BODY_READ_TIMEOUT`], 30 s), the request gets 408 with the JSON
+    /// error body (`RequestTimeout`, code 10) and its connection is closed; an upload whose
+    /// answer has started ends with that error line. Time the gateway spends not reading (an
+    /// upload the server takes slowly) does not count. Zero waits forever (the time limit
+    /// still bounds the call).
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// How many connections [`Gateway::serve`] serves at once (default
+    /// [`DEFAULT_MAX_CONNECTIONS`], 4,096). A connection over the cap gets 503 with the JSON
+    /// error body (`Overloaded`, code 7) to its first request and is closed (and is closed at
+    /// once while [`REFUSING_AT_ONCE`] others are being refused). Keep it below the process's
+    /// open-file limit.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+
+    /// The origins whose pages may call the gateway from a browser (default none), exactly
+    /// as a browser sends them in `Origin`: `https://app.example.com`,
+    /// `http://localhost:3000`. The gateway answers their CORS preflights and lets them read
+    /// its answers; with none listed it sends no CORS header, so only pages of its own origin
+    /// (the explorer) can call it.
+    pub fn cors_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.cors_origins = origins.into_iter().map(Into::into).collect();
         self
     }
 
@@ -249,21 +339,41 @@ impl Gateway {
     }
 
     /// The routes: `POST /{service}/{method}`, `GET /openapi.json`, `GET /services.json` and
-    /// `GET /`.
+    /// `GET /`; with the body limits, the stall timeout and the CORS rule. (The header
+    /// timeout and the connection cap are [`Gateway::serve`]'s.)
     pub fn router(&self) -> Router {
-        Router::new()
+        let config = &self.inner.config;
+        let stall = config.body_read_timeout;
+        let router = Router::new()
             .route("/", get(explorer))
             .route("/openapi.json", get(openapi_json))
             .route("/services.json", get(services_json))
             .route("/{service}/{method}", post(call))
-            .layer(DefaultBodyLimit::max(self.inner.config.max_body_bytes))
+            .fallback(route_errors::no_route)
+            .method_not_allowed_fallback(route_errors::method_not_allowed)
             .with_state(self.clone())
+            .layer(axum::middleware::map_request(move |request: Request| {
+                std::future::ready(request_body::limit_stalls(request, stall))
+            }));
+        if config.cors_origins.is_empty() {
+            return router;
+        }
+        let allowed = cors::AllowedOrigins(config.cors_origins.clone().into());
+        router.layer(axum::middleware::from_fn_with_state(
+            allowed,
+            cors::allow_listed,
+        ))
     }
 
-    /// Serves the gateway's routes on `listener` until the task is dropped or the listener
-    /// fails.
+    /// Serves the gateway's routes on `listener` (HTTP/1.1), with the header timeout and the
+    /// connection cap of the builder, until the task is dropped.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).await
+        let config = &self.inner.config;
+        let door = door::Door {
+            header_read_timeout: config.header_read_timeout,
+            max_connections: config.max_connections,
+        };
+        door::serve(listener, self.router(), door).await
     }
 
     /// The upstream, carrying the request's `wirecall-meta-{key}` headers as call metadata.
@@ -316,10 +426,19 @@ async fn services_json(State(gateway): State<Gateway>) -> Json<Vec<ServiceSchema
 
 async fn call(
     State(gateway): State<Gateway>,
-    Path((service, method)): Path<(String, String)>,
+    path: Result<Path<(String, String)>, PathRejection>,
     request: Request,
 ) -> Result<Response, GatewayError> {
+    // The time limit counts from the request's head: reading the body is part of the call.
+    let time = CallTimeLimit::starting_now(gateway.inner.config.time_limit);
+    let Path((service, method)) = path.map_err(route_errors::bad_path)?;
     let (service, schema) = gateway.method(&service, &method)?;
+    let media_type = if schema.upload.is_some() {
+        NDJSON
+    } else {
+        JSON
+    };
+    content_type::require(request.headers(), media_type)?;
     // What checking an upload's items takes: the item's type and the service's named types.
     let upload = schema
         .upload
@@ -341,18 +460,13 @@ async fn call(
             types,
             body,
             max_line: config.max_body_bytes,
-            time: CallTimeLimit::starting_now(config.time_limit),
+            time,
             answer_format,
         })
         .await;
     }
-    let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
-        Ok(body) => body,
-        // Over the body limit (413), or broken off: axum's own answer.
-        Err(rejection) => return Ok(rejection.into_response()),
-    };
+    let body = request_body::read_whole(&parts.headers, body, config.max_body_bytes, time).await?;
     let (args, arguments) = check_body(&schema, &body)?;
-    let time = CallTimeLimit::starting_now(config.time_limit);
     if schema.server_stream {
         return stream::stream_response(upstream, schema, arguments, time, answer_format).await;
     }

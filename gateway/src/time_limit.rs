@@ -28,6 +28,11 @@ impl CallTimeLimit {
         }
     }
 
+    /// The limit.
+    pub(crate) fn limit(self) -> Duration {
+        self.limit
+    }
+
     /// Runs `step` of the call, failing with [`GatewayError::TimeLimit`] at the deadline.
     pub(crate) async fn bound<F: Future>(self, step: F) -> Result<F::Output, GatewayError> {
         match self.deadline {

@@ -32,6 +32,7 @@ use wirecall::{Error, ErrorCode};
 
 use crate::body_lines::{BodyLines, LineReadError};
 use crate::json_shape;
+use crate::request_body;
 use crate::stream::{first_item, item_value, items_response, AnswerFormat, Interruption};
 use crate::time_limit::CallTimeLimit;
 use crate::{check_arguments, method_of, GatewayError, Upstream};
@@ -228,9 +229,12 @@ fn json_error(error: &serde_json::Error) -> String {
 fn line_read_error(error: LineReadError) -> GatewayError {
     match error {
         LineReadError::TooLong { line, max } => GatewayError::LineTooLong { line, max },
-        LineReadError::Unreadable { line, error } => GatewayError::BadLine {
-            line,
-            message: format!("the body could not be read: {error}"),
+        LineReadError::Unreadable { line, error } => match request_body::stalled(&error) {
+            Some(timeout) => GatewayError::RequestTimeout(timeout),
+            None => GatewayError::BadLine {
+                line,
+                message: format!("the body could not be read: {error}"),
+            },
         },
     }
 }

@@ -11,7 +11,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use wirecall::discovery::{Registration, Registry, StaticRegistry};
 use wirecall::{Channel, Codec, RunningServer, Server};
-use wirecall_gateway::{Gateway, NDJSON};
+use wirecall_gateway::{Gateway, JSON, NDJSON};
 use wirecall_test_support::feed::{FeedImpl, FeedServer};
 
 /// Says which server answered.
@@ -56,7 +56,8 @@ async fn post(
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let mut request = hyper::Request::builder()
         .method("POST")
-        .uri(format!("http://{http}{path}"));
+        .uri(format!("http://{http}{path}"))
+        .header(hyper::header::CONTENT_TYPE, JSON);
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
@@ -193,6 +194,7 @@ async fn a_server_stream_goes_to_one_discovered_endpoint() {
     let request = hyper::Request::builder()
         .method("POST")
         .uri(format!("http://{http}/Feed/numbers"))
+        .header(hyper::header::CONTENT_TYPE, JSON)
         .body(Full::new(Bytes::from_static(br#"{"count":3}"#)))
         .unwrap();
     let response = client.request(request).await.unwrap();

@@ -10,10 +10,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wirecall::{Channel, Codec, RunningServer, Server};
 use wirecall_gateway::Gateway;
 // The shared `UserService` fixture: the service behind the gateway.
-use wirecall_test_support::{UserServiceServer, Users, SERVED_BY};
+use wirecall_test_support::{UserServiceServer, Users, PATIENCE, SERVED_BY};
 
 struct Fixture {
     server: RunningServer,
@@ -65,8 +66,11 @@ async fn request(
     (status, headers, value)
 }
 
+/// The header of a call's body.
+const JSON_BODY: (&str, &str) = ("content-type", "application/json");
+
 async fn post(fixture: &Fixture, path: &str, body: &'static str) -> (u16, Value) {
-    let (status, _, value) = request(fixture, "POST", path, &[], body).await;
+    let (status, _, value) = request(fixture, "POST", path, &[JSON_BODY], body).await;
     (status, value)
 }
 
@@ -129,7 +133,7 @@ async fn metadata_travels_as_headers_both_ways() {
         &fixture,
         "POST",
         "/UserService/metadata",
-        &[("wirecall-meta-tenant", "acme")],
+        &[("wirecall-meta-tenant", "acme"), JSON_BODY],
         r#"{"key":"tenant"}"#,
     )
     .await;
@@ -150,11 +154,84 @@ async fn bodies_and_calls_are_limited() {
         r#"{{"user":{{"user_id":1,"name":"{}","age":18}}}}"#,
         "x".repeat(100)
     );
-    let (status, _, _) = request(&fixture, "POST", "/UserService/get_user", &[], big).await;
+    let (status, _, body) =
+        request(&fixture, "POST", "/UserService/get_user", &[JSON_BODY], big).await;
     assert_eq!(status, 413);
+    assert_error_body(&body, "PayloadTooLarge", 5);
     let (status, body) = post(&fixture, "/UserService/sleep", r#"{"millis":2000}"#).await;
     assert_eq!(status, 504, "{body}");
-    assert_eq!(body["error"], "DeadlineExceeded");
+    assert_error_body(&body, "DeadlineExceeded", 4);
+    fixture.server.shutdown().await;
+}
+
+/// Fails unless `body` is the documented error body with this name and code, and a message.
+fn assert_error_body(body: &Value, name: &str, code: u64) {
+    assert_eq!(body["error"], name, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+}
+
+/// 413, 404, 405 and a path that does not decode: each with the JSON error body.
+#[tokio::test]
+async fn every_refusal_is_the_json_error_body() {
+    let fixture = fixture(Gateway::builder().max_body_bytes(64)).await;
+    // (HTTP method, path, a JSON body of this length or none, status, error name, code)
+    let cases = [
+        (
+            "POST",
+            "/UserService/get_user",
+            Some(100),
+            413,
+            "PayloadTooLarge",
+            5,
+        ),
+        ("POST", "/no/such/route", Some(2), 404, "NotFound", 1),
+        ("GET", "/nothing-here", None, 404, "NotFound", 1),
+        ("POST", "/UserService/nope", Some(2), 404, "NotFound", 1),
+        ("GET", "/UserService/find", None, 405, "MethodNotAllowed", 2),
+        ("POST", "/UserService/%FF", Some(2), 400, "BadRequest", 2),
+    ];
+    for (method, path, json_length, status, name, code) in cases {
+        let (headers, body): (&[(&str, &str)], String) = match json_length {
+            Some(length) => (&[JSON_BODY], "x".repeat(length)),
+            None => (&[], String::new()),
+        };
+        let (got, headers, body) = request(&fixture, method, path, headers, body).await;
+        assert_eq!(got, status, "{method} {path}: {body}");
+        assert_eq!(
+            headers[hyper::header::CONTENT_TYPE],
+            "application/json",
+            "{method} {path}"
+        );
+        assert_error_body(&body, name, code);
+    }
+    fixture.server.shutdown().await;
+}
+
+/// A body over the limit with no `Content-Length` (chunked) is refused once it passes the
+/// limit, with the same body as one that announced its length.
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_the_json_413() {
+    let fixture = fixture(Gateway::builder().max_body_bytes(64)).await;
+    let mut stream = tokio::net::TcpStream::connect(fixture.http).await.unwrap();
+    let chunk = "x".repeat(100);
+    let request = format!(
+        "POST /UserService/get_user HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n\
+         transfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+        chunk.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_string(&mut answer))
+        .await
+        .expect("the gateway answers and closes")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    assert_error_body(&serde_json::from_str(body).unwrap(), "PayloadTooLarge", 5);
     fixture.server.shutdown().await;
 }
 

@@ -18,7 +18,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use wirecall::{Channel, Codec, RunningServer, Server, Streaming};
-use wirecall_gateway::{Gateway, GatewayBuilder, EVENT_STREAM, NDJSON};
+use wirecall_gateway::{Gateway, GatewayBuilder, EVENT_STREAM, JSON, NDJSON};
 use wirecall_test_support::feed::{FeedImpl, FeedServer, FeedStats};
 use wirecall_test_support::{eventually, quiet_panics_starting_with, PATIENCE};
 
@@ -103,7 +103,8 @@ async fn open_accepting(
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let mut request = hyper::Request::builder()
         .method("POST")
-        .uri(format!("http://{}{path}", fixture.http));
+        .uri(format!("http://{}{path}", fixture.http))
+        .header(hyper::header::CONTENT_TYPE, JSON);
     if let Some(accept) = accept {
         request = request.header(hyper::header::ACCEPT, accept);
     }
@@ -350,6 +351,8 @@ async fn the_time_limit_bounds_the_whole_stream() {
         assert_eq!(item, &json!(n), "in order, none lost");
     }
     assert_eq!(last["error"]["error"], "DeadlineExceeded", "{last}");
+    assert_eq!(last["error"]["code"], 4, "{last}");
+    assert!(last["error"]["message"].is_string(), "{last}");
     eventually("the server drops the producer", || {
         fixture.stats.dropped.load(Ordering::SeqCst) == 1
     })
@@ -657,6 +660,8 @@ async fn the_time_limit_ends_an_event_stream_with_an_error_event() {
     assert_eq!(last[0], "event: error");
     let error: Value = serde_json::from_str(last[1].strip_prefix("data: ").unwrap()).unwrap();
     assert_eq!(error["error"], "DeadlineExceeded", "{error}");
+    assert_eq!(error["code"], 4, "{error}");
+    assert!(error["message"].is_string(), "{error}");
     eventually("the server drops the producer", || {
         fixture.stats.dropped.load(Ordering::SeqCst) == 1
     })

@@ -453,6 +453,8 @@ async fn a_line_over_the_body_limit_is_refused_with_413() {
     let body = json_body(&body);
     assert_eq!((status, &body["line"]), (413, &json!(3)), "{body}");
     assert_eq!(body["error"], "PayloadTooLarge");
+    assert_eq!(body["code"], 5, "{body}");
+    assert!(body["message"].is_string(), "{body}");
     fixture.server.shutdown().await;
 }
 
@@ -541,5 +543,25 @@ async fn openapi_describes_an_upload_as_an_ndjson_request() {
     let add = &document["paths"]["/Feed/add"]["post"];
     assert!(add.get("x-wirecall-upload").is_none());
     assert!(add["requestBody"]["content"]["application/json"].is_object());
+    fixture.server.shutdown().await;
+}
+
+/// An upload whose body stalls after some lines gets 408 with the JSON error body once it
+/// has stalled for the body timeout, and the connection is not kept.
+#[tokio::test]
+async fn a_stalled_upload_gets_408() {
+    let fixture = fixture(Gateway::builder().body_read_timeout(Duration::from_millis(300))).await;
+    let mut upload = OpenUpload::start(&fixture, "/Feed/sum");
+    upload.send("{}\n1\n2\n".to_owned()).await;
+    let response = upload.response().await;
+    assert_eq!(response.status(), 408);
+    assert_eq!(response.headers()[hyper::header::CONNECTION], "close");
+    let (_, _, body) = read_whole(response).await;
+    let body = json_body(&body);
+    assert_eq!(
+        (&body["error"], &body["code"]),
+        (&json!("RequestTimeout"), &json!(10)),
+        "{body}"
+    );
     fixture.server.shutdown().await;
 }
