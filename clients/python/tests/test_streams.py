@@ -14,6 +14,7 @@ import pytest
 
 import wirecall
 from wirecall import aio
+from wirecall.stream import FIRST_GRANT, STREAM_WINDOW_BYTES, StreamSlot
 from wirecall.wire import FRAME_HEADER, FrameKind, decode_metadata, encode_frame
 
 from conftest import PATIENCE, eventually
@@ -200,10 +201,12 @@ def test_a_stream_longer_than_its_window_completes_as_credit_is_topped_up(relay,
             users = client.stream("UserFeed", "list_users", count=1000)
             assert [user async for user in users] == as_sent(USERS, codec)
             granted = relay.credit(users.request_id)
-            # The window with the Open, then half a window each time the consumer took half:
-            # never more than one window ahead of what was taken.
-            assert granted[0] == WINDOW
-            assert set(granted[1:]) == {WINDOW // 2}
+            # The Rust client's first grant with the Open; at the first item taken, the rest
+            # of the window (the items are small); then half a window each time the consumer
+            # took half: never more than one window ahead of what was taken.
+            assert granted[0] == FIRST_GRANT
+            assert granted[1] == WINDOW - FIRST_GRANT + 1
+            assert set(granted[2:]) == {WINDOW // 2}
             assert 1000 <= sum(granted) <= 1000 + WINDOW
 
             single = client.stream_with("UserFeed", "list_users", {"count": 20}, window=1)
@@ -215,6 +218,30 @@ def test_a_stream_longer_than_its_window_completes_as_credit_is_topped_up(relay,
         assert list(client.UserFeed.list_users(count=1000)) == USERS
     (_, _, opened) = relay.sent(FrameKind.OPEN)
     assert relay.credit(opened.request_id)[:2] == [8, 4]
+
+
+def test_a_stream_of_large_items_gets_a_window_of_about_a_mebibyte():
+    slot = StreamSlot(1, WINDOW)
+    assert slot.first_grant == FIRST_GRANT
+    item = bytes(64 * 1024)
+    ahead = FIRST_GRANT
+    for _ in range(FIRST_GRANT):
+        slot.push(item)
+    window = STREAM_WINDOW_BYTES // len(item)
+    granted = []
+    for taken in range(1, 201):
+        _, grant = slot.take()
+        ahead += grant - 1
+        granted.append(grant)
+        while slot._outstanding:
+            slot.push(item)
+        # Once the first grant is used up, never more than about 1 MiB of items ahead.
+        if taken >= FIRST_GRANT - window:
+            assert ahead <= window
+    # The window shrank to 16 items: nothing is granted until the 32 of the first grant are
+    # down to 8 ahead, then 8 at a time.
+    assert granted[:23] == [0] * 23
+    assert set(granted[23:]) == {0, window // 2}
 
 
 def test_breaking_out_of_a_stream_cancels_it_and_the_connection_goes_on(relay, codec):
@@ -449,6 +476,15 @@ def test_an_item_beyond_the_credit_closes_the_connection():
     asyncio.run(scenario())
 
 
+async def read_frame_besides_credit(reader):
+    """The client's next frame that is not a Credit: the first item taken may widen the
+    window (a Credit) before what a test waits for."""
+    header, payload = await read_frame(reader)
+    while header[1] == FrameKind.CREDIT:
+        header, payload = await read_frame(reader)
+    return header, payload
+
+
 def test_frames_that_cross_the_cancel_are_discarded():
     after_cancel = []
 
@@ -459,7 +495,7 @@ def test_frames_that_cross_the_cancel_are_discarded():
         await read_raw_frame(reader)
         writer.write(json_item(1, {"value": 1}))
         await writer.drain()
-        header, _ = await read_frame(reader)
+        header, _ = await read_frame_besides_credit(reader)
         after_cancel.append((FrameKind(header[1]), header[3]))
         error = struct.pack(">H", 8) + b"late"
         writer.write(
@@ -572,7 +608,7 @@ def test_the_client_gives_up_at_the_streams_deadline_and_cancels():
         writer.write(json_item(1, {"value": 1}))
         await writer.drain()
         # Then nothing, until the client gives up.
-        header, _ = await read_frame(reader)
+        header, _ = await read_frame_besides_credit(reader)
         seen.append((FrameKind(header[1]), header[3]))
         await reader.read()
         writer.close()

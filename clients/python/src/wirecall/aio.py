@@ -808,8 +808,8 @@ class AsyncClient:
             request.payload,
             request.flags,
         )
-        self._write(open_frame + encode_credit(request_id, request.window))
         slot = StreamSlot(request_id, request.window)
+        self._write(open_frame + encode_credit(request_id, slot.first_grant))
         self._streams[request_id] = slot
         if request.timeout is not None:
             # The deadline bounds the whole stream; the client gives up when it passes, as
