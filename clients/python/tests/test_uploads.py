@@ -476,7 +476,10 @@ async def forever():
     yield None
 
 
-def test_items_go_only_with_credit_and_the_end_after_the_last():
+@pytest.mark.parametrize("blocking", [False, True], ids=["asyncio", "blocking"])
+def test_items_go_only_with_credit_and_the_end_after_the_last(blocking):
+    # The blocking client pulls in a thread of the upload's own, ahead of sending, as far as
+    # the credit goes: never further.
     source = Counted(users(6))
     seen = []
 
@@ -510,6 +513,13 @@ def test_items_go_only_with_credit_and_the_end_after_the_last():
     async def scenario():
         server, port = await scripted_server(serve)
         async with server:
+            if blocking:
+                def upload():
+                    with wirecall.connect("127.0.0.1", port, codecs=["json"]) as client:
+                        return client.upload("UserFeed", "import_users", source)
+
+                assert await asyncio.get_running_loop().run_in_executor(None, upload) == 6
+                return
             client = await aio.connect("127.0.0.1", port, codecs=["json"])
             assert await client.upload("UserFeed", "import_users", source) == 6
             assert not client._streams

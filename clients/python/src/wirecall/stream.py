@@ -268,6 +268,13 @@ class ServerStream:
             self._done = True
             raise
 
+    def _arrived(self) -> int:
+        """How many items have arrived and wait to be taken: the next that many steps of the
+        iteration return at once."""
+        if self._done or self._slot is None:
+            return 0
+        return len(self._slot.items)
+
     async def _next_item(self) -> Any:
         payload = await self._next_payload()
         if payload is None:

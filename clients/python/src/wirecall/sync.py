@@ -8,8 +8,9 @@ that blocks holds up neither the connection nor other calls (see `upload.py`).
 """
 
 import asyncio
+import collections
 import threading
-from typing import Any, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Coroutine, Deque, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
 
 from . import aio, errors
 from .proxy import ServiceProxy, is_service_name
@@ -58,11 +59,27 @@ class _End:
 _END = _End()
 
 
-async def _next_item(stream: ServerStream) -> Any:
+#: The most items a blocking stream takes from the event loop's thread in one hand-over.
+HANDOVER_ITEMS = 64
+
+
+async def _next_items(stream: ServerStream) -> Tuple[List[Any], Optional[BaseException]]:
+    """The next item (or `_END`), then any that have already arrived, up to `HANDOVER_ITEMS`:
+    one trip between the threads for many items, as a trip costs more than reading one. A
+    failure after the first item comes back beside the items before it, to be raised after
+    them."""
     try:
-        return await stream.__anext__()
+        items = [await stream.__anext__()]
     except StopAsyncIteration:
-        return _END
+        return [_END], None
+    try:
+        while len(items) < HANDOVER_ITEMS and stream._arrived():
+            items.append(await stream.__anext__())
+    except StopAsyncIteration:
+        items.append(_END)
+    except Exception as failed:
+        return items, failed
+    return items, None
 
 
 class Stream:
@@ -70,13 +87,18 @@ class Stream:
     stream or a bidirectional one.
 
     Each step blocks until the next item arrives (or raises as the asyncio stream does).
-    ``close()``, leaving a ``with`` block, or dropping the stream before its end (a ``break``
+    Items that have already arrived come over from the client's event loop together, up to
+    `HANDOVER_ITEMS` (64) at a time, so up to that many more than the window may wait in the
+    client. ``close()``, leaving a ``with`` block, or dropping the stream before its end (a ``break``
     out of ``for``) cancels the call.
     """
 
     def __init__(self, stream: ServerStream, loop_thread: _LoopThread):
         self._stream = stream
         self._loop_thread = loop_thread
+        # Items handed over and not yet returned, then what the stream failed with after them.
+        self._handed_over: Deque[Any] = collections.deque()
+        self._failure: Optional[BaseException] = None
 
     @property
     def request_id(self) -> Optional[int]:
@@ -87,8 +109,15 @@ class Stream:
         return self
 
     def __next__(self) -> Any:
-        item = self._loop_thread.run(_next_item(self._stream))
+        if not self._handed_over:
+            if self._failure is not None:
+                failure, self._failure = self._failure, None
+                raise failure
+            items, self._failure = self._loop_thread.run(_next_items(self._stream))
+            self._handed_over.extend(items)
+        item = self._handed_over.popleft()
         if item is _END:
+            self._handed_over.appendleft(_END)
             raise StopIteration
         return item
 

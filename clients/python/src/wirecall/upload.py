@@ -28,6 +28,7 @@ from typing import (
     Any,
     AsyncIterable,
     AsyncIterator,
+    Deque,
     Iterable,
     Iterator,
     Optional,
@@ -75,6 +76,10 @@ class ItemSource:
         """The next item, or `EXHAUSTED`; raises what the caller's items raise."""
         raise NotImplementedError
 
+    def credit_for(self, items: int) -> None:
+        """The sender holds credit for `items` more items: a source may start pulling that
+        many ahead of `pull` (never more)."""
+
     def stop(self) -> None:
         """No more items will be pulled."""
 
@@ -114,27 +119,42 @@ _Request = Tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
 
 class PulledInThread(ItemSource):
-    """A plain iterable pulled in a daemon thread of its own (the blocking client), one item
-    per `pull`: nothing is pulled ahead of the credit, and a generator that blocks holds up
-    only this thread. The thread is daemonic so that a generator blocked for good does not
-    keep the interpreter from exiting; it ends after the pull it is in once `stop` is called.
+    """A plain iterable pulled in a daemon thread of its own (the blocking client): a
+    generator that blocks holds up only this thread. The thread pulls as many items ahead as
+    the sender has credit for (`credit_for`), never more, so that the hand-over between the
+    threads overlaps with sending instead of costing a round trip per item. The thread is
+    daemonic so that a generator blocked for good does not keep the interpreter from exiting;
+    once `stop` is called it pulls nothing more and ends after the pull it is in.
     """
 
     def __init__(self, items: Iterable[Any]):
         self._items = items
         self._requests: "queue.SimpleQueue[Optional[_Request]]" = queue.SimpleQueue()
         self._thread: Optional[threading.Thread] = None
+        # Items asked of the thread and not yet taken by `pull`, oldest first.
+        self._asked: "Deque[asyncio.Future[Any]]" = collections.deque()
+        self._stopped = threading.Event()
+
+    def credit_for(self, items: int) -> None:
+        while len(self._asked) < items:
+            self._ask()
 
     async def pull(self) -> Any:
+        if not self._asked:
+            self._ask()
+        return await self._asked.popleft()
+
+    def _ask(self) -> None:
         loop = asyncio.get_running_loop()
         answer: "asyncio.Future[Any]" = loop.create_future()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="wirecall-upload", daemon=True)
             self._thread.start()
+        self._asked.append(answer)
         self._requests.put((loop, answer))
-        return await answer
 
     def stop(self) -> None:
+        self._stopped.set()
         self._requests.put(None)
 
     def _run(self) -> None:
@@ -148,7 +168,7 @@ class PulledInThread(ItemSource):
             failure = None
         while True:
             request = self._requests.get()
-            if request is None:
+            if request is None or self._stopped.is_set():
                 return
             loop, answer = request
             if failure is not None:
@@ -230,6 +250,7 @@ class Upload:
             while True:
                 # Paid for first: without credit, the caller's items are not asked for more.
                 await slot.send_credit.wait()
+                self._source.credit_for(slot.send_credit.available)
                 try:
                     item = await self._source.pull()
                     if item is EXHAUSTED:
