@@ -91,4 +91,24 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn an_upload_is_ndjson_or_one_json_array() {
+        assert_eq!(
+            require_upload(&with(Some("application/x-ndjson"))).ok(),
+            Some(NDJSON)
+        );
+        assert_eq!(
+            require_upload(&with(Some("application/json; charset=utf-8"))).ok(),
+            Some(JSON)
+        );
+        for value in [None, Some("text/plain")] {
+            match require_upload(&with(value)) {
+                Err(GatewayError::UnsupportedMediaType { expected, .. }) => {
+                    assert_eq!(expected, UPLOAD_TYPES)
+                }
+                other => panic!("{value:?}: {other:?}"),
+            }
+        }
+    }
 }
