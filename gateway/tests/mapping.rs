@@ -49,6 +49,17 @@ async fn fixture() -> Fixture {
 
 /// POSTs a JSON body; the status and the body, parsed (`null` for an empty one).
 async fn post(fixture: &Fixture, path: &str, body: &str) -> (u16, Value) {
+    let (status, text) = post_text(fixture, path, body).await;
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap()
+    };
+    (status, body)
+}
+
+/// POSTs a JSON body; the status and the body as text.
+async fn post_text(fixture: &Fixture, path: &str, body: &str) -> (u16, String) {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let request = hyper::Request::builder()
         .method("POST")
@@ -62,12 +73,7 @@ async fn post(fixture: &Fixture, path: &str, body: &str) -> (u16, Value) {
         .unwrap();
     let status = response.status().as_u16();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes).unwrap()
-    };
-    (status, body)
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
 async fn openapi(fixture: &Fixture) -> Value {
@@ -136,6 +142,30 @@ async fn a_result_of_an_option_answers_the_option_itself() {
         post(&fixture, "/Lab/depth", r#"{"nested": 7}"#).await,
         "nested",
     );
+    fixture.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stream_of_results_of_options_answers_the_options_themselves() {
+    let fixture = fixture().await;
+    let (status, body) = post_text(
+        &fixture,
+        "/Weather/survey",
+        r#"{"stations": ["", "pier", "nowhere"]}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        Value::Null,
+        "Ok(None) is null, not [null]: {body}"
+    );
+    assert_eq!(lines[1]["station"], "pier", "Ok(Some(r)) is r: {body}");
+    assert_eq!(lines[2]["error"]["value"]["station"], "nowhere", "{body}");
     fixture.server.shutdown().await;
 }
 

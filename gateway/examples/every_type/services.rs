@@ -42,6 +42,11 @@ pub mod weather {
         async fn record(&self, reading: Reading);
         /// `count` readings (at most 20), one by one.
         async fn watch(&self, count: u8) -> Streaming<Reading>;
+        /// The latest reading of each of `stations` in turn, as `latest` answers it.
+        async fn survey(
+            &self,
+            stations: Vec<String>,
+        ) -> Streaming<Result<Option<Reading>, Missing>>;
         /// How many readings were uploaded.
         async fn upload(&self, readings: Streaming<Reading>) -> u64;
         /// Each uploaded reading back (bidirectional).
@@ -73,6 +78,17 @@ pub mod weather {
                 taken: Duration::from_secs(n.into()),
             });
             Streaming::from_iter(readings)
+        }
+
+        async fn survey(
+            &self,
+            stations: Vec<String>,
+        ) -> Streaming<Result<Option<Reading>, Missing>> {
+            let mut answers = Vec::new();
+            for station in stations.into_iter().take(20) {
+                answers.push(self.latest(station).await);
+            }
+            Streaming::from_iter(answers)
         }
 
         async fn upload(&self, mut readings: Streaming<Reading>) -> u64 {
