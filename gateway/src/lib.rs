@@ -27,7 +27,7 @@
 //!   for line `n`.
 //! - Arguments and items are checked against the types the server reflects, by the rules the
 //!   OpenAPI document states (the document is written from the same types): a value it does
-//!   not allow is refused with 400 and where it is (`argument `all`: at `.an_f32`: ...`),
+//!   not allow is refused with 400 and where it is (``argument `all`: at `.an_f32`: ...``),
 //!   before the call is made. An integer written with a zero fraction (`436.0`) is sent as
 //!   the integer; a `Result<Option<T>, E>` answers `T` or `null`.
 //! - Request headers `wirecall-meta-{key}` become call metadata `{key}`; a unary call's reply
