@@ -9,6 +9,7 @@
 use axum::http::header::CONTENT_TYPE;
 use axum::http::HeaderMap;
 
+use crate::ndjson::NDJSON;
 use crate::GatewayError;
 
 /// The media type of a call's JSON body.
@@ -30,6 +31,20 @@ pub(crate) fn require(headers: &HeaderMap, expected: &'static str) -> Result<(),
         Some(value) => format!("`{}`", String::from_utf8_lossy(value.as_bytes())),
     };
     Err(GatewayError::UnsupportedMediaType { expected, found })
+}
+
+/// What an upload's `Content-Type` may be, as the 415 says.
+const UPLOAD_TYPES: &str = "application/x-ndjson or application/json";
+
+/// Refuses an upload whose `Content-Type` is neither newline-delimited JSON nor JSON (the
+/// whole upload as one array); returns which it is.
+pub(crate) fn require_upload(headers: &HeaderMap) -> Result<&'static str, GatewayError> {
+    for media_type in [NDJSON, JSON] {
+        if require(headers, media_type).is_ok() {
+            return Ok(media_type);
+        }
+    }
+    require(headers, UPLOAD_TYPES).map(|()| NDJSON)
 }
 
 #[cfg(test)]
@@ -74,6 +89,26 @@ mod tests {
                 ),
                 "{value:?}"
             );
+        }
+    }
+
+    #[test]
+    fn an_upload_is_ndjson_or_one_json_array() {
+        assert_eq!(
+            require_upload(&with(Some("application/x-ndjson"))).ok(),
+            Some(NDJSON)
+        );
+        assert_eq!(
+            require_upload(&with(Some("application/json; charset=utf-8"))).ok(),
+            Some(JSON)
+        );
+        for value in [None, Some("text/plain")] {
+            match require_upload(&with(value)) {
+                Err(GatewayError::UnsupportedMediaType { expected, .. }) => {
+                    assert_eq!(expected, UPLOAD_TYPES)
+                }
+                other => panic!("{value:?}: {other:?}"),
+            }
         }
     }
 }

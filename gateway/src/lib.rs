@@ -22,15 +22,24 @@
 //!   client-streaming method answers as a unary call does, a bidirectional one as a server
 //!   stream does. A line that is not JSON or not an item (or over the body limit) ends the
 //!   call: 400 (413) with its number in `line`, or an error line if the answer has started.
+//!   The same upload may also be sent as one JSON array (`Content-Type: application/json`):
+//!   `[arguments, item, item, ...]`, read whole within the body limit, element `n` standing
+//!   for line `n`.
+//! - Arguments and items are checked against the types the server reflects, by the rules the
+//!   OpenAPI document states (the document is written from the same types): a value it does
+//!   not allow is refused with 400 and where it is (``argument `all`: at `.an_f32`: ...``),
+//!   before the call is made. An integer written with a zero fraction (`436.0`) is sent as
+//!   the integer; a `Result<Option<T>, E>` answers `T` or `null`.
 //! - Request headers `wirecall-meta-{key}` become call metadata `{key}`; a unary call's reply
 //!   metadata comes back as `wirecall-meta-{key}` response headers. (Streams and uploads
 //!   answer without: a stream's frames carry no reply metadata yet.)
 //! - Bodies are limited in size ([`GatewayBuilder::max_body_bytes`], 413 past it; for an
 //!   upload, each line is) and calls in time ([`GatewayBuilder::time_limit`], 504 past it;
 //!   counted from the request's head, so a body not all read by then gets 408).
-//! - A call must say `Content-Type: application/json` ([`JSON`]; [`NDJSON`] for an upload),
-//!   else 415: a browser then cannot call from another origin without a CORS preflight, which
-//!   is answered only for the origins of [`GatewayBuilder::cors_origins`] (none by default).
+//! - A call must say `Content-Type: application/json` ([`JSON`]; [`NDJSON`] or [`JSON`] for
+//!   an upload), else 415: a browser then cannot call from another origin without a CORS
+//!   preflight, which is answered only for the origins of [`GatewayBuilder::cors_origins`]
+//!   (none by default).
 //!   The explorer calls only when its Call button is clicked.
 //! - [`Gateway::serve`] holds the door: a connection must send each request head within
 //!   [`GatewayBuilder::header_read_timeout`] (closed otherwise, as is a keep-alive connection
@@ -64,6 +73,7 @@
 
 mod accept;
 mod answer_part;
+mod arguments;
 mod body_lines;
 mod content_type;
 mod cors;
@@ -74,6 +84,7 @@ mod ndjson;
 mod openapi;
 mod request_body;
 mod route_errors;
+mod schema_of;
 mod status;
 mod stream;
 mod time_limit;
@@ -92,7 +103,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use wirecall::client::reply_metadata::with_reply_metadata;
 use wirecall::client::Method;
-use wirecall::reflect::{MethodSchema, ReflectionClient, ReplySchema, ServiceSchema};
+use wirecall::reflect::{MethodSchema, ReflectionClient, ServiceSchema};
 use wirecall::{Channel, Codec, Error, MethodId};
 
 use accept::StreamFormat;
@@ -434,17 +445,18 @@ async fn call(
     let Path((service, method)) = path.map_err(route_errors::bad_path)?;
     let (service, schema) = gateway.method(&service, &method)?;
     let media_type = if schema.upload.is_some() {
-        NDJSON
+        content_type::require_upload(request.headers())?
     } else {
+        content_type::require(request.headers(), JSON)?;
         JSON
     };
-    content_type::require(request.headers(), media_type)?;
     // What checking an upload's items takes: the item's type and the service's named types.
     let upload = schema
         .upload
         .clone()
         .map(|item| (item, service.types.clone()));
     let schema = schema.clone();
+    let service_types = service.types.clone();
     let (parts, body) = request.into_parts();
     let upstream = gateway.upstream_with_metadata(&parts.headers)?;
     let config = &gateway.inner.config;
@@ -453,6 +465,13 @@ async fn call(
         keep_alive: config.event_stream_keep_alive,
     };
     if let Some((item, types)) = upload {
+        let body = if media_type == JSON {
+            let whole =
+                request_body::read_whole(&parts.headers, body, config.max_body_bytes, time).await?;
+            axum::body::Body::from(arguments::upload_array_as_lines(&whole)?)
+        } else {
+            body
+        };
         return upload::upload_response(UploadCall {
             upstream,
             method: schema,
@@ -466,7 +485,7 @@ async fn call(
         .await;
     }
     let body = request_body::read_whole(&parts.headers, body, config.max_body_bytes, time).await?;
-    let (args, arguments) = check_body(&schema, &body)?;
+    let (args, arguments) = arguments::check_body(&schema, &service_types, &body)?;
     if schema.server_stream {
         return stream::stream_response(upstream, schema, arguments, time, answer_format).await;
     }
@@ -480,16 +499,7 @@ async fn call(
     let reply: Value = serde_json::from_slice(&reply?).map_err(|error| {
         GatewayError::Call(Error::Config(format!("reply is not JSON: {error}")))
     })?;
-    let body = match &schema.reply {
-        ReplySchema::Unit => Value::Null,
-        ReplySchema::Value(_) => reply["value"].clone(),
-        ReplySchema::Result { .. } => {
-            if !reply["err"].is_null() {
-                return Err(GatewayError::Application(reply["err"].clone()));
-            }
-            reply["ok"].clone()
-        }
-    };
+    let body = stream::item_value(&schema.reply, reply)?;
     let mut response = Json(body).into_response();
     for (key, value) in metadata.iter() {
         let name = HeaderName::try_from(format!("{METADATA_HEADER_PREFIX}{key}"));
@@ -498,37 +508,4 @@ async fn call(
         }
     }
     Ok(response)
-}
-
-/// The body as the method's argument object: JSON, an object, only known argument names.
-/// Returns it as sent (a unary call passes it through untouched) and parsed (a stream is
-/// opened with the parsed object).
-fn check_body(method: &MethodSchema, body: &[u8]) -> Result<(Bytes, Value), GatewayError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok((Bytes::from_static(b"{}"), Value::Object(Default::default())));
-    }
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| GatewayError::BadBody(format!("the body is not JSON: {error}")))?;
-    check_arguments(method, &value).map_err(GatewayError::BadBody)?;
-    Ok((Bytes::copy_from_slice(body), value))
-}
-
-/// Whether `value` is an argument object of `method`: an object with only known argument
-/// names (missing ones take their defaults); if not, why.
-fn check_arguments(method: &MethodSchema, value: &Value) -> Result<(), String> {
-    let Value::Object(object) = value else {
-        return Err("the arguments must be a JSON object keyed by argument name".to_owned());
-    };
-    if let Some(unknown) = object
-        .keys()
-        .find(|key| !method.args.iter().any(|arg| &arg.name == *key))
-    {
-        let names: Vec<&str> = method.args.iter().map(|arg| arg.name.as_str()).collect();
-        return Err(format!(
-            "unknown argument `{unknown}`; {} takes: {}",
-            method.name,
-            names.join(", ")
-        ));
-    }
-    Ok(())
 }

@@ -1,17 +1,20 @@
 //! The OpenAPI 3.1 document, from the reflected schemas: one `POST` operation per method,
 //! its arguments as the request body (a method that takes an upload: `application/x-ndjson`,
-//! the arguments and then one item a line) and its reply as the 200 response (a server
-//! stream's: `application/x-ndjson`, each line an item, or `text/event-stream`, each event's
-//! data an item); the `#[wirecall::message]` types as components (OpenAPI 3.1 schemas are
-//! JSON Schema 2020-12).
+//! the arguments and then one item a line, or `application/json`, one array of the arguments
+//! and then the items) and its reply as the 200 response (a server stream's:
+//! `application/x-ndjson`, each line an item, or `text/event-stream`, each event's data an
+//! item); the `#[wirecall::message]` types as components (OpenAPI 3.1 schemas are JSON Schema
+//! 2020-12), written by `schema_of.rs` by the rules the gateway checks values with, and named
+//! `{Service}.{Type}` when two services define a type of that name differently.
 
+use std::collections::HashSet;
+
+use crate::content_type::JSON;
 use crate::event_stream::EVENT_STREAM;
 use crate::ndjson::NDJSON;
+use crate::schema_of::{self, RefOf};
 use serde_json::{json, Map, Value};
-use wirecall::reflect::{
-    method_json_schemas, type_json_schema, type_json_schemas, MethodSchema, ReplySchema,
-    ServiceSchema,
-};
+use wirecall::reflect::{MethodSchema, ReplySchema, ServiceSchema};
 
 const COMPONENTS: &str = "#/components/schemas/";
 
@@ -39,12 +42,21 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
             "required": ["error"],
         }),
     );
+    let qualified = names_to_qualify(schemas);
     for schema in schemas {
-        for (name, definition) in type_json_schemas(schema, COMPONENTS) {
-            components.entry(name).or_insert(definition);
+        let component = |name: &str| {
+            if qualified.contains(name) {
+                format!("{}.{name}", schema.name)
+            } else {
+                name.to_owned()
+            }
+        };
+        let reference = |name: &str| format!("{COMPONENTS}{}", component(name));
+        let ref_of: RefOf<'_> = &reference;
+        for def in &schema.types {
+            components.insert(component(&def.name), schema_of::definition(def, ref_of));
         }
-        let bodies = method_json_schemas(schema, COMPONENTS);
-        for (method, bodies) in schema.methods.iter().zip(bodies) {
+        for method in &schema.methods {
             let error = json!({
                 "description": "a wirecall error (see the status table)",
                 "content": { "application/json": { "schema": { "$ref": format!("{COMPONENTS}WirecallError") } } },
@@ -58,8 +70,8 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
             } else {
                 let item_or_reply = match &method.reply {
                     ReplySchema::Unit => json!({ "type": "null" }),
-                    ReplySchema::Value(ty) => type_json_schema(ty, COMPONENTS),
-                    ReplySchema::Result { ok: Some(ty), .. } => type_json_schema(ty, COMPONENTS),
+                    ReplySchema::Value(ty) => schema_of::field_type_schema(ty, ref_of),
+                    ReplySchema::Result { ok: Some(ty), .. } => schema_of::type_schema(ty, ref_of),
                     ReplySchema::Result { ok: None, .. } => json!({ "type": "null" }),
                 };
                 let ok = if method.server_stream {
@@ -82,7 +94,7 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
                                 "type": "object",
                                 "properties": {
                                     "error": { "const": "Application" },
-                                    "value": type_json_schema(err, COMPONENTS),
+                                    "value": schema_of::type_schema(err, ref_of),
                                 },
                             } } },
                         }),
@@ -96,7 +108,7 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
                 "tags": [schema.name],
                 "summary": summary,
                 "description": method.doc,
-                "requestBody": request_body(method, bodies.args),
+                "requestBody": request_body(method, ref_of),
                 "responses": responses,
             });
             if method.server_stream {
@@ -124,23 +136,59 @@ pub fn document(schemas: &[ServiceSchema]) -> Value {
     })
 }
 
-/// The request body: the argument object (`args`), or for a method that takes an upload,
-/// newline-delimited JSON of the argument object and then the items. (As for a stream's
-/// response, the media type's `schema` describes one line.)
-fn request_body(method: &MethodSchema, args: Value) -> Value {
+/// Names of named types that two services define differently: their components are
+/// qualified by service (`Weather.Reading`, `Lab.Reading`), so neither describes the other's.
+fn names_to_qualify(schemas: &[ServiceSchema]) -> HashSet<String> {
+    let mut qualified = HashSet::new();
+    for (at, schema) in schemas.iter().enumerate() {
+        for def in &schema.types {
+            let differs = schemas[at + 1..].iter().any(|other| {
+                other
+                    .types
+                    .iter()
+                    .any(|theirs| theirs.name == def.name && theirs != def)
+            });
+            if differs {
+                qualified.insert(def.name.clone());
+            }
+        }
+    }
+    qualified
+}
+
+/// The request body: the argument object (no unknown names; missing ones take their
+/// defaults), or for a method that takes an upload, the arguments and then the items, as
+/// newline-delimited JSON or as one JSON array. (As for a stream's response, the NDJSON
+/// media type's `schema` describes one line.) A body is required: an empty one is refused,
+/// except as NDJSON, where it is a document of no lines (no arguments, no items).
+fn request_body(method: &MethodSchema, ref_of: RefOf<'_>) -> Value {
+    let mut args = schema_of::fields_schema(&method.args, true, false, ref_of);
+    schema_of::describe(&mut args, &method.doc);
     let Some(item) = &method.upload else {
         return json!({
             "required": true,
-            "content": { "application/json": { "schema": args } },
+            "content": { JSON: { "schema": args } },
         });
     };
+    let item = schema_of::field_type_schema(item, ref_of);
     json!({
         "required": true,
-        "description": "newline-delimited JSON: the first line is the object of the other \
-            arguments ({} if none), each following line one item of the upload, sent as it \
-            is read; the end of the body ends the upload. Blank lines are skipped and counted: \
-            a bad line is refused with 400 and its number in `line`",
-        "content": { NDJSON: { "schema": { "anyOf": [args, type_json_schema(item, COMPONENTS)] } } },
+        "description": "the arguments, then the items of the upload: newline-delimited JSON \
+            (`application/x-ndjson`: the first line is the object of the other arguments, \
+            `{}` if none, each following line one item, sent as it is read; blank lines are \
+            skipped and counted), or one JSON array (`application/json`: the argument object, \
+            then the items; the whole array within the body limit). An empty NDJSON body is \
+            no arguments and no items; an empty JSON body is refused. A bad line or element \
+            is refused with 400 and its number, from 1, in `line`",
+        "content": {
+            NDJSON: { "schema": { "anyOf": [args.clone(), item.clone()] } },
+            JSON: { "schema": {
+                "type": "array",
+                "prefixItems": [args],
+                "items": item,
+                "minItems": 1,
+            } },
+        },
     })
 }
 

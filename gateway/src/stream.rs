@@ -20,7 +20,7 @@ use axum::response::Response;
 use futures::stream::{self, StreamExt as _};
 use serde_json::Value;
 use wirecall::client::ItemStream;
-use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
+use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema, TypeRef};
 use wirecall::Error;
 
 use crate::accept::StreamFormat;
@@ -156,8 +156,16 @@ pub(crate) fn item_value(reply: &ReplySchema, message: Value) -> Result<Value, G
     match reply {
         ReplySchema::Unit => Ok(Value::Null),
         ReplySchema::Value(_) => Ok(take("value")),
-        ReplySchema::Result { .. } => match take("err") {
-            Value::Null => Ok(take("ok")),
+        ReplySchema::Result { ok, .. } => match take("err") {
+            // `ok` is a field of type `Option<T>`: for a `T` that is itself an `Option`, the
+            // codec writes it `[value]` (so that `Ok(None)` is not the absent `ok`). The
+            // answer is the `T`, as the document says.
+            Value::Null => Ok(match (ok, take("ok")) {
+                (Some(TypeRef::Option(_)), Value::Array(mut wrapped)) if wrapped.len() == 1 => {
+                    wrapped.swap_remove(0)
+                }
+                (_, value) => value,
+            }),
             error => Err(GatewayError::Application(error)),
         },
     }

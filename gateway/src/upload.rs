@@ -30,12 +30,13 @@ use wirecall::client::ItemStream;
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema, TypeDef, TypeRef};
 use wirecall::{Error, ErrorCode};
 
+use crate::arguments::check_arguments;
 use crate::body_lines::{BodyLines, LineReadError};
 use crate::json_shape;
 use crate::request_body;
 use crate::stream::{first_item, item_value, items_response, AnswerFormat, Interruption};
 use crate::time_limit::CallTimeLimit;
-use crate::{check_arguments, method_of, GatewayError, Upstream};
+use crate::{method_of, GatewayError, Upstream};
 
 impl Upstream {
     /// Opens a method that takes an upload, with JSON arguments, sending `items` (whole item
@@ -89,7 +90,7 @@ pub(crate) async fn upload_response(call: UploadCall) -> Result<Response, Gatewa
         answer_format,
     } = call;
     let mut lines = BodyLines::new(body, max_line);
-    let args = time.bound(arguments(&mut lines, &method)).await??;
+    let args = time.bound(arguments(&mut lines, &method, &types)).await??;
     let (items, interrupted) = report_beside(upload_items(lines, item, types));
     let answer = time
         .bound(upstream.open_upload(&method, args, items))
@@ -102,7 +103,11 @@ pub(crate) async fn upload_response(call: UploadCall) -> Result<Response, Gatewa
 }
 
 /// The argument object on the body's first line that is not blank; `{}` for an empty body.
-async fn arguments(lines: &mut BodyLines, method: &MethodSchema) -> Result<Value, GatewayError> {
+async fn arguments(
+    lines: &mut BodyLines,
+    method: &MethodSchema,
+    types: &[TypeDef],
+) -> Result<Value, GatewayError> {
     match lines.next_line().await.map_err(line_read_error)? {
         None => Ok(Value::Object(Default::default())),
         Some((number, line)) => {
@@ -110,13 +115,13 @@ async fn arguments(lines: &mut BodyLines, method: &MethodSchema) -> Result<Value
                 line: number,
                 message,
             };
-            let args: Value = serde_json::from_slice(&line).map_err(|error| {
+            let mut args: Value = serde_json::from_slice(&line).map_err(|error| {
                 bad_line(format!(
                     "the arguments are not JSON ({})",
                     json_error(&error)
                 ))
             })?;
-            check_arguments(method, &args).map_err(bad_line)?;
+            check_arguments(method, types, &mut args).map_err(bad_line)?;
             Ok(args)
         }
     }
@@ -139,8 +144,8 @@ fn upload_items(
         };
         let value = serde_json::from_slice::<Value>(&line)
             .map_err(|error| format!("the item is not JSON ({})", json_error(&error)))
-            .and_then(|value| {
-                json_shape::check(&value, &item, &types)
+            .and_then(|mut value| {
+                json_shape::conform_field(&mut value, &item, &types)
                     .map(|()| value)
                     .map_err(|mismatch| {
                         let expected = item.to_string();

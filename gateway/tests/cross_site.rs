@@ -121,18 +121,26 @@ async fn a_call_needs_a_json_content_type() {
         &fixture,
         "POST",
         "/Feed/sum",
-        &[("content-type", "application/json")],
+        &[("content-type", "text/plain")],
         upload,
     )
     .await;
     assert_eq!(status, 415, "{body}");
+    let message = body["message"].as_str().unwrap();
     assert!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .contains("application/x-ndjson"),
+        message.contains("application/x-ndjson or application/json"),
         "{body}"
     );
+    // As application/json an upload is one array: NDJSON text is not JSON.
+    let (status, _, body) = request(
+        &fixture,
+        "POST",
+        "/Feed/sum",
+        &[("content-type", "application/json")],
+        upload,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
     let (status, _, body) = request(
         &fixture,
         "POST",

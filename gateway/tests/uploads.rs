@@ -521,7 +521,21 @@ async fn openapi_describes_an_upload_as_an_ndjson_request() {
     let sum_until = &document["paths"]["/Feed/sum_until"]["post"];
     assert_eq!(sum_until["x-wirecall-upload"], true);
     let request = sum_until["requestBody"]["content"].as_object().unwrap();
-    assert_eq!(request.keys().collect::<Vec<_>>(), [NDJSON]);
+    assert_eq!(
+        request.keys().collect::<Vec<_>>(),
+        ["application/json", NDJSON]
+    );
+    assert_eq!(sum_until["requestBody"]["required"], true);
+    // The JSON-array form, which a tool that cannot write NDJSON can generate.
+    let array = &request["application/json"]["schema"];
+    assert_eq!(array["type"], "array");
+    assert_eq!(array["minItems"], 1);
+    assert_eq!(
+        array["prefixItems"][0]["properties"]["limit"]["type"],
+        "integer"
+    );
+    assert_eq!(array["prefixItems"][0]["additionalProperties"], false);
+    assert_eq!(array["items"]["type"], "integer");
     let (args, item) = (
         &request[NDJSON]["schema"]["anyOf"][0],
         &request[NDJSON]["schema"]["anyOf"][1],
@@ -543,6 +557,45 @@ async fn openapi_describes_an_upload_as_an_ndjson_request() {
     let add = &document["paths"]["/Feed/add"]["post"];
     assert!(add.get("x-wirecall-upload").is_none());
     assert!(add["requestBody"]["content"]["application/json"].is_object());
+    fixture.server.shutdown().await;
+}
+
+/// An upload sent as one JSON array (`application/json`): the argument object, then the
+/// items; a bad element is refused with its position in `line`, an empty body or array
+/// with 400.
+#[tokio::test]
+async fn an_upload_may_be_one_json_array() {
+    let fixture = fixture(Gateway::builder()).await;
+    let call = |path: &'static str, body: &'static str| {
+        let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+        let request = hyper::Request::builder()
+            .method("POST")
+            .uri(format!("http://{}{path}", fixture.http))
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .unwrap();
+        async move {
+            let response = tokio::time::timeout(PATIENCE, client.request(request))
+                .await
+                .expect("the response starts within the patience")
+                .unwrap();
+            read_whole(response).await
+        }
+    };
+    let (status, _, body) = call("/Feed/sum", "[{}, 1, 2, 3.0]").await;
+    assert_eq!((status, body.as_str()), (200, "6"));
+    let (status, _, body) = call("/Feed/sum_until", r#"[{"limit": 100}, 5, 6]"#).await;
+    assert_eq!((status, body.as_str()), (200, "11"));
+    let (status, _, body) = call("/Feed/sum", r#"[{}, 1, "two"]"#).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(json_body(&body)["line"], 3, "{body}");
+    for refused in ["", "[]", "{}", r#"[{"nope": 1}]"#] {
+        let (status, _, body) = call("/Feed/sum", refused).await;
+        assert_eq!(status, 400, "{refused:?}: {body}");
+    }
+    let (status, _, body) = call("/Feed/doubled", r#"[{}, {"n": 4}]"#).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json_body(body.lines().next().unwrap())["n"], 8, "{body}");
     fixture.server.shutdown().await;
 }
 
