@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use futures::future::join_all;
@@ -47,27 +47,18 @@ async fn a_slow_call_does_not_delay_fast_calls_issued_after_it() {
     let (server, _) = start_server().await;
     let lab = LabClient::new(Channel::connect(server.local_addr()).await.unwrap());
     let slow_lab = lab.clone();
-    let slow = tokio::spawn(async move {
-        let started = Instant::now();
-        slow_lab.sleep_ms(200).await.unwrap();
-        started.elapsed()
-    });
+    // Far longer than 100 small calls take even on a loaded machine: the fast calls must all
+    // be answered while it is still running, which no queue behind it would allow.
+    let slow = tokio::spawn(async move { slow_lab.sleep_ms(30_000).await });
     // Let the slow request reach the server first.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let started = Instant::now();
     let fast = join_all((0..100).map(|i| lab.add(i, i))).await;
-    let fast_elapsed = started.elapsed();
     for (i, result) in fast.into_iter().enumerate() {
         assert_eq!(result.unwrap(), 2 * i as i64);
     }
-    let slow_elapsed = slow.await.unwrap();
     assert!(
-        slow_elapsed >= Duration::from_millis(200),
-        "the slow call took {slow_elapsed:?}"
+        !slow.is_finished(),
+        "the slow call ended before the fast calls issued after it were answered"
     );
-    // 100 fast calls finish long before the slow one: they were not queued behind it.
-    assert!(
-        fast_elapsed < Duration::from_millis(150),
-        "100 fast calls took {fast_elapsed:?} behind a 200 ms call"
-    );
+    slow.abort();
 }
