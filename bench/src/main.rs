@@ -11,6 +11,7 @@ mod delay_proxy;
 mod discovery;
 mod events;
 mod fleet;
+mod gateway_summary;
 mod instructions;
 mod load;
 mod measure;

@@ -72,11 +72,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
     /// wirecall, tarpc, tonic, grpc-wirecall (tonic's client, wirecall's server through its
-    /// gRPC door) or raw-tcp [default: all]
+    /// gRPC door), gateway (HTTP/1.1 JSON through wirecall's gateway; W1 and W2) or raw-tcp
+    /// [default: all]
     #[arg(long, value_name = "NAME")]
     system: Option<String>,
     /// json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc), protobuf (tonic,
-    /// grpc-wirecall) [default: all]
+    /// grpc-wirecall), json (gateway) [default: all]
     #[arg(long, value_name = "NAME")]
     codec: Option<String>,
     /// JSON-lines file to append to [default: target/bench-results.jsonl]
@@ -90,7 +91,7 @@ pub struct RunArgs {
 /// What the `server` and `client` children are told to serve or call.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// wirecall, tarpc, tonic, grpc-wirecall or raw-tcp
+    /// wirecall, tarpc, tonic, grpc-wirecall, gateway or raw-tcp
     #[arg(long, value_name = "NAME")]
     system: String,
     /// The system's codec (none for raw-tcp)
