@@ -54,6 +54,10 @@ pub enum Sub {
     /// A balanced client over 3 servers, one stopped with SIGSTOP for --hang-secs: calls/s,
     /// p99 and failures before and during the hang, wirecall and tonic at their defaults
     Fleet(FleetArgs),
+    /// Connections that send half a request head and stall, against the gateway at its
+    /// defaults: when each is closed, the gateway's descriptors, and other calls' p99 beside
+    /// them against alone
+    SlowClients(SlowClientsArgs),
     /// (internal) Serve one target, print its address, stop when stdin closes
     Server(ServerArgs),
     /// (internal) Run one cell against --addr and print one JSON line
@@ -149,6 +153,20 @@ pub struct FleetArgs {
     smoke: bool,
 }
 
+/// Options of `slow-clients`.
+#[derive(Debug, Args)]
+pub struct SlowClientsArgs {
+    /// Stalled connections, each sending half a request head
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    stallers: usize,
+    /// Sequential calls timed in each phase (alone, beside the stalled connections, after)
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    calls: usize,
+    /// Runs, each against a fresh gateway
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    repeat: u32,
+}
+
 /// Options of `policy`.
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -238,6 +256,15 @@ pub enum Command {
         /// The hang.
         hang: Duration,
     },
+    /// `slow-clients`.
+    SlowClients {
+        /// Stalled connections.
+        stallers: usize,
+        /// Calls timed per phase.
+        calls: usize,
+        /// Runs.
+        repeat: u32,
+    },
     /// `policy`.
     Policy {
         /// Calls per W2 round.
@@ -322,6 +349,11 @@ impl Sub {
                     args.before_secs.max(1)
                 }),
                 hang: Duration::from_secs(if args.smoke { 3 } else { args.hang_secs.max(1) }),
+            }),
+            Sub::SlowClients(args) => Ok(Command::SlowClients {
+                stallers: args.stallers,
+                calls: args.calls.max(1),
+                repeat: args.repeat.max(1),
             }),
             Sub::Policy(args) => Ok(Command::Policy {
                 calls: if args.smoke {
