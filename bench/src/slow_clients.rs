@@ -61,6 +61,8 @@ struct Outcome {
     answered: usize,
     min_close: Duration,
     max_close: Duration,
+    max_close_after_connect: Duration,
+    max_connect: Duration,
     fds_before: usize,
     fds_during_max: usize,
     fds_after: usize,
@@ -75,7 +77,9 @@ impl std::fmt::Display for Outcome {
         write!(
             f,
             "{} of {} stalled connections closed by the gateway ({} within the header \
-             timeout, {} got an answer first), after {:.2}-{:.2} s; gateway descriptors \
+             timeout of the connect's completion, {} got an answer first), {:.2}-{:.2} s \
+             after the connect began ({:.2} s at most after it completed; the slowest connect \
+             {:.3} s); gateway descriptors \
              {} before, {} at most during, {} after; calls p50/p99 us: alone {}/{}, beside \
              the stalled connections {}/{} (p99 ratio {}), alone after {}/{}",
             self.closed,
@@ -84,6 +88,8 @@ impl std::fmt::Display for Outcome {
             self.answered,
             self.min_close.as_secs_f64(),
             self.max_close.as_secs_f64(),
+            self.max_close_after_connect.as_secs_f64(),
+            self.max_connect.as_secs_f64(),
             self.fds_before,
             self.fds_during_max,
             self.fds_after,
@@ -111,6 +117,8 @@ impl Outcome {
             "answered_before_close": self.answered,
             "min_close_s": self.min_close.as_secs_f64(),
             "max_close_s": self.max_close.as_secs_f64(),
+            "max_close_after_connect_s": self.max_close_after_connect.as_secs_f64(),
+            "max_connect_s": self.max_connect.as_secs_f64(),
             "fds_before": self.fds_before,
             "fds_during_max": self.fds_during_max,
             "fds_after": self.fds_after,
@@ -165,22 +173,35 @@ async fn timed_calls(
     Ok([latencies.quantile_us(0.50), latencies.quantile_us(0.99)])
 }
 
-/// Opens a connection, sends [`HALF_HEAD`] and waits; the task ends when the gateway closes
-/// it, with the time from before the connect and whether any answer came first.
-async fn stall(
-    addr: std::net::SocketAddr,
-    connecting: Arc<Semaphore>,
-) -> BenchResult<(Duration, bool)> {
+/// How one stalled connection went.
+struct Stalled {
+    /// From before the connect until it completed.
+    connect: Duration,
+    /// From before the connect until the gateway closed the connection.
+    closed: Duration,
+    /// Whether any answer came before the close.
+    answered: bool,
+}
+
+/// Opens a connection, sends [`HALF_HEAD`] and waits until the gateway closes it.
+async fn stall(addr: std::net::SocketAddr, connecting: Arc<Semaphore>) -> BenchResult<Stalled> {
     let permit = connecting.acquire_owned().await?;
     let start = Instant::now();
     let mut stream = TcpStream::connect(addr).await?;
+    let connect = start.elapsed();
     stream.write_all(HALF_HEAD).await?;
     drop(permit);
     let mut answered = false;
     let mut buf = [0u8; 1024];
     loop {
         match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => return Ok((start.elapsed(), answered)),
+            Ok(0) | Err(_) => {
+                return Ok(Stalled {
+                    connect,
+                    closed: start.elapsed(),
+                    answered,
+                })
+            }
             Ok(_) => answered = true,
         }
     }
@@ -208,6 +229,8 @@ async fn run_once(exe: &Path, stallers: usize, calls: usize) -> BenchResult<Outc
 
     let mut closes = Vec::with_capacity(stallers);
     let mut answered = 0;
+    let mut max_connect = Duration::ZERO;
+    let mut closes_after_connect = Vec::with_capacity(stallers);
     let deadline = tokio::time::sleep(DEFAULT_HEADER_READ_TIMEOUT + GIVE_UP_AFTER);
     tokio::pin!(deadline);
     let mut sample = tokio::time::interval(Duration::from_millis(100));
@@ -215,9 +238,11 @@ async fn run_once(exe: &Path, stallers: usize, calls: usize) -> BenchResult<Outc
         tokio::select! {
             joined = tasks.join_next() => match joined {
                 Some(joined) => {
-                    let (closed_after, got_answer) = joined??;
-                    closes.push(closed_after);
-                    answered += usize::from(got_answer);
+                    let stalled = joined??;
+                    answered += usize::from(stalled.answered);
+                    max_connect = max_connect.max(stalled.connect);
+                    closes.push(stalled.closed);
+                    closes_after_connect.push(stalled.closed.saturating_sub(stalled.connect));
                 }
                 None => break,
             },
@@ -241,13 +266,19 @@ async fn run_once(exe: &Path, stallers: usize, calls: usize) -> BenchResult<Outc
     Ok(Outcome {
         stallers,
         closed: closes.len(),
-        closed_within_timeout: closes
+        closed_within_timeout: closes_after_connect
             .iter()
             .filter(|&&after| after <= DEFAULT_HEADER_READ_TIMEOUT + slack)
             .count(),
         answered,
         min_close: closes.iter().copied().min().unwrap_or_default(),
         max_close: closes.iter().copied().max().unwrap_or_default(),
+        max_close_after_connect: closes_after_connect
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or_default(),
+        max_connect,
         fds_before,
         fds_during_max,
         fds_after,
