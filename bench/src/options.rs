@@ -528,6 +528,21 @@ mod tests {
     }
 
     #[test]
+    fn slow_clients_defaults_to_500_stallers_and_the_gateway_is_a_system() {
+        let Ok(Command::SlowClients {
+            stallers, repeat, ..
+        }) = parse_str("slow-clients")
+        else {
+            panic!("expected slow-clients");
+        };
+        assert_eq!((stallers, repeat), (500, 3));
+        let Ok(Command::Run(plan)) = parse_str("all --codec json --only W1") else {
+            panic!("expected a run");
+        };
+        assert!(plan.targets.contains(&Target::Gateway));
+    }
+
+    #[test]
     fn client_needs_an_address() {
         assert!(parse_str("client --system raw-tcp --workload W3").is_err());
     }
