@@ -23,6 +23,8 @@ pub enum Target {
     /// tonic's client (as [`Target::Tonic`]'s) calling wirecall's server through its gRPC
     /// door: wirecall's server beside tonic's, serving the same service to the same client.
     GrpcWirecall,
+    /// wirecall's HTTP/JSON gateway in front of wirecall's server, called over HTTP/1.1.
+    Gateway,
     /// Length-prefixed echo over plain tokio TCP: the physical floor.
     RawTcp,
 }
@@ -38,7 +40,7 @@ pub enum TarpcFormat {
 
 impl Target {
     /// Every target, in the order the table shows them.
-    pub const ALL: [Target; 8] = [
+    pub const ALL: [Target; 9] = [
         Target::RawTcp,
         Target::Wirecall(wirecall::Codec::Json),
         Target::Wirecall(wirecall::Codec::MessagePack),
@@ -47,15 +49,17 @@ impl Target {
         Target::Tarpc(TarpcFormat::MessagePack),
         Target::Tonic,
         Target::GrpcWirecall,
+        Target::Gateway,
     ];
 
-    /// `wirecall`, `tarpc`, `tonic`, `grpc-wirecall` or `raw-tcp`.
+    /// `wirecall`, `tarpc`, `tonic`, `grpc-wirecall`, `gateway` or `raw-tcp`.
     pub fn system(self) -> &'static str {
         match self {
             Target::Wirecall(_) => "wirecall",
             Target::Tarpc(_) => "tarpc",
             Target::Tonic => "tonic",
             Target::GrpcWirecall => "grpc-wirecall",
+            Target::Gateway => "gateway",
             Target::RawTcp => "raw-tcp",
         }
     }
@@ -67,6 +71,7 @@ impl Target {
             Target::Tarpc(TarpcFormat::Bincode) => "bincode",
             Target::Tarpc(TarpcFormat::MessagePack) => "msgpack",
             Target::Tonic | Target::GrpcWirecall => "protobuf",
+            Target::Gateway => "json",
             Target::RawTcp => "none",
         }
     }
@@ -93,17 +98,27 @@ impl Target {
                 "protobuf" | "none" => Ok(Target::GrpcWirecall),
                 other => Err(format!("grpc-wirecall codec {other:?}: expected protobuf")),
             },
+            "gateway" => match codec {
+                "json" | "none" => Ok(Target::Gateway),
+                other => Err(format!("gateway codec {other:?}: expected json")),
+            },
             "raw-tcp" | "raw" => Ok(Target::RawTcp),
             other => Err(format!(
-                "unknown system {other:?}: expected wirecall, tarpc, tonic, grpc-wirecall or \
-                 raw-tcp"
+                "unknown system {other:?}: expected wirecall, tarpc, tonic, grpc-wirecall, \
+                 gateway or raw-tcp"
             )),
         }
     }
 
     /// Whether the target can run `workload` at all (tarpc and gRPC have no one-way call,
-    /// tarpc has no streams).
+    /// tarpc has no streams; the gateway runs the unary cells W1 and W2).
     pub fn supports(self, workload: Workload) -> bool {
+        if self == Target::Gateway {
+            return matches!(
+                workload,
+                Workload::Sequential(_) | Workload::Pipelined { .. }
+            );
+        }
         match workload {
             Workload::OneWay => !matches!(
                 self,

@@ -14,6 +14,7 @@ use crate::cell::{Scale, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
 use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN, CHUNK_LEN, ITEM_BODY_LEN};
 use crate::report::CellResult;
+use crate::systems::gateway::GatewayRpc;
 use crate::systems::grpc_wirecall::GrpcWirecallRpc;
 use crate::systems::raw::RawRpc;
 use crate::systems::tarpc::TarpcRpc;
@@ -76,6 +77,9 @@ pub async fn run(
             run_workload(&TarpcRpc::new(addr, format, fixtures), workload, &scale).await?
         }
         Target::Tonic => run_workload(&TonicRpc::new(addr, fixtures)?, workload, &scale).await?,
+        Target::Gateway => {
+            run_workload(&GatewayRpc::new(addr, &fixtures)?, workload, &scale).await?
+        }
         Target::GrpcWirecall => {
             run_workload(&GrpcWirecallRpc::new(addr, fixtures)?, workload, &scale).await?
         }
@@ -299,6 +303,8 @@ async fn pipelined<R: Rpc>(
         for _ in 0..scale.warmup_calls / connections.max(1) {
             rpc.call(&mut conn, Case::User).await?;
         }
+        rpc.open_for_pipelining(&mut conn, in_flight, scale.connect_fan_out)
+            .await?;
         conns.push(conn);
     }
     let calls = scale.pipelined_calls;

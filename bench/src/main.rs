@@ -11,6 +11,7 @@ mod delay_proxy;
 mod discovery;
 mod events;
 mod fleet;
+mod gateway_summary;
 mod instructions;
 mod load;
 mod measure;
@@ -20,6 +21,7 @@ mod orchestrate;
 mod policy;
 mod report;
 mod server;
+mod slow_clients;
 mod systems;
 
 use std::io::Write as _;
@@ -87,6 +89,16 @@ fn main() -> ExitCode {
         {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => fail("fleet cell failed", &*err),
+        },
+        Command::SlowClients {
+            stallers,
+            calls,
+            repeat,
+        } => match multi_thread()
+            .and_then(|runtime| runtime.block_on(slow_clients::run(stallers, calls, repeat)))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => fail("slow-clients cell failed", &*err),
         },
         Command::Policy { calls } => {
             match multi_thread().and_then(|runtime| runtime.block_on(policy::run(calls))) {

@@ -54,6 +54,10 @@ pub enum Sub {
     /// A balanced client over 3 servers, one stopped with SIGSTOP for --hang-secs: calls/s,
     /// p99 and failures before and during the hang, wirecall and tonic at their defaults
     Fleet(FleetArgs),
+    /// Connections that send half a request head and stall, against the gateway at its
+    /// defaults: when each is closed, the gateway's descriptors, and other calls' p99 beside
+    /// them against alone
+    SlowClients(SlowClientsArgs),
     /// (internal) Serve one target, print its address, stop when stdin closes
     Server(ServerArgs),
     /// (internal) Run one cell against --addr and print one JSON line
@@ -72,11 +76,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
     /// wirecall, tarpc, tonic, grpc-wirecall (tonic's client, wirecall's server through its
-    /// gRPC door) or raw-tcp [default: all]
+    /// gRPC door), gateway (HTTP/1.1 JSON through wirecall's gateway; W1 and W2) or raw-tcp
+    /// [default: all]
     #[arg(long, value_name = "NAME")]
     system: Option<String>,
     /// json, msgpack, protobuf (wirecall), bincode, msgpack (tarpc), protobuf (tonic,
-    /// grpc-wirecall) [default: all]
+    /// grpc-wirecall), json (gateway) [default: all]
     #[arg(long, value_name = "NAME")]
     codec: Option<String>,
     /// JSON-lines file to append to [default: target/bench-results.jsonl]
@@ -90,7 +95,7 @@ pub struct RunArgs {
 /// What the `server` and `client` children are told to serve or call.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// wirecall, tarpc, tonic, grpc-wirecall or raw-tcp
+    /// wirecall, tarpc, tonic, grpc-wirecall, gateway or raw-tcp
     #[arg(long, value_name = "NAME")]
     system: String,
     /// The system's codec (none for raw-tcp)
@@ -146,6 +151,20 @@ pub struct FleetArgs {
     /// 2 s of calm and a 3 s hang (for CI)
     #[arg(long)]
     smoke: bool,
+}
+
+/// Options of `slow-clients`.
+#[derive(Debug, Args)]
+pub struct SlowClientsArgs {
+    /// Stalled connections, each sending half a request head
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    stallers: usize,
+    /// Sequential calls timed in each phase (alone, beside the stalled connections, after)
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    calls: usize,
+    /// Runs, each against a fresh gateway
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    repeat: u32,
 }
 
 /// Options of `policy`.
@@ -237,6 +256,15 @@ pub enum Command {
         /// The hang.
         hang: Duration,
     },
+    /// `slow-clients`.
+    SlowClients {
+        /// Stalled connections.
+        stallers: usize,
+        /// Calls timed per phase.
+        calls: usize,
+        /// Runs.
+        repeat: u32,
+    },
     /// `policy`.
     Policy {
         /// Calls per W2 round.
@@ -321,6 +349,11 @@ impl Sub {
                     args.before_secs.max(1)
                 }),
                 hang: Duration::from_secs(if args.smoke { 3 } else { args.hang_secs.max(1) }),
+            }),
+            Sub::SlowClients(args) => Ok(Command::SlowClients {
+                stallers: args.stallers,
+                calls: args.calls.max(1),
+                repeat: args.repeat.max(1),
             }),
             Sub::Policy(args) => Ok(Command::Policy {
                 calls: if args.smoke {
@@ -492,6 +525,21 @@ mod tests {
         let ids: Vec<String> = plan.workloads.iter().map(|w| w.id()).collect();
         assert_eq!(ids, ["W2-4x64", "W3"]);
         assert_eq!(plan.cell_timeout, Duration::from_secs(9));
+    }
+
+    #[test]
+    fn slow_clients_defaults_to_500_stallers_and_the_gateway_is_a_system() {
+        let Ok(Command::SlowClients {
+            stallers, repeat, ..
+        }) = parse_str("slow-clients")
+        else {
+            panic!("expected slow-clients");
+        };
+        assert_eq!((stallers, repeat), (500, 3));
+        let Ok(Command::Run(plan)) = parse_str("all --codec json --only W1") else {
+            panic!("expected a run");
+        };
+        assert!(plan.targets.contains(&Target::Gateway));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::cell::{Target, Workload};
 use crate::cell_run::{run_cell, Launch};
+use crate::gateway_summary::gateway_summary;
 use crate::instructions::count_instructions;
 use crate::report::{markdown_table, stream_summary};
 use crate::systems::BenchResult;
@@ -84,6 +85,11 @@ pub async fn run(plan: &Plan) -> BenchResult<bool> {
     let streams = stream_summary(&results, &plan.workloads);
     if !streams.is_empty() {
         print!("{streams}");
+        println!();
+    }
+    let gateway = gateway_summary(&results, &plan.workloads);
+    if !gateway.is_empty() {
+        print!("{gateway}");
         println!();
     }
     println!("results appended to {}", plan.out.display());

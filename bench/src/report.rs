@@ -585,7 +585,7 @@ mod tests {
             .find(|line| line.starts_with("| W2-1x256 | calls/s |"))
             .expect("a W2 row");
         assert!(
-            row.ends_with("| 5000 | 10.0k | - | - | - | 2.00 |"),
+            row.ends_with("| 5000 | 10.0k | - | - | - | - | 2.00 |"),
             "{row}"
         );
     }

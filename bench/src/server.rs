@@ -16,7 +16,9 @@ use crate::alloc_count;
 use crate::cell::{Target, Workload};
 use crate::measure::peak_rss_kb;
 use crate::systems::wirecall::GrpcDoor;
-use crate::systems::{raw, raw_streams, raw_upload, tarpc, tonic, wirecall, BenchResult, Counter};
+use crate::systems::{
+    gateway, raw, raw_streams, raw_upload, tarpc, tonic, wirecall, BenchResult, Counter,
+};
 
 /// What the server process reports when it stops.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -53,6 +55,11 @@ pub async fn run(target: Target, workload: Workload, lifetime: Duration) -> Benc
             };
             let server = wirecall::serve(counted.clone(), streams, door).await?;
             let addr = server.local_addr();
+            running = Some(server);
+            addr
+        }
+        Target::Gateway => {
+            let (server, addr) = gateway::serve(counted.clone()).await?;
             running = Some(server);
             addr
         }

@@ -2,6 +2,7 @@
 //! [`Rpc`] client (run in the `client` process); the workloads in `crate::client` drive any
 //! [`Rpc`] the same way.
 
+pub mod gateway;
 pub mod grpc_wirecall;
 pub mod raw;
 pub mod raw_streams;
@@ -51,6 +52,19 @@ pub trait Rpc: Clone + Send + Sync + 'static {
         in_flight: usize,
         calls: usize,
     ) -> impl Future<Output = BenchResult<Latencies>> + Send;
+
+    /// Before W2 times its calls: whatever `pipelined` with `in_flight` calls needs beyond
+    /// `conn` itself, opened `fan_out` at a time (HTTP/1.1's extra connections; nothing for a
+    /// protocol that multiplexes).
+    fn open_for_pipelining(
+        &self,
+        conn: &mut Self::Conn,
+        in_flight: usize,
+        fan_out: usize,
+    ) -> impl Future<Output = BenchResult<()>> + Send {
+        let _ = (conn, in_flight, fan_out);
+        async { Ok(()) }
+    }
 
     /// Sends `calls` one-way messages of `RECORD_LEN` bytes.
     fn send_one_way(
