@@ -217,8 +217,10 @@ async fn a_peer_with_the_wrong_magic_gets_a_malformed_verdict_and_a_close() {
     let mut socket = TcpStream::connect(server.local_addr()).await.unwrap();
     socket.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
     let received = read_until_closed(&mut socket).await;
-    // WCAL, version 3, status 3 (malformed), no codec, then the server's codec list.
-    assert_eq!(&received[..8], b"WCAL\x03\x03\x00\x03");
+    // WCAL, the server's version, status 3 (malformed), no codec, then the server's codecs.
+    assert_eq!(&received[..4], b"WCAL");
+    assert_eq!(received[4], wirecall::PROTOCOL_VERSION);
+    assert_eq!(&received[5..8], b"\x03\x00\x03");
     assert_still_serving(server.local_addr()).await;
 }
 

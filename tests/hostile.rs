@@ -644,10 +644,11 @@ impl RawPeer {
     }
 }
 
-/// The server's acceptance: version 2, status 0, the codec, its list, then the extension
-/// block announcing the server's frame limit and that it understands early calls.
+/// The server's acceptance: this build's version, status 0, the codec, its list, then the
+/// extension block announcing the server's frame limit and that it understands early calls.
 fn accepted_hello(codec: Codec) -> Vec<u8> {
-    let mut hello = b"WCAL\x03\x00".to_vec();
+    let mut hello = b"WCAL".to_vec();
+    hello.extend_from_slice(&[wirecall::PROTOCOL_VERSION, 0]);
     hello.push(codec.id());
     hello.extend_from_slice(&SUPPORTED);
     hello.extend_from_slice(&[0, 8, 1, 4]);
@@ -656,9 +657,11 @@ fn accepted_hello(codec: Codec) -> Vec<u8> {
     hello
 }
 
-/// A refusal: version 3, the status, no codec, the server's list, an empty extension block.
+/// A refusal: the server's newest version, the status, no codec, the server's list, an empty
+/// extension block.
 fn refusal(status: u8) -> Vec<u8> {
-    let mut hello = b"WCAL\x03".to_vec();
+    let mut hello = b"WCAL".to_vec();
+    hello.push(wirecall::PROTOCOL_VERSION);
     hello.push(status);
     hello.push(0);
     hello.extend_from_slice(&SUPPORTED);
@@ -757,7 +760,19 @@ fn too_many_codecs(arena: Arena) -> BoxFuture<'static, ()> {
 
 fn unknown_codecs_only(arena: Arena) -> BoxFuture<'static, ()> {
     // This build's version: two unknown ids, no token, an empty extension block.
-    let hello = [b'W', b'C', b'A', b'L', 3, 2, 9, 200, 0, 0, 0];
+    let hello = [
+        b'W',
+        b'C',
+        b'A',
+        b'L',
+        wirecall::PROTOCOL_VERSION,
+        2,
+        9,
+        200,
+        0,
+        0,
+        0,
+    ];
     async move { expect_refusal(&arena, &hello, 1).await }.boxed()
 }
 

@@ -44,6 +44,30 @@ impl Accounts for Users {
     }
 }
 
+/// The chapter's stream with reply metadata and trailers (protocol version 4).
+#[wirecall::service]
+pub trait Counted {
+    /// `0..n`, with the reply metadata `unit: item` and the trailer `count: n`.
+    async fn count(&self, n: u64) -> wirecall::Streaming<u64>;
+}
+
+struct CountedImpl;
+
+impl Counted for CountedImpl {
+    async fn count(&self, n: u64) -> wirecall::Streaming<u64> {
+        wirecall::CallContext::with_current(|call| call.set_reply_metadata("unit", "item").ok());
+        let items = futures::stream::iter(0..n).map(Some);
+        // A last step that yields nothing: the trailer, once every item is out.
+        let last = futures::stream::once(async move {
+            wirecall::CallContext::with_current(|call| {
+                call.set_trailer("count", n.to_string()).ok()
+            });
+            None
+        });
+        wirecall::Streaming::new(items.chain(last).filter_map(|item| async move { item }))
+    }
+}
+
 /// Arguments for a method no service has.
 #[wirecall::message]
 struct NoArgs {}
@@ -53,6 +77,7 @@ async fn start_server() -> RunningServer {
         .serve(UserServiceServer::new(Users::default()))
         .serve(AccountsServer::new(Users::default()))
         .serve(FeedServer::new(FeedImpl::default()))
+        .serve(CountedServer::new(CountedImpl))
         .bind("127.0.0.1:0")
         .await
         .expect("server binds")
@@ -562,6 +587,38 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     for (name, frame) in ["stream item 0", "stream item 1", "stream end"]
         .into_iter()
         .zip(answer)
+    {
+        expected.add(name, annotate_frame(frame));
+    }
+
+    // A stream's reply metadata and trailers (protocol version 4): the Head, two items, and
+    // the End with its trailers.
+    let tap = Tap::start(server.local_addr()).await;
+    let counted = CountedClient::new(
+        Channel::builder()
+            .codec(Codec::Json)
+            .without_timeout()
+            .stream_window(4)
+            .connect(tap.addr)
+            .await
+            .unwrap(),
+    );
+    let mut stream = counted.count(2).await.unwrap();
+    let numbers: Vec<u64> = stream.by_ref().map(|item| item.unwrap()).collect().await;
+    assert_eq!(numbers, [0, 1]);
+    assert_eq!(stream.metadata().await.get("unit"), Some("item"));
+    assert_eq!(stream.trailers().unwrap().get("count"), Some("2"));
+    let (_, down) = tap.recorded();
+    let (_, answer) = split(&down, false);
+    assert_eq!(answer.len(), 4, "the Head, two items and the End");
+    for (name, frame) in [
+        "stream head",
+        "counted item 0",
+        "counted item 1",
+        "stream end with trailers",
+    ]
+    .into_iter()
+    .zip(answer)
     {
         expected.add(name, annotate_frame(frame));
     }

@@ -56,9 +56,13 @@ pub struct CallContext {
     pub(crate) trace: Option<TraceContext>,
     /// Whether the connection can carry reply metadata (protocol version 2).
     pub(crate) replies_carry_metadata: bool,
+    /// Whether it can carry a stream's reply metadata and trailers (protocol version 4).
+    pub(crate) streams_carry_metadata: bool,
     /// Boxed, and only once an entry is set: most calls send none back, and the context is
     /// moved on every poll.
     pub(crate) reply_metadata: RefCell<Option<Box<Metadata>>>,
+    /// A stream's trailers, sent with its end; boxed and set lazily like `reply_metadata`.
+    pub(crate) trailers: RefCell<Option<Box<Metadata>>>,
     /// A copy made by [`current`](Self::current): its reply metadata goes to the call it was
     /// copied from, while that call is current, rather than into its own unused cell.
     pub(crate) copied: bool,
@@ -89,7 +93,9 @@ impl CallContext {
             metadata: self.metadata.clone(),
             trace: self.trace,
             replies_carry_metadata: self.replies_carry_metadata,
+            streams_carry_metadata: self.streams_carry_metadata,
             reply_metadata: RefCell::new(None),
+            trailers: RefCell::new(None),
             copied: true,
         }
     }
@@ -142,9 +148,11 @@ impl CallContext {
         self.trace
     }
 
-    /// Adds an entry to the metadata sent back with the reply. On a protocol version 1
-    /// connection it is dropped (such a peer cannot receive metadata). Fails on an invalid key
-    /// or when the limits would be exceeded, and, on a copy made by
+    /// Adds an entry to the metadata sent back with the reply: a unary call's Response or
+    /// Error, or a stream's head, sent before its first item (see the "Streaming" chapter).
+    /// On a protocol version 1 connection it is dropped (such a peer cannot receive
+    /// metadata), and so is a stream's below version 4, or once its first item has gone.
+    /// Fails on an invalid key or when the limits would be exceeded, and, on a copy made by
     /// [`current`](Self::current), with [`MetadataError::CallNotCurrent`] when it is not used
     /// from the call's own handler while the call runs.
     pub fn set_reply_metadata(
@@ -152,16 +160,44 @@ impl CallContext {
         key: impl Into<String>,
         value: impl Into<String>,
     ) -> Result<(), MetadataError> {
-        if !self.copied {
-            return insert_reply_metadata(&self.reply_metadata, key, value);
+        self.insert_into(|call| &call.reply_metadata, key, value)
+    }
+
+    /// Adds a trailer: an entry sent with a stream's end (its End, or the Error of a handler
+    /// that failed), for what is only known once the items are out (a count, a checksum,
+    /// status details). Settable from the handler and from the stream it returns, while the
+    /// stream runs. A unary call has one reply, so its trailers join its reply metadata. Not
+    /// sent below protocol version 4, nor when the stream is stopped by its deadline, a
+    /// cancel or a shutdown. Fails as [`set_reply_metadata`](Self::set_reply_metadata) does.
+    pub fn set_trailer(
+        &self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), MetadataError> {
+        if self.method.shape.is_stream() {
+            self.insert_into(|call| &call.trailers, key, value)
+        } else {
+            self.set_reply_metadata(key, value)
         }
-        // A copy: the entry belongs to the call it was copied from, if that is still the
-        // call this task serves (the same request on the same connection).
+    }
+
+    /// Sets `key` in the cell `cell` picks of this call, or, on a copy, of the call it was
+    /// copied from, if that is still the call this task serves (the same request on the
+    /// same connection).
+    fn insert_into(
+        &self,
+        cell: fn(&CallContext) -> &RefCell<Option<Box<Metadata>>>,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), MetadataError> {
+        if !self.copied {
+            return insert_reply_metadata(cell(self), key, value);
+        }
         Self::with_current(|call| {
             let same_call =
                 call.request_id == self.request_id && Arc::ptr_eq(&call.peer, &self.peer);
             if same_call {
-                insert_reply_metadata(&call.reply_metadata, key, value)
+                insert_reply_metadata(cell(call), key, value)
             } else {
                 Err(MetadataError::CallNotCurrent)
             }
@@ -177,6 +213,16 @@ impl CallContext {
         }
     }
 
+    /// A stream's reply metadata, taken, if there is any and the connection can carry it.
+    pub(crate) fn take_stream_head(&self) -> Option<Metadata> {
+        take_if(&self.reply_metadata, self.streams_carry_metadata)
+    }
+
+    /// A stream's trailers, taken, if there are any and the connection can carry them.
+    pub(crate) fn take_trailers(&self) -> Option<Metadata> {
+        take_if(&self.trailers, self.streams_carry_metadata)
+    }
+
     /// The reply metadata of the current call, taken, if the connection can carry it.
     pub(crate) fn take_reply_metadata() -> Option<Metadata> {
         Self::with_current(|call| {
@@ -190,6 +236,17 @@ impl CallContext {
         .map(|metadata| *metadata)
         .filter(|metadata| !metadata.is_empty())
     }
+}
+
+/// The entries in `cell`, taken, if `carried` and there are any.
+fn take_if(cell: &RefCell<Option<Box<Metadata>>>, carried: bool) -> Option<Metadata> {
+    if !carried {
+        return None;
+    }
+    cell.borrow_mut()
+        .take()
+        .map(|metadata| *metadata)
+        .filter(|metadata| !metadata.is_empty())
 }
 
 fn insert_reply_metadata(
@@ -209,22 +266,35 @@ pub(crate) struct InCall<F> {
     future: F,
 }
 
+impl<F> InCall<F> {
+    /// The call's context, taken out (between polls): a stream's goes on with its items.
+    pub(crate) fn take_context(&mut self) -> Option<CallContext> {
+        self.context.take()
+    }
+}
+
 impl<F: Future + Unpin> Future for InCall<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
-        // Swapped in for the poll and back out after it (also when the poll panics), so a
-        // call polled inside another one sees its own context and then the outer one again.
-        let previous = CURRENT.with(|current| current.replace(this.context.take()));
-        let restore = Restore {
-            slot: &mut this.context,
-            previous: Some(previous),
-        };
-        let output = Pin::new(&mut this.future).poll(cx);
-        drop(restore);
-        output
+        let future = &mut this.future;
+        with_context(&mut this.context, || Pin::new(future).poll(cx))
     }
+}
+
+/// Runs `f` with `context` (if any) as the current call's, and puts it back after.
+pub(crate) fn with_context<R>(context: &mut Option<CallContext>, f: impl FnOnce() -> R) -> R {
+    // Swapped in for the call and back out after it (also when it panics), so a call polled
+    // inside another one sees its own context and then the outer one again.
+    let previous = CURRENT.with(|current| current.replace(context.take()));
+    let restore = Restore {
+        slot: context,
+        previous: Some(previous),
+    };
+    let output = f();
+    drop(restore);
+    output
 }
 
 /// Puts the polled call's context back into its future, and the outer one back into the

@@ -46,7 +46,16 @@ pub enum MetadataError {
     /// in another task, or after the call ended. Nothing was sent.
     #[error("reply metadata can only be set from the call's own handler while it runs; this copy of the call context is used in another task or after the call ended")]
     CallNotCurrent,
+    /// A trailer was added to a unary reply: trailers go with a stream's end, and a unary
+    /// call's handler sets reply metadata instead.
+    #[error("trailers go with a stream's end; a unary reply carries reply metadata only (set it from the handler)")]
+    NotAStream,
 }
+
+/// No entries: what a reply without metadata reads as.
+pub(crate) static EMPTY_METADATA: Metadata = Metadata {
+    entries: Vec::new(),
+};
 
 /// An ordered list of metadata entries with unique keys. Setting a key again replaces its
 /// value, so per-call entries override a channel's defaults.

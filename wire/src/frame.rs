@@ -21,7 +21,8 @@ pub const FRAME_OVERHEAD: usize = LENGTH_PREFIX_LEN + HEADER_LEN;
 pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
 
 /// Frame flag (protocol version 2): the payload starts with a metadata block, then the
-/// codec's payload. Allowed on Request, Notify, Response and Error frames.
+/// codec's payload. Allowed on Request, Notify, Response and Error frames, and from version 4
+/// on a stream's `Head` (which MUST set it) and the server's `End` (its trailers).
 pub const FLAG_METADATA: u8 = 0x01;
 
 /// What a frame is for. The numeric values are the wire values.
@@ -51,6 +52,9 @@ pub enum FrameKind {
     End = 10,
     /// Protocol version 3: the receiver of a stream allows its peer this many more items.
     Credit = 11,
+    /// Protocol version 4: a stream's reply metadata, sent by the server before the stream's
+    /// first item (its payload is one metadata block, flag [`FLAG_METADATA`] set).
+    Head = 12,
 }
 
 impl FrameKind {
@@ -68,14 +72,17 @@ impl FrameKind {
             9 => Self::Item,
             10 => Self::End,
             11 => Self::Credit,
+            12 => Self::Head,
             _ => return None,
         })
     }
 
-    /// The oldest protocol version that has this kind: 3 for the stream kinds, 1 otherwise.
-    /// A frame of a newer kind than its connection's version is an unknown kind there.
+    /// The oldest protocol version that has this kind: 4 for `Head`, 3 for the other stream
+    /// kinds, 1 otherwise. A frame of a newer kind than its connection's version is an unknown
+    /// kind there.
     pub const fn since_version(self) -> u8 {
         match self {
+            Self::Head => 4,
             Self::Open | Self::Item | Self::End | Self::Credit => 3,
             _ => 1,
         }
@@ -102,14 +109,19 @@ mod tests {
             }
         }
         assert_eq!(FrameKind::from_u8(0), None);
-        assert_eq!(FrameKind::from_u8(12), None);
+        assert_eq!(FrameKind::from_u8(13), None);
     }
 
     #[test]
-    fn only_the_stream_kinds_need_version_3() {
-        for value in 1..=11 {
+    fn only_the_stream_kinds_need_version_3_and_head_version_4() {
+        for value in 1..=12 {
             let kind = FrameKind::from_u8(value).unwrap();
-            assert_eq!(kind.since_version(), if value >= 8 { 3 } else { 1 });
+            let since = match value {
+                12 => 4,
+                8.. => 3,
+                _ => 1,
+            };
+            assert_eq!(kind.since_version(), since);
         }
     }
 }

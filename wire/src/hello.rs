@@ -13,11 +13,14 @@
 pub const MAGIC: [u8; 4] = *b"WCAL";
 /// The newest protocol version this build speaks. Version 2 adds call metadata (frame flag
 /// [`FLAG_METADATA`](crate::FLAG_METADATA)) and the hellos' extension block; version 3 adds
-/// stream calls (frame kinds `Open`, `Item`, `End` and `Credit`).
-pub const PROTOCOL_VERSION: u8 = 3;
+/// stream calls (frame kinds `Open`, `Item`, `End` and `Credit`); version 4 a stream's reply
+/// metadata and trailers (frame kind `Head`, and the metadata flag on the server's `End`).
+pub const PROTOCOL_VERSION: u8 = 4;
 
 /// The oldest protocol version that carries stream calls.
 pub const STREAMS_SINCE_VERSION: u8 = 3;
+/// The oldest protocol version that carries a stream's reply metadata and trailers.
+pub const STREAM_METADATA_SINCE_VERSION: u8 = 4;
 /// The oldest protocol version this build still speaks.
 pub const MIN_PROTOCOL_VERSION: u8 = 1;
 /// The most codec ids a hello may list.

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use crate::codec::Codec;
 use crate::context::CallContext;
 use crate::limit::{Limit, Permit};
-use crate::metadata::Metadata;
+use crate::metadata::{Metadata, MetadataError};
 use crate::method::MethodId;
 use crate::server::identity::PeerIdentity;
 use crate::server::stream::upload_queue::Upload;
@@ -132,5 +132,23 @@ impl Reply {
     /// Whether the encoded reply is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Adds a trailer to a stream's reply, sent with the stream's end beside those its
+    /// handler sets ([`CallContext::set_trailer`]; the handler's value wins for a key both
+    /// set). For a server layer that counts or checks what a stream sends. Fails with
+    /// [`MetadataError::NotAStream`] on a unary reply, and as `set_trailer` does otherwise.
+    pub fn set_trailer(
+        &mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), MetadataError> {
+        match &self.body {
+            ReplyBody::Stream(items) => match items.call() {
+                Some(call) => call.set_trailer(key, value),
+                None => Err(MetadataError::NotAStream),
+            },
+            ReplyBody::Message(_) => Err(MetadataError::NotAStream),
+        }
     }
 }

@@ -11,11 +11,17 @@ use futures::stream::StreamExt;
 use super::item::ItemMessage;
 use super::streaming::Streaming;
 use crate::codec::{Codec, CodecError};
+use crate::context::{with_context, CallContext};
 
 /// The items of an opened stream, each encoded in the connection's codec when it is taken,
 /// into the buffer the stream frames it in: a server stream's (opaque, it travels through the
 /// server's layers inside a [`Reply`](crate::server::Reply)), or a caller's upload.
-pub struct OutgoingItems(Box<dyn ItemSource>);
+pub struct OutgoingItems {
+    source: Box<dyn ItemSource>,
+    /// A server stream's call, current while its items are produced (so the producer can
+    /// set trailers), and the keeper of its reply metadata and trailers.
+    call: Option<CallContext>,
+}
 
 /// A producer whose items come out encoded: the item type, known to the generated code, is
 /// erased here, so that the tasks that send stream items are not generic.
@@ -55,7 +61,20 @@ impl<M: ItemMessage> ItemSource for Encoding<M> {
 impl OutgoingItems {
     /// Encodes each item of `items` as an `M`.
     pub(crate) fn encoding<M: ItemMessage>(items: Streaming<M::Item>) -> Self {
-        Self(Box::new(Encoding::<M> { items }))
+        Self {
+            source: Box::new(Encoding::<M> { items }),
+            call: None,
+        }
+    }
+
+    /// Makes `call` current while the items are produced.
+    pub(crate) fn run_in(&mut self, call: CallContext) {
+        self.call = Some(call);
+    }
+
+    /// The stream's call, if it runs in one.
+    pub(crate) fn call(&self) -> Option<&CallContext> {
+        self.call.as_ref()
     }
 
     /// Polls the producer for its next item, appending it encoded in `codec` to `out` (see
@@ -66,7 +85,11 @@ impl OutgoingItems {
         codec: Codec,
         out: &mut BytesMut,
     ) -> Poll<Option<Result<bool, CodecError>>> {
-        self.0.poll_encode(cx, codec, out)
+        let source = &mut self.source;
+        match &mut self.call {
+            None => source.poll_encode(cx, codec, out),
+            call => with_context(call, || source.poll_encode(cx, codec, out)),
+        }
     }
 }
 

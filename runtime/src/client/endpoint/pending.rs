@@ -325,6 +325,23 @@ impl PendingCalls {
         Ok(())
     }
 
+    /// Delivers the Head (reply metadata) of stream `id`, to be read before its items; a Head
+    /// for a stream that is not open is discarded. An error, a protocol violation, when the
+    /// stream already had its Head or an item.
+    pub(crate) fn stream_head(&self, id: u64, head: Frame) -> Result<(), String> {
+        let waker = {
+            let mut state = self.lock();
+            match state.calls.get_mut(&id) {
+                Some(Slot::Stream(stream)) if stream.end.is_none() => stream.push_head(head)?,
+                _ => None,
+            }
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        Ok(())
+    }
+
     /// Ready when a call's deadline has passed: then the sweeper (the connection's reader)
     /// calls [`expire`](Self::expire).
     pub(crate) fn poll_expiry(&self, cx: &mut Context<'_>) -> Poll<()> {

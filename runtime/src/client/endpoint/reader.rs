@@ -122,6 +122,13 @@ where
                         break;
                     }
                 }
+                // A stream's reply metadata (version 4), before its first item.
+                FrameKind::Head => {
+                    if let Err(violation) = pending.stream_head(frame.request_id, frame) {
+                        reason = violation;
+                        break;
+                    }
+                }
                 // A stream's last frame ends it like a reply ends a call.
                 FrameKind::End => {
                     pending.complete(frame.request_id, frame);

@@ -10,6 +10,7 @@ use futures::Stream;
 use super::raw::RawStream;
 use crate::codec::Codec;
 use crate::error::{Error, ErrorCode};
+use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::stream::ItemMessage;
 
@@ -48,10 +49,36 @@ impl<T> ItemStream<T> {
     pub fn method(&self) -> MethodId {
         self.raw.method()
     }
+
+    /// The reply metadata the server's handler set for this stream (protocol version 4; see
+    /// the "Streaming" chapter): waits for the server's first frame on the stream (its
+    /// metadata, its first item or its end) without taking an item. Empty when the server
+    /// sent none, speaks an older version, or the stream failed before it answered (the
+    /// error is then what the stream yields).
+    ///
+    /// ```no_run
+    /// # async fn show(mut stream: wirecall_runtime::client::ItemStream<u64>) {
+    /// let unit = stream.metadata().await.get("unit").map(str::to_owned);
+    /// # }
+    /// ```
+    pub async fn metadata(&mut self) -> &Metadata {
+        std::future::poll_fn(|cx| self.raw.poll_head(cx)).await;
+        self.raw.head()
+    }
+
+    /// The trailers the server sent with the stream's end (protocol version 4): `Some` once
+    /// the stream has ended with the server's End or Error (empty when it sent none), `None`
+    /// before, or when the stream ended otherwise (its deadline, a lost connection, or
+    /// dropped items).
+    pub fn trailers(&self) -> Option<&Metadata> {
+        self.raw.trailers()
+    }
 }
 
 /// The one reply of a client-streaming call: the server's only item, once its End has come
-/// too. Used by generated code.
+/// too. The stream's reply metadata and trailers go, as one set, to a surrounding
+/// [`with_reply_metadata`](crate::client::reply_metadata::with_reply_metadata). Used by
+/// generated code.
 #[doc(hidden)]
 pub async fn single_reply<T>(mut stream: ItemStream<T>) -> Result<T, Error> {
     use futures::StreamExt;
@@ -68,10 +95,19 @@ pub async fn single_reply<T>(mut stream: ItemStream<T>) -> Result<T, Error> {
         }
     };
     // The End follows right behind the reply; an error instead of it fails the call.
-    match stream.next().await {
+    let ended = match stream.next().await {
         Some(Err(err)) => Err(err),
         _ => Ok(reply),
+    };
+    let mut metadata = stream.raw.head().clone();
+    if let Some(trailers) = stream.trailers() {
+        // Both sides checked the limits; a merge past them keeps what fits.
+        let _ = metadata.merge(trailers);
     }
+    if !metadata.is_empty() {
+        crate::client::reply_metadata::deliver(metadata);
+    }
+    ended
 }
 
 impl<T> Stream for ItemStream<T> {

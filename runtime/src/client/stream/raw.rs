@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,6 +21,7 @@ use crate::client::endpoint::round_trip::TIMING_PING_ID;
 use crate::codec::Codec;
 use crate::error::{Error, ErrorCode};
 use crate::layers::circuit_breaker::circuits::OwnedOutcome;
+use crate::metadata::{Metadata, EMPTY_METADATA};
 use crate::method::MethodId;
 use crate::policy::table::StreamPermit;
 use crate::stream::credit::credit_frame;
@@ -56,6 +57,14 @@ pub(crate) struct RawStream {
     /// The method's concurrency place and its breaker's pending outcome, held until the
     /// stream ends.
     policy: StreamPolicy,
+    /// The stream's end, read from its slot while waiting for its reply metadata: yielded
+    /// after the items in `ready`.
+    held_end: Option<Result<Frame, Error>>,
+    /// The server's reply metadata (its Head), once known: the server's first frame on the
+    /// stream says whether there is one.
+    head: Option<Metadata>,
+    /// The server's trailers, once the stream has ended with its End or Error.
+    trailers: Option<Metadata>,
 }
 
 /// What a stream holds of its method's policy while it is open.
@@ -91,6 +100,9 @@ impl RawStream {
             taken: 0,
             report_after: u32::MAX,
             policy: StreamPolicy::default(),
+            held_end: None,
+            head: None,
+            trailers: None,
         }
     }
 
@@ -173,13 +185,17 @@ impl RawStream {
 
     /// The error the server's End or Error frame (or a stray Response) ends the stream with;
     /// `None` for an End.
-    fn end_error(&self, frame: Frame) -> Option<Error> {
+    fn end_error(&mut self, frame: Frame) -> Option<Error> {
         let payload = if frame.flags & FLAG_METADATA != 0 {
-            match crate::metadata::Metadata::decode(frame.payload) {
-                Ok((_, payload)) => payload,
+            match Metadata::decode(frame.payload) {
+                Ok((trailers, payload)) => {
+                    self.trailers = Some(trailers);
+                    payload
+                }
                 Err(err) => return Some(err.into()),
             }
         } else {
+            self.trailers = Some(Metadata::default());
             frame.payload
         };
         match frame.kind {
@@ -210,56 +226,148 @@ impl RawStream {
 
     /// Stops the call: withdraws it from the table and tells the server, unless it ended.
     fn cancel(&mut self) {
-        if !self.ended && self.connection.pending.remove(self.request_id) {
-            // Never dropped for a full queue: a lost Cancel would leave the producer running.
-            let cancel = Frame::control(FrameKind::Cancel, self.request_id).to_bytes();
-            self.connection.sink.send_control(cancel);
+        if !self.ended {
+            self.stop_on_server();
         }
         self.ended = true;
     }
 
+    /// Withdraws the call from the connection's table and, if it was still there, tells the
+    /// server to stop it.
+    fn stop_on_server(&self) {
+        if self.connection.pending.remove(self.request_id) {
+            // Never dropped for a full queue: a lost Cancel would leave the producer running.
+            let cancel = Frame::control(FrameKind::Cancel, self.request_id).to_bytes();
+            self.connection.sink.send_control(cancel);
+        }
+    }
+
     fn next_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Error>>> {
-        if self.ready.is_empty() {
-            let taken = std::mem::take(&mut self.taken);
-            let next =
-                self.connection
-                    .pending
-                    .poll_stream(self.request_id, taken, &mut self.ready, cx);
-            match next {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(StreamNext::Items {
+        loop {
+            if ready!(self.poll_filled(cx)).is_none() {
+                return Poll::Pending;
+            }
+            let Some(frame) = self.ready.pop_front() else {
+                // Every item was yielded: the end comes next.
+                let Some(end) = self.held_end.take() else {
+                    return Poll::Pending;
+                };
+                self.ended = true;
+                return Poll::Ready(match end {
+                    Ok(frame) => self.end_error(frame).map(Err),
+                    Err(err) => Some(Err(err)),
+                });
+            };
+            if frame.kind == FrameKind::Head {
+                self.read_head(frame);
+                continue;
+            }
+            self.head.get_or_insert_with(Metadata::default);
+            self.taken += 1;
+            if self.taken >= self.report_after {
+                let Taken {
                     grant,
                     report_after,
-                }) => {
-                    self.grant(grant);
-                    self.report_after = report_after;
+                } = self
+                    .connection
+                    .pending
+                    .stream_taken(self.request_id, std::mem::take(&mut self.taken));
+                self.grant(grant);
+                self.report_after = report_after;
+            }
+            return Poll::Ready(Some(Ok(frame.payload)));
+        }
+    }
+
+    /// Ready (`Some`) once a frame waits in `ready` or the end is held; `Pending` while the
+    /// slot has neither. One visit to the slot moves every item read meanwhile, and reports
+    /// the items taken since the last (the credit due goes out then).
+    fn poll_filled(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        if !self.ready.is_empty() || self.held_end.is_some() {
+            return Poll::Ready(Some(()));
+        }
+        let taken = std::mem::take(&mut self.taken);
+        match ready!(self.connection.pending.poll_stream(
+            self.request_id,
+            taken,
+            &mut self.ready,
+            cx
+        )) {
+            StreamNext::Items {
+                grant,
+                report_after,
+            } => {
+                self.grant(grant);
+                self.report_after = report_after;
+            }
+            StreamNext::End(end) => self.held_end = Some(end),
+        }
+        // Nothing moved (only credit was due): the slot wakes this task when items come.
+        Poll::Ready((!self.ready.is_empty() || self.held_end.is_some()).then_some(()))
+    }
+
+    /// Reads the stream's Head. A malformed one fails the stream (the items behind it are
+    /// dropped and the server is told to stop): its error is what the stream yields next.
+    fn read_head(&mut self, frame: Frame) {
+        let decoded = if frame.flags & FLAG_METADATA == 0 {
+            Err(Error::closed(format!(
+                "protocol violation: the Head of stream {} lacks the metadata flag",
+                self.request_id
+            )))
+        } else {
+            match Metadata::decode(frame.payload) {
+                Ok((head, rest)) if rest.is_empty() => Ok(head),
+                Ok(_) => Err(Error::closed(format!(
+                    "protocol violation: the Head of stream {} has bytes after its metadata",
+                    self.request_id
+                ))),
+                Err(err) => Err(err.into()),
+            }
+        };
+        match decoded {
+            Ok(head) => self.head = Some(head),
+            Err(err) => {
+                self.head = Some(Metadata::default());
+                self.ready.clear();
+                self.held_end = Some(Err(err));
+                self.stop_on_server();
+            }
+        }
+    }
+
+    /// Ready once the server's reply metadata is known: its Head was read, or its first item
+    /// or its end came without one (the metadata is then empty). Takes no item.
+    pub(crate) fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            if self.head.is_some() || self.ended {
+                return Poll::Ready(());
+            }
+            if ready!(self.poll_filled(cx)).is_none() {
+                return Poll::Pending;
+            }
+            match self.ready.front() {
+                Some(frame) if frame.kind == FrameKind::Head => {
+                    if let Some(head) = self.ready.pop_front() {
+                        self.read_head(head);
+                    }
                 }
-                Poll::Ready(StreamNext::End(end)) => {
-                    self.ended = true;
-                    return Poll::Ready(match end {
-                        Ok(frame) => self.end_error(frame).map(Err),
-                        Err(err) => Some(Err(err)),
-                    });
+                // An item, or the end, before any Head: there is none.
+                _ => {
+                    self.head = Some(Metadata::default());
                 }
             }
         }
-        // Nothing moved (only credit was due): the slot wakes this task when items come.
-        let Some(frame) = self.ready.pop_front() else {
-            return Poll::Pending;
-        };
-        self.taken += 1;
-        if self.taken >= self.report_after {
-            let Taken {
-                grant,
-                report_after,
-            } = self
-                .connection
-                .pending
-                .stream_taken(self.request_id, std::mem::take(&mut self.taken));
-            self.grant(grant);
-            self.report_after = report_after;
-        }
-        Poll::Ready(Some(Ok(frame.payload)))
+    }
+
+    /// The server's reply metadata, once [`poll_head`](Self::poll_head) was ready (empty
+    /// before, and when the stream ended without any).
+    pub(crate) fn head(&self) -> &Metadata {
+        self.head.as_ref().unwrap_or(&EMPTY_METADATA)
+    }
+
+    /// The server's trailers, once the stream ended with its End or Error frame.
+    pub(crate) fn trailers(&self) -> Option<&Metadata> {
+        self.trailers.as_ref()
     }
 
     /// Sends the server the credit due, if any, and with it a Ping that times the round

@@ -29,6 +29,8 @@ pub(crate) struct StreamSlot {
     window: ReceiveWindow,
     /// The client's upload, for a method that takes one.
     pub(crate) upload: Option<UploadSender>,
+    /// Whether the server has sent a Head or an item: a Head after either is a violation.
+    answered: bool,
 }
 
 /// What the consumer of a stream gets when it visits the slot.
@@ -58,6 +60,7 @@ impl StreamSlot {
             waker: None,
             window: ReceiveWindow::granted(window),
             upload: None,
+            answered: false,
         }
     }
 
@@ -91,7 +94,23 @@ impl StreamSlot {
                 item.request_id
             ));
         }
+        self.answered = true;
         self.items.push_back(item);
+        Ok(self.waker.take())
+    }
+
+    /// Takes the stream's Head (its reply metadata), queued before the items, which need no
+    /// credit for it; an error (a protocol violation) when the stream had its Head or an
+    /// item already. Returns the consumer's waker.
+    pub(crate) fn push_head(&mut self, head: Frame) -> Result<Option<Waker>, String> {
+        if self.answered {
+            return Err(format!(
+                "protocol violation: the server sent a Head on stream {} after its Head or an item",
+                head.request_id
+            ));
+        }
+        self.answered = true;
+        self.items.push_back(head);
         Ok(self.waker.take())
     }
 
@@ -215,6 +234,28 @@ mod tests {
         slot.push(item()).unwrap();
         slot.push(item()).unwrap();
         assert!(slot.push(item()).is_err());
+    }
+
+    #[test]
+    fn a_head_comes_once_before_any_item_and_needs_no_credit() {
+        let window = WindowSize {
+            items: 1,
+            bytes: 0,
+            connection: u32::MAX,
+        };
+        let head = || Frame::control(FrameKind::Head, 1);
+        let mut slot = StreamSlot::new(window);
+        slot.push_head(head()).unwrap();
+        assert!(slot.push_head(head()).is_err(), "a second Head");
+        slot.push(item()).unwrap();
+        assert!(
+            slot.push(item()).is_err(),
+            "the Head took no credit; the item did"
+        );
+
+        let mut slot = StreamSlot::new(window);
+        slot.push(item()).unwrap();
+        assert!(slot.push_head(head()).is_err(), "a Head after an item");
     }
 
     #[test]

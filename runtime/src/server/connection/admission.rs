@@ -35,6 +35,7 @@ use crate::stream::{DEFAULT_STREAM_WINDOW, DEFAULT_STREAM_WINDOW_BYTES};
 use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::frame::{Frame, FrameKind, FLAG_METADATA, FRAME_OVERHEAD};
 use crate::transport::writer::Delivery;
+use crate::wire::STREAM_METADATA_SINCE_VERSION;
 
 /// The credit window of an upload: the client's default for a server stream, sized per
 /// upload. It never grows past its budget, as a client's window does over a long link: a
@@ -143,7 +144,9 @@ pub(super) fn start_call(
         metadata,
         trace,
         replies_carry_metadata: context.version >= 2,
+        streams_carry_metadata: context.version >= STREAM_METADATA_SINCE_VERSION,
         reply_metadata: RefCell::new(None),
+        trailers: RefCell::new(None),
         copied: false,
     };
     // An upload's items are queued from here on, and its first credit goes out now.

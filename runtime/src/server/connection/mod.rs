@@ -254,7 +254,7 @@ impl Connection {
                     }
                 }
                 FrameKind::Pong => {}
-                FrameKind::Response | FrameKind::Error => {
+                FrameKind::Response | FrameKind::Error | FrameKind::Head => {
                     let message = format!("a client may not send {:?} frames", frame.kind);
                     return End::Violation(ErrorCode::ProtocolViolation, message);
                 }
@@ -444,7 +444,7 @@ async fn serve_running_streams(frames: &mut FrameReader<BoxedRead>, state: &Conn
                 false
             }
             FrameKind::Notify | FrameKind::Pong => false,
-            FrameKind::Response | FrameKind::Error => true,
+            FrameKind::Response | FrameKind::Error | FrameKind::Head => true,
         };
         if ended {
             return;

@@ -70,12 +70,15 @@ where
         )
         .await
         {
-            Supervised::Late => Ended::Failed(
-                ErrorCode::DeadlineExceeded,
-                format!(
-                    "the stream did not end within its deadline of {} ms",
-                    opened.deadline_ms
+            Supervised::Late => (
+                Ended::Failed(
+                    ErrorCode::DeadlineExceeded,
+                    format!(
+                        "the stream did not end within its deadline of {} ms",
+                        opened.deadline_ms
+                    ),
                 ),
+                None,
             ),
             // Cancelled by the client, the connection is gone, or stopped at the end of a
             // shutdown's grace period: nothing to send. In the last case the connection then
@@ -86,21 +89,27 @@ where
                 return;
             }
             // An upload item that did not decode ended the handler's input: the call failed.
-            Supervised::Finished(Ended::Complete) => {
+            Supervised::Finished((Ended::Complete, trailers)) => {
                 match opened.upload.as_ref().and_then(|u| u.failure()) {
-                    Some(failure) => Ended::Failed(ErrorCode::BadRequest, failure),
-                    None => Ended::Complete,
+                    Some(failure) => (Ended::Failed(ErrorCode::BadRequest, failure), trailers),
+                    None => (Ended::Complete, trailers),
                 }
             }
             Supervised::Finished(ended) => ended,
         };
+        let (ended, trailers) = ended;
+        let trailers = trailers.unwrap_or_default();
         let (last, outcome) = match &ended {
             Ended::Complete => (
-                Frame::control(FrameKind::End, request_id).to_bytes(),
+                Frame::control(FrameKind::End, request_id)
+                    .with_metadata(&trailers)
+                    .to_bytes(),
                 Outcome::Ok,
             ),
             Ended::Failed(code, message) => (
-                Frame::error(request_id, opened.out.method, *code, message).to_bytes(),
+                Frame::error(request_id, opened.out.method, *code, message)
+                    .with_metadata(&trailers)
+                    .to_bytes(),
                 Outcome::Failed(*code),
             ),
             Ended::PeerGone => {

@@ -2,8 +2,10 @@
 //! whose handler decodes the arguments, runs, and encodes its reply or its stream's items,
 //! with the call's context current while it is polled.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use futures::future::Either;
 use tower::Service;
@@ -12,7 +14,7 @@ use crate::context::InCall;
 use crate::error::CallError;
 use crate::layers::next::{Next, NextFuture};
 use crate::server::handler::unknown_method;
-use crate::server::request::{Reply, Request};
+use crate::server::request::{Reply, ReplyBody, Request};
 use crate::server::router::Router;
 use crate::service::ReplyFuture;
 
@@ -28,8 +30,28 @@ impl Dispatch {
     }
 }
 
-/// A handler's future, with its call's context current while it is polled.
-pub(crate) type DispatchFuture = InCall<ReplyFuture>;
+/// A handler's future, with its call's context current while it is polled; a stream's
+/// context goes on with its items, current while they are produced.
+pub(crate) struct DispatchFuture(InCall<ReplyFuture>);
+
+impl Future for DispatchFuture {
+    type Output = Result<Reply, CallError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let mut reply = ready!(Pin::new(&mut this.0).poll(cx));
+        if let Ok(Reply {
+            body: ReplyBody::Stream(items),
+            ..
+        }) = &mut reply
+        {
+            if let Some(call) = this.0.take_context() {
+                items.run_in(call);
+            }
+        }
+        Poll::Ready(reply)
+    }
+}
 
 impl Service<Request> for Dispatch {
     type Response = Reply;
@@ -62,7 +84,7 @@ impl Dispatch {
             Some(service) => service.call(method, codec, payload, open.unwrap_or_default()),
             None => unknown_method(method),
         };
-        context.around(reply)
+        DispatchFuture(context.around(reply))
     }
 }
 

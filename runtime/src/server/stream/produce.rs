@@ -11,12 +11,15 @@ use bytes::Bytes;
 
 use super::batch::ItemBatch;
 use crate::codec::Codec;
+use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
+use crate::metadata::Metadata;
 use crate::method::MethodId;
 use crate::server::connection::reply::{panic_message, HandlerOutcome};
 use crate::server::request::{Reply, ReplyBody};
 use crate::stream::credit::SendCredit;
 use crate::stream::outgoing::OutgoingItems;
+use crate::transport::frame::{Frame, FrameKind};
 use crate::transport::writer::FrameSink;
 
 /// What a stream's producer needs from its connection.
@@ -43,15 +46,20 @@ pub(crate) enum Ended {
     PeerGone,
 }
 
-/// Runs the handler, then sends its items, one per unit of credit, until it runs out.
-pub(crate) async fn produce<W>(work: W, credit: &SendCredit, opened: &StreamOut) -> Ended
+/// Runs the handler, then sends its reply metadata (if it set any) and its items, one per
+/// unit of credit, until it runs out. Returns how it ended, with the trailers to send.
+pub(crate) async fn produce<W>(
+    work: W,
+    credit: &SendCredit,
+    opened: &StreamOut,
+) -> (Ended, Option<Metadata>)
 where
     W: Future<Output = HandlerOutcome>,
 {
     // The reply holds the stream's place under `max_in_flight` until the stream ends.
     let (mut items, _admission) = match work.await {
-        Err(panic) => return panicked(opened, panic.as_ref()),
-        Ok(Err(call_error)) => return failed(call_error),
+        Err(panic) => return (panicked(opened, panic.as_ref()), None),
+        Ok(Err(call_error)) => return (failed(call_error), None),
         Ok(Ok(Reply {
             body: ReplyBody::Stream(items),
             admission,
@@ -60,18 +68,77 @@ where
             body: ReplyBody::Message(_),
             ..
         })) => {
-            return Ended::Failed(
-                ErrorCode::LayerFailed,
-                "a server layer answered a stream call with a unary reply".to_owned(),
-            )
+            let message = "a server layer answered a stream call with a unary reply".to_owned();
+            return (Ended::Failed(ErrorCode::LayerFailed, message), None);
         }
     };
+    // Reply metadata set by the handler goes out at once, before any item is ready.
+    let mut head_due = true;
+    if send_head(head_of(&items), opened).await.is_err() {
+        return (Ended::PeerGone, None);
+    }
+    let ended = send_items_of(&mut items, credit, opened, &mut head_due).await;
+    // A stream that ended before its first item: metadata set meanwhile still goes first.
+    if head_due
+        && !matches!(ended, Ended::PeerGone)
+        && send_head(head_of(&items), opened).await.is_err()
+    {
+        return (Ended::PeerGone, None);
+    }
+    let trailers = items.call().and_then(CallContext::take_trailers);
+    (ended, trailers)
+}
+
+/// Sends the stream's reply metadata in a Head frame, if there is any to send (protocol
+/// version 4; see `CallContext::take_stream_head`).
+async fn send_head(head: Option<Metadata>, opened: &StreamOut) -> Result<(), ()> {
+    let Some(head) = head else {
+        return Ok(());
+    };
+    let frame = Frame::control(FrameKind::Head, opened.request_id).with_metadata(&head);
+    let frame = frame.to_bytes();
+    opened.sent_bytes.increment(frame.len() as u64);
+    opened.sink.send_stream_items(frame).await.map_err(|_| ())
+}
+
+/// The stream's reply metadata, taken, if there is any to send.
+fn head_of(items: &OutgoingItems) -> Option<Metadata> {
+    items.call().and_then(CallContext::take_stream_head)
+}
+
+/// Sends the items, one per unit of credit, until the producer runs out or fails; reply
+/// metadata the producer sets before its first item goes out right before that item.
+async fn send_items_of(
+    items: &mut OutgoingItems,
+    credit: &SendCredit,
+    opened: &StreamOut,
+    head_due: &mut bool,
+) -> Ended {
     let mut batch = ItemBatch::new(opened.request_id, opened.send_limit);
     loop {
         // The producer is asked first, then the item waits for credit: so the stream's end
         // (or failure) goes out as soon as it is known, without waiting for credit that only
         // items need. The server holds at most this one item beyond the client's credit.
-        let first = poll_fn(|cx| produce_into(&mut items, &mut batch, opened, cx)).await;
+        // Reply metadata the producer set before it waits goes out then, not with a late
+        // first item.
+        let first = poll_fn(|cx| match produce_into(items, &mut batch, opened, cx) {
+            Poll::Pending if *head_due => match head_of(items) {
+                Some(head) => Poll::Ready(Err(head)),
+                None => Poll::Pending,
+            },
+            produced => produced.map(Ok),
+        })
+        .await;
+        let first = match first {
+            Ok(produced) => produced,
+            Err(head) => {
+                *head_due = false;
+                if send_head(Some(head), opened).await.is_err() {
+                    return Ended::PeerGone;
+                }
+                continue;
+            }
+        };
         let mut ended = match first {
             Produced::Item { last } => last.then_some(Ended::Complete),
             Produced::Exhausted => return Ended::Complete,
@@ -81,7 +148,10 @@ where
         // The items the producer has ready now, while credit lasts, go out in the same
         // write; the first that is not ready sends the batch rather than waiting.
         if ended.is_none() {
-            ended = produce_ready(&mut items, &mut batch, credit, opened);
+            ended = produce_ready(items, &mut batch, credit, opened);
+        }
+        if std::mem::take(head_due) && send_head(head_of(items), opened).await.is_err() {
+            return Ended::PeerGone;
         }
         if let Some((frames, count)) = batch.take() {
             if send_items(opened, frames, count).await.is_err() {

@@ -5,7 +5,7 @@ use bytes::{Bytes, BytesMut};
 use super::error_body::ErrorBody;
 use super::header::put_header;
 use crate::method::MethodId;
-use crate::wire::{ErrorCode, FrameKind, FRAME_OVERHEAD, HEADER_LEN};
+use crate::wire::{ErrorCode, FrameKind, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN};
 
 /// One decoded frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +48,20 @@ impl Frame {
             flags: 0,
             payload: ErrorBody::encode(code, message),
         }
+    }
+
+    /// This frame with `metadata` in front of its payload and [`FLAG_METADATA`] set; as it
+    /// was when `metadata` is empty.
+    pub fn with_metadata(mut self, metadata: &crate::Metadata) -> Self {
+        if metadata.is_empty() {
+            return self;
+        }
+        let mut payload = BytesMut::with_capacity(metadata.encoded_len() + self.payload.len());
+        metadata.encode(&mut payload);
+        payload.extend_from_slice(&self.payload);
+        self.payload = payload.freeze();
+        self.flags |= FLAG_METADATA;
+        self
     }
 
     /// The whole frame as wire bytes.
