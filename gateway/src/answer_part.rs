@@ -11,6 +11,9 @@ use crate::GatewayError;
 pub(crate) enum AnswerPart {
     /// One item's value.
     Item(Value),
+    /// The stream's trailers (an object of strings), right before its `End` or `Failed`
+    /// when the server sent any.
+    Trailers(Value),
     /// The stream ended well.
     End,
     /// The stream failed after its first item.

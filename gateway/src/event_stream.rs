@@ -6,7 +6,9 @@
 //! `error` whose data is the body a unary call would have answered (`{"error": name, "code":
 //! ..., "message": ...}`, what the NDJSON answer's last line holds under `"error"`); exactly
 //! one of them is last, so a body that stops without either was cut off. (`end` carries `{}`
-//! because a browser drops an event without data.) While the stream is idle a comment line is
+//! because a browser drops an event without data.) The server's trailers, if it sent any, come
+//! right before that last event as an event `trailers` whose data is an object of strings.
+//! While the stream is idle a comment line is
 //! sent at the keep-alive interval, so that a proxy that closes idle connections leaves it open.
 
 use std::convert::Infallible;
@@ -24,6 +26,9 @@ pub const EVENT_STREAM: &str = "text/event-stream";
 /// The name of the event that ends a stream that went well.
 const END_EVENT: &str = "end";
 
+/// The name of the event that carries the server's trailers, right before `end` or `error`.
+const TRAILERS_EVENT: &str = "trailers";
+
 /// The name of the event that ends a stream that failed.
 const ERROR_EVENT: &str = "error";
 
@@ -36,6 +41,9 @@ where
     let events = parts.map(|part| {
         Ok::<_, Infallible>(match part {
             AnswerPart::Item(value) => Event::default().data(value.to_string()),
+            AnswerPart::Trailers(trailers) => Event::default()
+                .event(TRAILERS_EVENT)
+                .data(trailers.to_string()),
             AnswerPart::End => Event::default().event(END_EVENT).data("{}"),
             AnswerPart::Failed(error) => Event::default()
                 .event(ERROR_EVENT)

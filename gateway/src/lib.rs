@@ -95,7 +95,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -501,11 +501,8 @@ async fn call(
     })?;
     let body = stream::item_value(&schema.reply, reply)?;
     let mut response = Json(body).into_response();
-    for (key, value) in metadata.iter() {
-        let name = HeaderName::try_from(format!("{METADATA_HEADER_PREFIX}{key}"));
-        if let (Ok(name), Ok(value)) = (name, HeaderValue::from_str(value)) {
-            response.headers_mut().insert(name, value);
-        }
-    }
+    response
+        .headers_mut()
+        .extend(stream::metadata_headers(&metadata));
     Ok(response)
 }

@@ -1,6 +1,8 @@
 //! A stream's answer as newline-delimited JSON (`application/x-ndjson`): one item per line,
 //! each written as it arrives. The end of the body is the stream's end; a stream that fails
-//! ends with one last line `{"error": body}`, the body a unary call would have answered.
+//! ends with one last line `{"error": body}`, the body a unary call would have answered. The
+//! server's trailers, if it sent any, come as a line `{"trailers": {...}}` right before the
+//! end (or that error line).
 
 use std::convert::Infallible;
 
@@ -26,6 +28,7 @@ where
     let body = parts.filter_map(|part| {
         std::future::ready(match part {
             AnswerPart::Item(value) => Some(line(&value)),
+            AnswerPart::Trailers(trailers) => Some(line(&json!({ "trailers": trailers }))),
             // The body's end says it: no line.
             AnswerPart::End => None,
             AnswerPart::Failed(error) => Some(line(&json!({ "error": error.body() }))),

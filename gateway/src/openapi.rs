@@ -210,23 +210,39 @@ fn stream_response(item: Value) -> Value {
         "maxProperties": 0,
         "description": "the data of the `end` event",
     });
+    let trailers = json!({
+        "type": "object",
+        "additionalProperties": { "type": "string" },
+        "description": "the server's trailers",
+    });
+    let trailers_line = json!({
+        "type": "object",
+        "description": "the server's trailers, right before the end or the error line",
+        "properties": { "trailers": trailers.clone() },
+        "required": ["trailers"],
+        "additionalProperties": false,
+    });
     json!({
         "description": "the items, each written as it arrives: newline-delimited JSON, or \
             Server-Sent Events when the request's Accept prefers text/event-stream (by \
             q-value; newline-delimited JSON wins ties). A stream that fails after its first \
             item ends with a line {\"error\": {...}}, or an `error` event; an event stream \
-            that ends well ends with an `end` event",
+            that ends well ends with an `end` event. The server's trailers, if it sent any, \
+            come right before: a line {\"trailers\": {...}}, or a `trailers` event. Its \
+            reply metadata comes as `wirecall-meta-{key}` headers",
         "content": {
             NDJSON: { "schema": {
-                "description": "one line: an item, or the error that ends a failed stream",
-                "anyOf": [item.clone(), error_line],
+                "description": "one line: an item, the error that ends a failed stream, or \
+                    the stream's trailers before its end or that error",
+                "anyOf": [item.clone(), error_line, trailers_line],
             } },
             EVENT_STREAM: { "schema": {
                 "description": "the data of one event: an item (an unnamed event, `message` \
                     to an EventSource), the error of an `error` event, which ends a failed \
-                    stream, or the `{}` of the `end` event, which ends one that went well; \
-                    comment lines keep an idle stream open",
-                "anyOf": [item, error, end_data],
+                    stream, the `{}` of the `end` event, which ends one that went well, or \
+                    the object of the `trailers` event before either; comment lines keep an \
+                    idle stream open",
+                "anyOf": [item, error, end_data, trailers],
             } },
         },
     })

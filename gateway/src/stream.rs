@@ -15,18 +15,18 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use axum::http::header::VARY;
-use axum::http::HeaderValue;
+use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 use futures::stream::{self, StreamExt as _};
 use serde_json::Value;
 use wirecall::client::ItemStream;
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema, TypeRef};
-use wirecall::Error;
+use wirecall::{Error, Metadata};
 
 use crate::accept::StreamFormat;
 use crate::answer_part::AnswerPart;
 use crate::time_limit::CallTimeLimit;
-use crate::{event_stream, method_of, ndjson, GatewayError, Upstream};
+use crate::{event_stream, method_of, ndjson, GatewayError, Upstream, METADATA_HEADER_PREFIX};
 
 /// How a stream's answer is written.
 #[derive(Debug, Clone, Copy)]
@@ -123,8 +123,14 @@ pub(crate) async fn items_response(
     time: CallTimeLimit,
     format: AnswerFormat,
 ) -> Result<Response, GatewayError> {
-    let first = match first_item(&mut items, &mut interrupted, time).await? {
-        None => return Ok(format.respond(stream::iter([AnswerPart::End]))),
+    let first = first_item(&mut items, &mut interrupted, time).await?;
+    // The status is decided: the stream's reply metadata is known by now.
+    let headers = metadata_headers(items.metadata().await);
+    let first = match first {
+        None => {
+            let parts = with_trailers(&items, AnswerPart::End);
+            return Ok(with_headers(format.respond(stream::iter(parts)), headers));
+        }
         Some(message) => AnswerPart::Item(item_value(&reply, message?)?),
     };
     let rest = stream::unfold(Some((items, reply, interrupted)), |state| async move {
@@ -133,19 +139,55 @@ pub(crate) async fn items_response(
             biased;
             error = &mut interrupted => error,
             next = items.next() => match next {
-                None => return Some((AnswerPart::End, None)),
+                None => return Some((with_trailers(&items, AnswerPart::End), None)),
                 Some(Ok(message)) => match item_value(&reply, message) {
                     Ok(value) => {
-                        return Some((AnswerPart::Item(value), Some((items, reply, interrupted))))
+                        let part = vec![AnswerPart::Item(value)];
+                        return Some((part, Some((items, reply, interrupted))));
                     }
                     Err(error) => error,
                 },
                 Some(Err(error)) => GatewayError::Call(error),
             },
         };
-        Some((AnswerPart::Failed(error), None))
+        Some((with_trailers(&items, AnswerPart::Failed(error)), None))
     });
-    Ok(format.respond(stream::once(std::future::ready(first)).chain(rest)))
+    let parts = stream::once(std::future::ready(first)).chain(rest.flat_map(stream::iter));
+    Ok(with_headers(format.respond(parts), headers))
+}
+
+/// The last part of an answer, after the stream's trailers when the server sent any.
+fn with_trailers(items: &ItemStream<Value>, last: AnswerPart) -> Vec<AnswerPart> {
+    match items.trailers().filter(|trailers| !trailers.is_empty()) {
+        Some(trailers) => vec![AnswerPart::Trailers(metadata_object(trailers)), last],
+        None => vec![last],
+    }
+}
+
+/// Metadata as a JSON object of strings.
+fn metadata_object(metadata: &Metadata) -> Value {
+    Value::Object(
+        metadata
+            .iter()
+            .map(|(key, value)| (key.to_owned(), Value::String(value.to_owned())))
+            .collect(),
+    )
+}
+
+/// A stream's reply metadata as `wirecall-meta-{key}` headers, as a unary call's.
+pub(crate) fn metadata_headers(metadata: &Metadata) -> Vec<(HeaderName, HeaderValue)> {
+    metadata
+        .iter()
+        .filter_map(|(key, value)| {
+            let name = HeaderName::try_from(format!("{METADATA_HEADER_PREFIX}{key}")).ok()?;
+            Some((name, HeaderValue::from_str(value).ok()?))
+        })
+        .collect()
+}
+
+fn with_headers(mut response: Response, headers: Vec<(HeaderName, HeaderValue)>) -> Response {
+    response.headers_mut().extend(headers);
+    response
 }
 
 /// What one item message carries, read with the method's reply schema as a unary reply is:

@@ -27,6 +27,8 @@ use wirecall_test_support::{eventually, quiet_panics_starting_with, PATIENCE};
 pub trait Gated {
     /// `0..count`; the item `count - 1` is produced only once the test releases it.
     async fn countdown(&self, count: u64) -> Streaming<u64>;
+    /// `0..count`, with the reply metadata `unit: item` and the trailer `count: <count>`.
+    async fn tallied(&self, count: u64) -> Streaming<u64>;
 }
 
 struct Gate {
@@ -34,6 +36,20 @@ struct Gate {
 }
 
 impl Gated for Gate {
+    async fn tallied(&self, count: u64) -> Streaming<u64> {
+        use futures::StreamExt as _;
+        wirecall::CallContext::with_current(|call| call.set_reply_metadata("unit", "item").ok());
+        let items = futures::stream::iter(0..count).map(Some);
+        // A last step that yields no item: the trailer, once every item is out.
+        let last = futures::stream::once(async move {
+            wirecall::CallContext::with_current(|call| {
+                call.set_trailer("count", count.to_string()).ok()
+            });
+            None
+        });
+        Streaming::new(items.chain(last).filter_map(|item| async move { item }))
+    }
+
     async fn countdown(&self, count: u64) -> Streaming<u64> {
         let release_last = Arc::clone(&self.release_last);
         Streaming::new(futures::stream::unfold(0, move |n| {
@@ -240,6 +256,32 @@ async fn a_server_stream_answers_one_json_line_per_item() {
     for (n, tick) in ticks.iter().enumerate() {
         assert_eq!(tick["n"], n as u64, "{tick}");
     }
+    fixture.server.shutdown().await;
+}
+
+/// A stream's reply metadata comes as headers, as a unary call's; its trailers as a line (or
+/// an event) right before its end.
+#[tokio::test]
+async fn a_streams_metadata_comes_as_headers_and_its_trailers_before_its_end() {
+    let fixture = fixture(Gateway::builder()).await;
+    let response = open(&fixture, "/Gated/tallied", r#"{"count":2}"#).await;
+    assert_eq!(response.headers()["wirecall-meta-unit"], "item");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], b"0\n1\n{\"trailers\":{\"count\":\"2\"}}\n");
+
+    let (status, _, body) = post(&fixture, "/Gated/tallied", r#"{"count":0}"#).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "{\"trailers\":{\"count\":\"0\"}}\n")
+    );
+
+    let (status, _, body) =
+        post_accepting(&fixture, "/Gated/tallied", ACCEPT_EVENTS, r#"{"count":1}"#).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        "data: 0\n\nevent: trailers\ndata: {\"count\":\"1\"}\n\nevent: end\ndata: {}\n\n"
+    );
     fixture.server.shutdown().await;
 }
 
