@@ -8,6 +8,7 @@ use std::io::Read as _;
 use bytes::Bytes;
 use futures::Stream;
 use serde_json::Value;
+use wirecall::client::reply_metadata::with_reply_metadata;
 use wirecall::client::{ItemStream, Method};
 use wirecall::reflect::{JsonArgs, JsonItem, MethodSchema, ReplySchema};
 use wirecall::{Channel, Codec};
@@ -15,6 +16,7 @@ use wirecall::{Channel, Codec};
 use crate::connect::ConnectOptions;
 use crate::describe::fetch_method;
 use crate::error::CliError;
+use crate::reply_metadata::print_metadata;
 use crate::upload_lines::UploadSource;
 
 /// A method ready to be called: where, what, the encoded arguments and, for a method that
@@ -175,7 +177,9 @@ pub fn pretty(value: &Value) -> String {
 /// Calls a unary (or one-way) method and prints its reply; a server stream is printed by
 /// `stream::print_items` instead.
 pub async fn print_reply(prepared: PreparedCall) -> Result<(), CliError> {
-    let reply = prepared.send().await?;
+    let (reply, metadata) = with_reply_metadata(prepared.send()).await;
+    let reply = reply?;
+    print_metadata(&metadata);
     let Some(reply) = reply else {
         eprintln!("sent (one-way: the server sends no reply)");
         // Let the queued frame go out before the process exits.

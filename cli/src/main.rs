@@ -10,6 +10,7 @@ mod connect;
 mod describe;
 mod error;
 mod output;
+mod reply_metadata;
 mod stream;
 mod upload;
 mod upload_lines;

@@ -1,6 +1,6 @@
 //! `call` of a server-streaming method: each item printed as it arrives, one JSON line per
 //! item, so that the output can be piped into line-oriented tools (`jq`, `head`) while the
-//! stream is still open. A bidirectional method's items are printed here too (`upload.rs`
+//! stream is still open; its metadata and trailers go to stderr (`reply_metadata.rs`). A bidirectional method's items are printed here too (`upload.rs`
 //! sends its upload).
 
 use std::future::Future;
@@ -12,6 +12,7 @@ use wirecall::client::ItemStream;
 use crate::call::{pretty, Answer, PreparedCall};
 use crate::error::CliError;
 use crate::output::out;
+use crate::reply_metadata::{print_metadata, print_trailers};
 
 /// Opens the stream and prints its items until it ends (see [`print_each_item`]).
 pub async fn print_items(prepared: &PreparedCall) -> Result<(), CliError> {
@@ -30,6 +31,10 @@ pub async fn print_each_item(
     interrupted: impl Future<Output = CliError>,
 ) -> Result<(), CliError> {
     let mut interrupted = std::pin::pin!(interrupted);
+    tokio::select! {
+        metadata = items.metadata() => print_metadata(metadata),
+        reason = &mut interrupted => return Err(reason),
+    }
     let mut printed = 0u64;
     loop {
         let item = tokio::select! {
@@ -37,12 +42,16 @@ pub async fn print_each_item(
             reason = &mut interrupted => return Err(reason),
         };
         let Some(item) = item else {
+            print_trailers(items.trailers());
             return Ok(());
         };
-        let message = item.map_err(|source| CliError::StreamFailed {
-            target: prepared.target.clone(),
-            items: printed,
-            source,
+        let message = item.map_err(|source| {
+            print_trailers(items.trailers());
+            CliError::StreamFailed {
+                target: prepared.target.clone(),
+                items: printed,
+                source,
+            }
         })?;
         match Answer::read(&prepared.method.reply, &message) {
             Answer::Nothing => out!("null")?,

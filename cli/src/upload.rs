@@ -13,6 +13,7 @@ use wirecall::client::ItemStream;
 
 use crate::call::{print_answer, PreparedCall};
 use crate::error::CliError;
+use crate::reply_metadata::{print_metadata, print_trailers};
 use crate::stream::print_each_item;
 use crate::upload_lines::{json_lines, LineError, UploadSource};
 
@@ -131,6 +132,8 @@ async fn print_single_reply(
     if let Some(Err(error)) = answer.next().await {
         return Err(error.into());
     }
+    print_metadata(answer.metadata().await);
+    print_trailers(answer.trailers());
     print_answer(prepared, &reply)
 }
 

@@ -1,6 +1,7 @@
 //! `wirecall call` and `describe` on server-streaming methods, against a real server serving
 //! the shared `Feed` fixture: items printed one JSON line each as they arrive, the application
-//! error and a failed stream with their exit codes, the whole-stream deadline, and `| head`.
+//! error and a failed stream with their exit codes, the whole-stream deadline, and `| head`;
+//! and a stream's metadata and trailers on stderr.
 
 use std::process::{Output, Stdio};
 use std::sync::atomic::Ordering;
@@ -33,12 +34,59 @@ async fn wirecall(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// A stream and a unary call that send metadata back.
+#[wirecall::service]
+pub trait Tallied {
+    /// `0..count`, with the reply metadata `unit: item` and the trailer `count: <count>`.
+    async fn tally(&self, count: u64) -> wirecall::Streaming<u64>;
+    /// One, with the reply metadata `unit: one`.
+    async fn one(&self) -> u64;
+}
+
+struct Tally;
+
+impl Tallied for Tally {
+    async fn tally(&self, count: u64) -> wirecall::Streaming<u64> {
+        wirecall::CallContext::with_current(|call| {
+            call.set_reply_metadata("unit", "item").ok();
+            call.set_trailer("count", count.to_string()).ok();
+        });
+        wirecall::Streaming::from_iter(0..count)
+    }
+
+    async fn one(&self) -> u64 {
+        wirecall::CallContext::with_current(|call| call.set_reply_metadata("unit", "one").ok());
+        1
+    }
+}
+
 /// Each stdout line as JSON.
 fn lines(output: &Output) -> Vec<serde_json::Value> {
     stdout(output)
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
         .collect()
+}
+
+/// Metadata and trailers go to stderr, so that stdout keeps only the answer.
+#[tokio::test]
+async fn reply_metadata_and_trailers_are_printed_on_stderr() {
+    let server = Server::builder()
+        .serve(TalliedServer::new(Tally))
+        .bind("127.0.0.1:0")
+        .await
+        .expect("server starts");
+    let addr = server.local_addr().to_string();
+    let output = wirecall(&["call", &addr, "Tallied.tally", r#"{"count":2}"#]).await;
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "0\n1\n");
+    assert_eq!(stderr(&output), "metadata unit: item\ntrailer count: 2\n");
+
+    let output = wirecall(&["call", &addr, "Tallied.one", "{}"]).await;
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "1\n");
+    assert_eq!(stderr(&output), "metadata unit: one\n");
+    server.shutdown().await;
 }
 
 #[tokio::test]
