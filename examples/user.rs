@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
-use wirecall::{Channel, ChannelBuilder, Codec, Server, ServerTlsConfig, Streaming};
+use wirecall::{CallContext, Channel, ChannelBuilder, Codec, Server, ServerTlsConfig, Streaming};
 
 #[path = "user/bench.rs"]
 mod bench;
@@ -92,6 +92,8 @@ pub struct Users;
 
 impl UserFeed for Users {
     async fn list_users(&self, count: u32) -> Streaming<UserModel> {
+        // Sent with the stream's end (protocol version 4): a trailer.
+        CallContext::with_current(|call| call.set_trailer("listed", count.to_string()).ok());
         Streaming::from_iter((1..=count as i32).map(|user_id| UserModel {
             user_id,
             name: format!("user{user_id}"),
@@ -333,6 +335,11 @@ async fn tour(client: &ChannelBuilder, addr: &str, codec: Codec) -> Result<(), w
     while let Some(user) = users.next().await {
         println!("list_users(3) item   = {:?}", user?);
     }
+    let listed = users.trailers().and_then(|trailers| trailers.get("listed"));
+    println!(
+        "list_users trailer   = listed: {}",
+        listed.unwrap_or("none")
+    );
     // A client stream: the users go up one by one; one answer comes back.
     let upload = futures::stream::iter([fanly(), fanly()]);
     println!(
