@@ -7,6 +7,8 @@
 //! and a bidirectional stream, with request ids 1 to 5 in that order. The server's end closes
 //! a second (of virtual time) after its bytes.
 //!
+//! The server stream's reply metadata is read before its items, and its trailers after.
+//!
 //! Invariants: the client never panics; every call and every stream ends, with its result or
 //! an error (the clock is tokio's paused test clock, so deadlines pass in virtual time and a
 //! hang is one the clock cannot end); a stream yields no more items than Item frames arrived
@@ -106,11 +108,19 @@ async fn every_shape(client: &TargetClient) -> Received {
     };
     let server_stream = async {
         match client.count(3).await {
-            Ok(items) => {
-                items
-                    .filter(|item| std::future::ready(item.is_ok()))
-                    .count()
-                    .await
+            Ok(mut items) => {
+                // Its reply metadata first (a Head, or none), taking no item; its trailers
+                // once it ended (none before).
+                let _ = items.metadata().await;
+                let mut counted = 0;
+                while let Some(item) = items.next().await {
+                    if item.is_ok() {
+                        assert!(items.trailers().is_none(), "trailers before the end");
+                        counted += 1;
+                    }
+                }
+                let _ = items.trailers();
+                counted
             }
             Err(_) => 0,
         }

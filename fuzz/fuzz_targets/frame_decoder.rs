@@ -1,8 +1,8 @@
 //! Feeds arbitrary bytes to the frame decoder in chunks, as a socket would deliver them.
 //!
 //! Input layout: byte 0 picks the maximum frame length (22..=277), byte 1 seeds the chunk
-//! sizes (its high bit picks protocol version 2, which allows the metadata flag), the rest is
-//! the wire. Invariants: the decoder never panics, never yields a frame
+//! sizes (its two high bits pick protocol version 1 to 4: 2 allows the metadata flag, 3 the
+//! stream kinds, 4 the Head kind), the rest is the wire. Invariants: the decoder never panics, never yields a frame
 //! longer than the maximum, never consumes more bytes than it was given, and once it reports
 //! an error the connection is over (we stop feeding, like the server does).
 
@@ -18,12 +18,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let max = HEADER_LEN as u32 + u32::from(*max_byte);
-    let version = 1 + (chunk_seed >> 7);
+    let version = 1 + (chunk_seed >> 6);
     let mut codec = FrameCodec::for_version(max, version);
     let mut buf = BytesMut::new();
     let mut consumed = 0usize;
     let mut fed = 0usize;
-    let mut chunk_len = 1 + usize::from((*chunk_seed & 0x7f) % 31);
+    let mut chunk_len = 1 + usize::from((*chunk_seed & 0x3f) % 31);
     let mut rest = wire;
     while !rest.is_empty() {
         let (chunk, tail) = rest.split_at(chunk_len.min(rest.len()));
