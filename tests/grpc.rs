@@ -20,6 +20,9 @@ trait Door {
     async fn wait(&self, ms: u64) -> u64;
     /// The caller's `x-tenant`, and `x-served-by: door` in the reply's metadata.
     async fn tenant(&self) -> String;
+    /// `0..count`, with `x-unit: item` in the reply's metadata and `x-count: <count>` in its
+    /// trailers.
+    async fn counted(&self, count: u64) -> wirecall::Streaming<u64>;
 }
 
 struct DoorImpl;
@@ -36,6 +39,14 @@ impl Door for DoorImpl {
             call.metadata().get("x-tenant").unwrap_or("").to_owned()
         })
         .unwrap_or_default()
+    }
+
+    async fn counted(&self, count: u64) -> wirecall::Streaming<u64> {
+        CallContext::with_current(|call| {
+            call.set_reply_metadata("x-unit", "item").unwrap();
+            call.set_trailer("x-count", count.to_string()).unwrap();
+        });
+        wirecall::Streaming::from_iter(0..count)
     }
 }
 
@@ -410,6 +421,32 @@ async fn a_cancelled_grpc_stream_stops_its_producer() {
         stats.dropped.load(Ordering::SeqCst) == 1
     })
     .await;
+}
+
+/// A stream's reply metadata comes in its response headers, its trailers beside
+/// `grpc-status`.
+#[tokio::test]
+async fn a_streams_metadata_and_trailers_are_grpc_headers_and_trailers() {
+    let server = serve(FeedImpl::default()).await;
+    let mut client = grpc(&server).await;
+    client.ready().await.unwrap();
+    let response = client
+        .server_streaming(
+            Request::new(CountArgs { count: 3 }),
+            path("Door", "counted"),
+            codec::<CountArgs, U64Reply>(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.metadata().get("x-unit").unwrap(), "item");
+    let mut numbers = response.into_inner();
+    let mut received = Vec::new();
+    while let Some(item) = numbers.message().await.unwrap() {
+        received.push(item.value);
+    }
+    assert_eq!(received, [0, 1, 2]);
+    let trailers = numbers.trailers().await.unwrap().expect("trailers");
+    assert_eq!(trailers.get("x-count").unwrap(), "3");
 }
 
 #[tokio::test]

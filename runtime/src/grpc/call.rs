@@ -194,7 +194,9 @@ impl Call {
                 metadata: self.metadata,
                 trace,
                 replies_carry_metadata: true,
-                streams_carry_metadata: false,
+                // As HTTP/2 headers and trailers: a stream's metadata set before it opens goes
+                // out with its response headers, its trailers beside `grpc-status`.
+                streams_carry_metadata: true,
                 reply_metadata: RefCell::new(None),
                 trailers: RefCell::new(None),
                 copied: false,
@@ -289,7 +291,8 @@ async fn answer(
             }
         }
         ReplyBody::Stream(mut items) => {
-            let Some(mut stream) = reply::open(respond, None) else {
+            let head = items.call().and_then(CallContext::take_stream_head);
+            let Some(mut stream) = reply::open(respond, head.as_ref()) else {
                 return Outcome::Cancelled;
             };
             metrics.streams_opened.increment(1);
@@ -308,7 +311,8 @@ async fn answer(
                 Some(SendEnd::Done) => Status::ok(),
             };
             let status = failure.take().unwrap_or(status);
-            reply::close(&mut stream, &status);
+            let trailers = items.call().and_then(CallContext::take_trailers);
+            reply::close_with(&mut stream, &status, trailers.as_ref());
             outcome_of(&status)
         }
     }

@@ -56,7 +56,19 @@ pub(crate) fn open(
 
 /// Ends an open response with `status` in its trailers.
 pub(crate) fn close(stream: &mut SendStream<Bytes>, status: &Status) {
+    close_with(stream, status, None);
+}
+
+/// Ends an open response with `status` and a stream's `metadata` in its trailers.
+pub(crate) fn close_with(
+    stream: &mut SendStream<Bytes>,
+    status: &Status,
+    metadata: Option<&Metadata>,
+) {
     let mut trailers = HeaderMap::new();
+    if let Some(metadata) = metadata {
+        write_metadata(metadata, &mut trailers);
+    }
     status.write(&mut trailers);
     if let Err(err) = stream.send_trailers(trailers) {
         tracing::debug!(%err, "the gRPC caller is gone");
