@@ -10,7 +10,9 @@
 //! default) or `rabbitmq/` (feature `rabbitmq`); [`Envelope`] (`envelope.rs`), what travels
 //! with an event; `contract.rs`, the seam generated code implements; `consume.rs`, how one
 //! delivered event is handled and judged, the same for every back-end; `redelivery.rs`,
-//! `config.rs`, `dead_letter.rs`, `context.rs`, `subscription.rs`, `error.rs`.
+//! `config.rs`, `dead_letter.rs`, `context.rs`, `subscription.rs`, `error.rs`;
+//! `handled_once/`, the opt-in window that acknowledges a redelivery of a handled event
+//! without running its handler again; [`metrics`], what consuming counts.
 //!
 //! The book's "Events" chapter describes the topology and every guarantee.
 
@@ -22,7 +24,9 @@ mod contract;
 mod dead_letter;
 mod envelope;
 mod error;
+mod handled_once;
 mod in_process;
+pub mod metrics;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
 mod redelivery;
@@ -36,6 +40,10 @@ pub use dead_letter::DeadLetter;
 pub use envelope::{codec_of, content_type, Envelope, EventId};
 pub use error::{
     ConnectError, DeadLetterReason, HandlerError, PublishError, PublishOutcome, SubscribeError,
+};
+pub use handled_once::{
+    HandledIdStore, HandledIdStoreError, HandledOnce, StoreFuture, DEFAULT_HANDLED_AGE,
+    DEFAULT_HANDLED_IDS,
 };
 pub use in_process::IN_PROCESS_QUEUE_CAPACITY;
 #[cfg(feature = "rabbitmq")]

@@ -37,6 +37,7 @@ use super::contract::{ContractDescriptor, EventHandler};
 use super::dead_letter::DeadLetter;
 use super::envelope::Envelope;
 use super::error::{ConnectError, DeadLetterReason, PublishError, SubscribeError};
+use super::handled_once::HandledOnceGate;
 use super::redelivery::RetryPolicy;
 use super::subscription::Subscription;
 
@@ -123,10 +124,15 @@ impl RabbitMq {
         let live = self.live().ok_or(SubscribeError::Disconnected)?;
         let contract = handler.contract();
         self.remember_delays(contract.name, subscription, &config.retry);
+        let window = config
+            .handled_once
+            .as_ref()
+            .map(|window| HandledOnceGate::new(window, contract.name, subscription));
         let spec = Arc::new(ConsumerSpec {
             subscription: subscription.to_owned(),
             handler,
             config,
+            window,
         });
         let session = consumer::open_session(&live, &spec)
             .await
