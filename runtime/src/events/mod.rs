@@ -49,8 +49,8 @@ pub use in_process::IN_PROCESS_QUEUE_CAPACITY;
 #[cfg(feature = "rabbitmq")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rabbitmq")))]
 pub use rabbitmq::{
-    topology, RabbitMqConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECONNECT_MAX_DELAY,
-    DEFAULT_RECONNECT_MIN_DELAY,
+    topology, RabbitMqConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PUBLISH_RETRY_WITHIN,
+    DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_RECONNECT_MIN_DELAY,
 };
 pub use redelivery::{
     RetryDecision, RetryPolicy, DEFAULT_FIRST_RETRY_DELAY, DEFAULT_MAX_ATTEMPTS,
