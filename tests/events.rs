@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use wirecall::events::{
-    metrics::DUPLICATES_SKIPPED, Envelope, EventBus, EventId, HandledIdStore, HandledOnce,
-    StoreFuture, SubscriptionConfig,
+    metrics::DUPLICATES_SKIPPED, Envelope, EventBus, EventId, HandledIdFuture, HandledIdStore,
+    HandledOnce, SubscriptionConfig,
 };
 use wirecall_test_support::events::{
     self, Recorder, Tap, UserEventsPublisher, UserEventsSubscriber, CONTRACT,
@@ -331,7 +331,7 @@ struct Counts {
 }
 
 impl HandledIdStore for CountingStore {
-    fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, bool> {
+    fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, bool> {
         self.0.asked.fetch_add(1, Ordering::SeqCst);
         let found = self
             .0
@@ -342,7 +342,7 @@ impl HandledIdStore for CountingStore {
         Box::pin(async move { Ok(found) })
     }
 
-    fn record<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, ()> {
+    fn record<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, ()> {
         self.0
             .handled
             .lock()

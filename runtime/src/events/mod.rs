@@ -42,7 +42,7 @@ pub use error::{
     ConnectError, DeadLetterReason, HandlerError, PublishError, PublishOutcome, SubscribeError,
 };
 pub use handled_once::{
-    HandledIdStore, HandledIdStoreError, HandledOnce, StoreFuture, DEFAULT_HANDLED_AGE,
+    HandledIdFuture, HandledIdStore, HandledIdStoreError, HandledOnce, DEFAULT_HANDLED_AGE,
     DEFAULT_HANDLED_IDS,
 };
 pub use in_process::IN_PROCESS_QUEUE_CAPACITY;

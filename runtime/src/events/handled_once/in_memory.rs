@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::store::{HandledIdStore, StoreFuture};
+use super::store::{HandledIdFuture, HandledIdStore};
 use crate::events::envelope::EventId;
 
 /// The in-memory window: at most `max_ids` ids per scope, none older than `max_age`.
@@ -79,12 +79,12 @@ impl InMemoryHandledIds {
 }
 
 impl HandledIdStore for InMemoryHandledIds {
-    fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, bool> {
+    fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, bool> {
         let found = self.contains_now(scope, id);
         Box::pin(std::future::ready(Ok(found)))
     }
 
-    fn record<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, ()> {
+    fn record<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, ()> {
         self.record_now(scope, id);
         Box::pin(std::future::ready(Ok(())))
     }

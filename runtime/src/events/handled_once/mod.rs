@@ -19,5 +19,5 @@ mod store;
 mod window;
 
 pub(crate) use gate::HandledOnceGate;
-pub use store::{HandledIdStore, HandledIdStoreError, StoreFuture};
+pub use store::{HandledIdFuture, HandledIdStore, HandledIdStoreError};
 pub use window::{HandledOnce, DEFAULT_HANDLED_AGE, DEFAULT_HANDLED_IDS};

@@ -8,7 +8,7 @@ use crate::events::envelope::EventId;
 /// What [`HandledIdStore`]'s methods return: a boxed future, so that the trait stays
 /// object-safe and an implementation can await its own client (a Redis connection, a
 /// database pool).
-pub type StoreFuture<'a, T> =
+pub type HandledIdFuture<'a, T> =
     Pin<Box<dyn Future<Output = Result<T, HandledIdStoreError>> + Send + 'a>>;
 
 /// Where a subscription's handled event ids are kept. The default keeps them in memory
@@ -29,19 +29,19 @@ pub type StoreFuture<'a, T> =
 /// ```
 /// use std::collections::HashSet;
 /// use std::sync::Mutex;
-/// use wirecall_runtime::events::{EventId, HandledIdStore, HandledOnce, StoreFuture};
+/// use wirecall_runtime::events::{EventId, HandledIdStore, HandledOnce, HandledIdFuture};
 ///
 /// /// Never forgets: only for a test.
 /// #[derive(Default)]
 /// struct Everything(Mutex<HashSet<(String, EventId)>>);
 ///
 /// impl HandledIdStore for Everything {
-///     fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, bool> {
+///     fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, bool> {
 ///         let found = self.0.lock().unwrap().contains(&(scope.to_owned(), id));
 ///         Box::pin(async move { Ok(found) })
 ///     }
 ///
-///     fn record<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, ()> {
+///     fn record<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, ()> {
 ///         self.0.lock().unwrap().insert((scope.to_owned(), id));
 ///         Box::pin(async { Ok(()) })
 ///     }
@@ -53,11 +53,11 @@ pub type StoreFuture<'a, T> =
 pub trait HandledIdStore: Send + Sync + 'static {
     /// Whether the subscription `scope` has handled the event `id` (and the store still
     /// remembers it).
-    fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, bool>;
+    fn contains<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, bool>;
 
     /// Records that the subscription `scope` handled the event `id`; called once its handler
     /// succeeded, before the event is acknowledged.
-    fn record<'a>(&'a self, scope: &'a str, id: EventId) -> StoreFuture<'a, ()>;
+    fn record<'a>(&'a self, scope: &'a str, id: EventId) -> HandledIdFuture<'a, ()>;
 }
 
 /// A [`HandledIdStore`] that could not answer.
