@@ -144,7 +144,7 @@ async fn run(bus: &EventBus) -> Result<(), Box<dyn std::error::Error>> {
         .subscribe_with(
             "billing",
             UserEventsSubscriber::from_arc(Arc::clone(&billing)),
-            config,
+            config.clone(),
         )
         .await?;
     let mail_subscription = bus

@@ -95,7 +95,10 @@ impl EventBus {
 
     /// Publishes an already encoded event, as-is. Generated publishers call this after
     /// encoding; bridges that forward events from elsewhere can call it directly. Resolves
-    /// once the back-end holds the event (for RabbitMQ: the broker confirmed it).
+    /// once the back-end holds the event (for RabbitMQ: the broker confirmed it; a try whose
+    /// outcome is unknown is repeated with this envelope, see
+    /// `RabbitMqConfig::publish_retry_within`). Publishing one envelope again keeps its id,
+    /// which a subscription's handled-once window recognises.
     pub async fn publish_envelope(&self, envelope: Envelope) -> Result<(), PublishError> {
         match &self.backend {
             Backend::InProcess(backend) => backend.publish(envelope).await,

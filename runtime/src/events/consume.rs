@@ -1,6 +1,7 @@
-//! Handling one delivered event, the same for every back-end: find the codec, run the
-//! handler inside its [`EventContext`] and a `tracing` span in the publisher's trace, catch a
-//! panic, and decide between acknowledging, retrying and dead-lettering.
+//! Handling one delivered event, the same for every back-end: skip it if the subscription's
+//! handled-once window holds its id, find the codec, run the handler inside its
+//! [`EventContext`] and a `tracing` span in the publisher's trace, catch a panic, and decide
+//! between acknowledging, retrying and dead-lettering.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use super::context::EventContext;
 use super::contract::EventHandler;
 use super::envelope::{codec_of, Envelope};
 use super::error::{DeadLetterReason, HandlerError};
+use super::handled_once::HandledOnceGate;
 use super::redelivery::{RetryDecision, RetryPolicy};
 
 /// What the back-end does with a delivered event.
@@ -37,12 +39,34 @@ pub(crate) enum Verdict {
     },
 }
 
-/// Runs `handler` on `envelope` and judges the outcome by `retry`.
+/// Runs `handler` on `envelope` and judges the outcome by `retry`; with a handled-once
+/// `window`, acknowledges an id the window holds without running the handler, and records the
+/// id of an event handled successfully.
 pub(crate) async fn handle(
     handler: &dyn EventHandler,
     envelope: &Envelope,
     retry: &RetryPolicy,
+    window: Option<&HandledOnceGate>,
 ) -> Verdict {
+    let Some(window) = window else {
+        return judge(handler, envelope, retry).await;
+    };
+    // Held until the verdict is recorded: a second delivery of this id waits here and then
+    // sees the record.
+    let _claim = window.claim(envelope.id).await;
+    if window.already_handled(envelope).await {
+        return Verdict::Done;
+    }
+    let verdict = judge(handler, envelope, retry).await;
+    if matches!(verdict, Verdict::Done) {
+        // Before the acknowledgement is sent: an acknowledgement lost with the connection is
+        // the redelivery the window exists for.
+        window.record(envelope).await;
+    }
+    verdict
+}
+
+async fn judge(handler: &dyn EventHandler, envelope: &Envelope, retry: &RetryPolicy) -> Verdict {
     let outcome = run(handler, envelope).await;
     let error = match outcome {
         Ok(()) => return Verdict::Done,

@@ -5,7 +5,9 @@ use crate::codec::CodecError;
 
 /// A publish that did not complete. The event was not confirmed, so the caller must assume
 /// it was not delivered; [`outcome`](Self::outcome) says whether it may have been published
-/// all the same (publishing it again could then deliver it twice).
+/// all the same (publishing it again could then deliver it twice). On RabbitMQ the bus has
+/// already sent such an event again with its id, for `RabbitMqConfig::publish_retry_within`,
+/// before it returns the error; a new publish through a generated publisher gets a new id.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PublishError {

@@ -20,6 +20,7 @@ use super::contract::{ContractDescriptor, EventHandler};
 use super::dead_letter::DeadLetter;
 use super::envelope::Envelope;
 use super::error::PublishError;
+use super::handled_once::HandledOnceGate;
 use super::subscription::Subscription;
 
 /// Events one in-process subscription queue holds before a publish waits for room.
@@ -154,6 +155,10 @@ async fn consume_queue(
     stop: CancellationToken,
 ) {
     let prefetch = usize::from(config.prefetch.max(1));
+    let window = config
+        .handled_once
+        .as_ref()
+        .map(|window| HandledOnceGate::new(window, handler.contract().name, &queue.name));
     let mut batch = Vec::with_capacity(prefetch);
     loop {
         // Competing consumers take the receiver in turn; each holds it only while it waits
@@ -172,7 +177,7 @@ async fn consume_queue(
         }
         futures::stream::iter(batch.drain(..))
             .for_each_concurrent(prefetch, |envelope| {
-                settle(&queue, &*handler, &config, envelope)
+                settle(&queue, &*handler, &config, window.as_ref(), envelope)
             })
             .await;
     }
@@ -182,9 +187,10 @@ async fn settle(
     queue: &Arc<Queue>,
     handler: &dyn EventHandler,
     config: &SubscriptionConfig,
+    window: Option<&HandledOnceGate>,
     mut envelope: Envelope,
 ) {
-    match consume::handle(handler, &envelope, &config.retry).await {
+    match consume::handle(handler, &envelope, &config.retry, window).await {
         Verdict::Done => {}
         Verdict::Retry {
             delay, attempts, ..

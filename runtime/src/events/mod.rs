@@ -10,7 +10,9 @@
 //! default) or `rabbitmq/` (feature `rabbitmq`); [`Envelope`] (`envelope.rs`), what travels
 //! with an event; `contract.rs`, the seam generated code implements; `consume.rs`, how one
 //! delivered event is handled and judged, the same for every back-end; `redelivery.rs`,
-//! `config.rs`, `dead_letter.rs`, `context.rs`, `subscription.rs`, `error.rs`.
+//! `config.rs`, `dead_letter.rs`, `context.rs`, `subscription.rs`, `error.rs`;
+//! `handled_once/`, the opt-in window that acknowledges a redelivery of a handled event
+//! without running its handler again; [`metrics`], what consuming counts.
 //!
 //! The book's "Events" chapter describes the topology and every guarantee.
 
@@ -22,7 +24,9 @@ mod contract;
 mod dead_letter;
 mod envelope;
 mod error;
+mod handled_once;
 mod in_process;
+pub mod metrics;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
 mod redelivery;
@@ -37,12 +41,16 @@ pub use envelope::{codec_of, content_type, Envelope, EventId};
 pub use error::{
     ConnectError, DeadLetterReason, HandlerError, PublishError, PublishOutcome, SubscribeError,
 };
+pub use handled_once::{
+    HandledIdFuture, HandledIdStore, HandledIdStoreError, HandledOnce, DEFAULT_HANDLED_AGE,
+    DEFAULT_HANDLED_IDS,
+};
 pub use in_process::IN_PROCESS_QUEUE_CAPACITY;
 #[cfg(feature = "rabbitmq")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rabbitmq")))]
 pub use rabbitmq::{
-    topology, RabbitMqConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECONNECT_MAX_DELAY,
-    DEFAULT_RECONNECT_MIN_DELAY,
+    topology, RabbitMqConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PUBLISH_RETRY_WITHIN,
+    DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_RECONNECT_MIN_DELAY,
 };
 pub use redelivery::{
     RetryDecision, RetryPolicy, DEFAULT_FIRST_RETRY_DELAY, DEFAULT_MAX_ATTEMPTS,

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wirecall::events::{
-    DeadLetterReason, Envelope, EventBus, EventContext, EventId, RetryPolicy, SubscriptionConfig,
+    ContractDescriptor, DeadLetterReason, Envelope, EventBus, EventContext, EventHandler, EventId,
+    HandlerFuture, RetryPolicy, SubscriptionConfig,
 };
 
 use crate::{eventually, eventually_async, UserModel};
@@ -162,6 +163,35 @@ impl UserEvents for Recorder {
     async fn user_renamed(&self, user_id: i32, _name: String) {
         self.log.runs.fetch_add(1, Ordering::Relaxed);
         self.log.record(user_id);
+    }
+}
+
+/// A subscriber that keeps every event it is handed, id included, so that a test can publish
+/// the very same event again (what a redelivery or a publisher's retry looks like).
+#[derive(Clone, Debug, Default)]
+pub struct Tap {
+    envelopes: Arc<Mutex<Vec<Envelope>>>,
+}
+
+impl Tap {
+    /// What it has been handed so far, oldest first.
+    pub fn envelopes(&self) -> Vec<Envelope> {
+        self.envelopes.lock().unwrap().clone()
+    }
+}
+
+impl EventHandler for Tap {
+    fn contract(&self) -> &'static ContractDescriptor {
+        CONTRACT
+    }
+
+    fn handle(&self, event: &str, codec: wirecall::Codec, payload: bytes::Bytes) -> HandlerFuture {
+        let context = EventContext::current().expect("a handler runs inside its event's context");
+        let mut envelope = Envelope::new(CONTRACT.name, event.to_owned(), codec, payload);
+        envelope.id = context.id;
+        envelope.timestamp = context.timestamp;
+        self.envelopes.lock().unwrap().push(envelope);
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 

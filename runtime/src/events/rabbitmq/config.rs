@@ -8,6 +8,15 @@ pub const DEFAULT_RECONNECT_MIN_DELAY: Duration = Duration::from_millis(100);
 pub const DEFAULT_RECONNECT_MAX_DELAY: Duration = Duration::from_secs(5);
 /// How long one connection attempt may take before it counts as failed.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the bus keeps publishing an event again, with its id, after a publish of it
+/// ended without a confirm ([`PublishOutcome::MaybePublished`]).
+///
+/// Thirty seconds ride out a broker restart (6 to 20 s on a small machine) and a few
+/// reconnection attempts; a caller whose publish waits that long was going to get an error
+/// anyway. Kafka's producer makes the same choice by default (`delivery.timeout.ms`).
+///
+/// [`PublishOutcome::MaybePublished`]: crate::events::PublishOutcome::MaybePublished
+pub const DEFAULT_PUBLISH_RETRY_WITHIN: Duration = Duration::from_secs(30);
 
 /// Where the broker is and how to reconnect to it.
 #[derive(Clone)]
@@ -17,6 +26,7 @@ pub struct RabbitMqConfig {
     pub(crate) reconnect_min_delay: Duration,
     pub(crate) reconnect_max_delay: Duration,
     pub(crate) connect_timeout: Duration,
+    pub(crate) publish_retry_within: Duration,
 }
 
 impl std::fmt::Debug for RabbitMqConfig {
@@ -27,6 +37,7 @@ impl std::fmt::Debug for RabbitMqConfig {
             .field("reconnect_min_delay", &self.reconnect_min_delay)
             .field("reconnect_max_delay", &self.reconnect_max_delay)
             .field("connect_timeout", &self.connect_timeout)
+            .field("publish_retry_within", &self.publish_retry_within)
             .finish()
     }
 }
@@ -41,6 +52,7 @@ impl RabbitMqConfig {
             reconnect_min_delay: DEFAULT_RECONNECT_MIN_DELAY,
             reconnect_max_delay: DEFAULT_RECONNECT_MAX_DELAY,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            publish_retry_within: DEFAULT_PUBLISH_RETRY_WITHIN,
         }
     }
 
@@ -63,6 +75,22 @@ impl RabbitMqConfig {
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a publish whose outcome is unknown (the connection went before the broker's
+    /// confirm, or a negative confirm) is retried, with the same event id, before it fails
+    /// with an error whose outcome is `MaybePublished`; see
+    /// [`DEFAULT_PUBLISH_RETRY_WITHIN`]. `Duration::ZERO` returns that error at once. A
+    /// publish that was certainly not sent (`Disconnected` on its first try) still fails at
+    /// once.
+    ///
+    /// The same id is what lets a subscription's handled-once window
+    /// ([`SubscriptionConfig::handled_once`](crate::events::SubscriptionConfig::handled_once))
+    /// drop the second copy when both reached the queue.
+    #[must_use]
+    pub fn publish_retry_within(mut self, within: Duration) -> Self {
+        self.publish_retry_within = within;
         self
     }
 }

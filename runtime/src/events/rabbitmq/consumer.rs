@@ -23,6 +23,7 @@ use super::{headers, topology};
 use crate::events::config::SubscriptionConfig;
 use crate::events::consume::{self, Verdict};
 use crate::events::contract::EventHandler;
+use crate::events::handled_once::HandledOnceGate;
 
 /// The longest wait between attempts to resubscribe on a connection that is up.
 const RESUBSCRIBE_MAX_DELAY: Duration = Duration::from_secs(5);
@@ -37,6 +38,9 @@ pub(crate) struct ConsumerSpec {
     pub(crate) subscription: String,
     pub(crate) handler: Arc<dyn EventHandler>,
     pub(crate) config: SubscriptionConfig,
+    /// The handled-once window's gate, kept across resubscriptions: a delivery whose
+    /// acknowledgement went with the old channel comes back on the new one.
+    pub(crate) window: Option<HandledOnceGate>,
 }
 
 /// A channel consuming the subscription's queue.
@@ -186,7 +190,15 @@ async fn settle(spec: &ConsumerSpec, channel: &Channel, delivery: Delivery) {
             reason: error.reason(),
             error: error.to_string(),
         },
-        None => consume::handle(&*spec.handler, &envelope, &spec.config.retry).await,
+        None => {
+            consume::handle(
+                &*spec.handler,
+                &envelope,
+                &spec.config.retry,
+                spec.window.as_ref(),
+            )
+            .await
+        }
     };
     let settled = match verdict {
         Verdict::Done => true,

@@ -1,33 +1,39 @@
 //! The RabbitMQ back-end (feature `rabbitmq`), through the lapin crate.
 //!
-//! `connection.rs` keeps one connection up (reconnecting with backoff), `consumer.rs` runs
+//! `connection.rs` keeps one connection up (reconnecting with backoff), `publish.rs` publishes
+//! and retries a publish whose outcome is unknown with the same envelope, `consumer.rs` runs
 //! each subscription's consumer and resubscribes after a loss, `topology.rs` names and
-//! declares exchanges and queues, `headers.rs` maps an [`Envelope`] onto AMQP properties.
+//! declares exchanges and queues, `headers.rs` maps an [`Envelope`](crate::events::Envelope)
+//! onto AMQP properties.
 //!
 //! Guarantees: a publish resolves once the broker confirmed it (publisher confirms; messages
 //! are persistent, queues durable); a delivery is acknowledged only after its handler
 //! succeeded or it was republished, confirmed, to a retry queue or the dead letters; while
-//! disconnected, publishes fail at once with [`PublishError::Disconnected`].
+//! disconnected, publishes fail at once with
+//! [`PublishError::Disconnected`](crate::events::PublishError::Disconnected), and a publish
+//! that was sent and not confirmed is sent again with the same id for
+//! [`RabbitMqConfig::publish_retry_within`].
 
 mod config;
 mod connection;
 mod consumer;
 mod headers;
+mod publish;
 pub mod topology;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use bytes::Bytes;
-use lapin::options::{BasicAckOptions, BasicGetOptions, BasicPublishOptions, QueueDeleteOptions};
+use lapin::options::{BasicAckOptions, BasicGetOptions, QueueDeleteOptions};
 use lapin::types::ShortString;
-use lapin::Confirmation;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{
-    RabbitMqConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECONNECT_MAX_DELAY,
-    DEFAULT_RECONNECT_MIN_DELAY,
+    RabbitMqConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PUBLISH_RETRY_WITHIN,
+    DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_RECONNECT_MIN_DELAY,
 };
 
 use self::connection::Live;
@@ -35,8 +41,8 @@ use self::consumer::ConsumerSpec;
 use super::config::SubscriptionConfig;
 use super::contract::{ContractDescriptor, EventHandler};
 use super::dead_letter::DeadLetter;
-use super::envelope::Envelope;
-use super::error::{ConnectError, DeadLetterReason, PublishError, SubscribeError};
+use super::error::{ConnectError, DeadLetterReason, SubscribeError};
+use super::handled_once::HandledOnceGate;
 use super::redelivery::RetryPolicy;
 use super::subscription::Subscription;
 
@@ -47,11 +53,18 @@ pub(crate) struct RabbitMq {
     /// The retry delays each subscription was declared with in this process, so that
     /// `delete` finds its retry queues.
     retry_delays: Mutex<HashMap<String, HashSet<u64>>>,
+    /// See [`RabbitMqConfig::publish_retry_within`].
+    publish_retry_within: Duration,
+    /// The first pause before publishing an event again (the reconnection backoff's first
+    /// wait).
+    publish_retry_pause: Duration,
 }
 
 impl RabbitMq {
     pub(crate) async fn connect(config: RabbitMqConfig) -> Result<Arc<Self>, ConnectError> {
         let live = Arc::new(connection::open(&config, 0).await?);
+        let (publish_retry_within, publish_retry_pause) =
+            (config.publish_retry_within, config.reconnect_min_delay);
         let (sender, state) = watch::channel(Some(Arc::clone(&live)));
         let closing = CancellationToken::new();
         tokio::spawn(connection::supervise(config, sender, live, closing.clone()));
@@ -59,6 +72,8 @@ impl RabbitMq {
             state,
             closing,
             retry_delays: Mutex::new(HashMap::new()),
+            publish_retry_within,
+            publish_retry_pause,
         }))
     }
 
@@ -72,37 +87,6 @@ impl RabbitMq {
 
     pub(crate) fn is_connected(&self) -> bool {
         self.live().is_some()
-    }
-
-    pub(crate) async fn publish(&self, envelope: Envelope) -> Result<(), PublishError> {
-        if self.closing.is_cancelled() {
-            return Err(PublishError::Closed);
-        }
-        let live = self.live().ok_or(PublishError::Disconnected)?;
-        live.ensure_exchange(&envelope.contract)
-            .await
-            .map_err(|error| PublishError::Broker(error.to_string()))?;
-        // From here the frames may be on their way: a failure cannot prove the broker did
-        // not route the event.
-        let unconfirmed = |error: lapin::Error| PublishError::Unconfirmed(error.to_string());
-        let confirm = live
-            .publisher
-            .basic_publish(
-                ShortString::from(topology::exchange(&envelope.contract)),
-                ShortString::from(envelope.event.as_ref()),
-                BasicPublishOptions::default(),
-                &envelope.payload,
-                headers::properties(&envelope),
-            )
-            .await
-            .map_err(unconfirmed)?;
-        match confirm.await.map_err(unconfirmed)? {
-            Confirmation::Ack(_) => Ok(()),
-            Confirmation::Nack(_) => Err(PublishError::Nacked),
-            Confirmation::NotRequested => Err(PublishError::Unconfirmed(
-                "the publishing channel is not in confirm mode".to_owned(),
-            )),
-        }
     }
 
     fn remember_delays(&self, contract: &str, subscription: &str, policy: &RetryPolicy) {
@@ -123,10 +107,15 @@ impl RabbitMq {
         let live = self.live().ok_or(SubscribeError::Disconnected)?;
         let contract = handler.contract();
         self.remember_delays(contract.name, subscription, &config.retry);
+        let window = config
+            .handled_once
+            .as_ref()
+            .map(|window| HandledOnceGate::new(window, contract.name, subscription));
         let spec = Arc::new(ConsumerSpec {
             subscription: subscription.to_owned(),
             handler,
             config,
+            window,
         });
         let session = consumer::open_session(&live, &spec)
             .await
