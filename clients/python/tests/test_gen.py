@@ -193,7 +193,10 @@ def test_blocking_calls_of_every_unary_shape(stubs, server, codec):
 def test_blocking_server_stream_yields_dataclasses(stubs, server, codec):
     with wirecall.connect(server.address, codecs=[codec]) as client:
         with stubs.UserFeed(client).list_users(count=3) as feed:
+            assert feed.metadata() == {}
+            assert feed.trailers() is None
             users = list(feed)
+            assert feed.trailers() == {"listed": "3"}
     assert [user.name for user in users] == ["user1", "user2", "user3"]
     assert all(isinstance(user, stubs.UserModel) for user in users)
 
@@ -209,8 +212,11 @@ def test_async_calls_and_server_stream(stubs, server, codec):
             with pytest.raises(stubs.UserServiceFindError) as raised:
                 await users.find(user_id=7)
             assert raised.value.error.user_id == 7
-            names = [user.name async for user in stubs.UserFeedAsync(client).list_users(count=4)]
+            listed = stubs.UserFeedAsync(client).list_users(count=4)
+            assert await listed.metadata() == {}
+            names = [user.name async for user in listed]
             assert names == ["user1", "user2", "user3", "user4"]
+            assert listed.trailers() == {"listed": "4"}
             async with stubs.UserFeedAsync(client).list_users(count=1000) as feed:
                 first = await feed.__anext__()
             assert first.user_id == 1  # leaving the block cancelled the rest

@@ -1,5 +1,5 @@
 """Protocol version 2: the hellos' extension block, the frame limit, metadata both ways, and the
-fallbacks from the version the client offers (3) to versions 2 and 1, against the example
+fallbacks from the version the client offers (4) to versions 3, 2 and 1, against the example
 server and against scripted peers."""
 
 import asyncio
@@ -13,7 +13,6 @@ from wirecall.wire import (
     FLAG_METADATA,
     FRAME_HEADER,
     FrameKind,
-    decode_extensions,
     decode_metadata,
     encode_extensions,
     encode_frame,
@@ -37,9 +36,9 @@ async def read_frame(reader):
 # -- against the example server ---------------------------------------------------------------
 
 
-def test_the_example_server_speaks_version_3_and_announces_its_frame_limit(server, codec):
+def test_the_example_server_speaks_version_4_and_announces_its_frame_limit(server, codec):
     with wirecall.connect(server.address, codecs=[codec]) as client:
-        assert client.protocol_version == 3
+        assert client.protocol_version == 4
         assert client.server_max_frame_length == 16 * 1024 * 1024
         assert client.call("UserService", "get_user_id", name="fanly") == 5
 
@@ -68,7 +67,7 @@ def test_the_server_checks_our_metadata_block(server):
     with socket.create_connection((host, int(port))) as sock, sock.makefile("rb") as stream:
         sock.sendall(client_hello([CodecId.JSON]))
         head = stream.read(8)
-        assert head[4:7] == bytes([3, 0, 1])
+        assert head[4:7] == bytes([4, 0, 1])
         stream.read(head[7])
         stream.read(struct.unpack(">H", stream.read(2))[0])
         bad_block = bytes.fromhex("00 01 01") + b"A" + bytes.fromhex("00 00")
@@ -137,14 +136,14 @@ def test_an_older_server_naming_version_1_gets_a_version_1_hello():
             assert client.protocol_version == 1
             assert await client.call("S", "echo", x=1) == {"x": 1}
             await client.close()
-        assert [hello[0] for hello in hellos] == [3, 1]
+        assert [hello[0] for hello in hellos] == [4, 1]
         assert hellos[0][3] == bytes.fromhex("01 04 01 00 00 00")
         assert hellos[1][1:] == (b"\x01", b"t", b"")
 
     asyncio.run(scenario())
 
 
-def test_a_server_refusing_version_3_naming_version_2_gets_a_version_2_hello():
+def test_a_server_refusing_version_4_naming_version_2_gets_a_version_2_hello():
     hellos = []
 
     async def version_2_only(reader, writer):
@@ -172,9 +171,35 @@ def test_a_server_refusing_version_3_naming_version_2_gets_a_version_2_hello():
                 client.stream("S", "items")
             await client.close()
         # Both hellos announce the frame limit: version 2 has the extension block too.
-        assert hellos == [(3, bytes.fromhex("01 04 01 00 00 00")), (2, bytes.fromhex("01 04 01 00 00 00"))]
+        assert hellos == [(4, bytes.fromhex("01 04 01 00 00 00")), (2, bytes.fromhex("01 04 01 00 00 00"))]
 
     asyncio.run(scenario())
+
+
+def test_a_server_refusing_version_4_naming_version_3_gets_a_version_3_hello():
+    hellos = []
+
+    async def version_3_only(reader, writer):
+        version, _, _, _ = await read_client_hello(reader)
+        hellos.append(version)
+        if version != 3:
+            writer.write(b"WCAL" + bytes([3, 2, 0, 1, 1]) + b"\x00\x00")  # UnsupportedVersion, version 3
+            await writer.drain()
+            writer.close()
+            return
+        writer.write(b"WCAL" + bytes([3, 0, 1, 1, 1]) + b"\x00\x00")
+        await reader.read()
+        writer.close()
+
+    async def scenario():
+        server, port = await scripted_server(version_3_only)
+        async with server:
+            client = await aio.connect("127.0.0.1", port, codecs=["json"])
+            assert client.protocol_version == 3
+            await client.close()
+        assert hellos == [4, 3]
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))
 
 
 def test_unsupported_version_without_an_older_version_we_speak_is_raised():

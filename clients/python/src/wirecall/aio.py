@@ -2,8 +2,8 @@
 request id.
 
 One reader task reads every frame the server sends: it completes the waiting call whose
-request id a Response or Error carries, hands a stream's Items and its End or Error to the
-stream (see `stream.py`), answers Pings, and fails every call and stream in flight when the
+request id a Response or Error carries, hands a stream's Items, its Head and its End or Error
+to the stream (see `stream.py`), answers Pings, and fails every call and stream in flight when the
 connection ends. Callers write their own frames; a frame is written whole by one synchronous
 ``write``, so frames of concurrent calls never interleave.
 """
@@ -38,7 +38,6 @@ from .wire import (
     METADATA_VERSION,
     MIN_ANNOUNCED_FRAME_LENGTH,
     PROTOCOL_VERSION,
-    STREAM_KINDS,
     STREAMS_VERSION,
     FrameHeader,
     FrameKind,
@@ -49,7 +48,9 @@ from .wire import (
     encode_credit,
     encode_frame,
     encode_metadata,
+    kind_exists,
     method_id,
+    server_frame_flags,
 )
 
 #: The per-call timeout when none is given, as in the Rust client (30 s).
@@ -98,8 +99,9 @@ async def connect(
     `max_frame_length` is the largest frame accepted from the server, announced to it in the
     hello. `metadata` is sent with every call (per-call metadata adds to it and wins on a
     shared key); it needs a version 2 connection and is not sent on a version 1 one.
-    `protocol_version` is the version the hello offers (3; 2 forces a version 2 connection,
-    without streams, and 1 a version 1 connection, without metadata either). A server older
+    `protocol_version` is the version the hello offers (4; 3 forces a version 3 connection,
+    without a stream's reply metadata and trailers, 2 a version 2 connection, without
+    streams, and 1 a version 1 connection, without metadata either). A server older
     than the offer answers with its own version (a version 2 server settles version 2), and
     one that refuses the offer naming version 1 is reconnected to with a version 1 hello.
     `stream_window` is how many items a server stream may send ahead of its consumer
@@ -227,8 +229,9 @@ class AsyncClient:
 
     @property
     def protocol_version(self) -> int:
-        """The connection's protocol version: 3, or 2 (no streams) or 1 (no metadata either)
-        with an older server or a `protocol_version` option that asked for it."""
+        """The connection's protocol version: 4, or 3 (no stream metadata or trailers), 2 (no
+        streams) or 1 (no metadata either) with an older server or a `protocol_version`
+        option that asked for it."""
         return self._version
 
     @property
@@ -440,6 +443,28 @@ class AsyncClient:
         call and is raised here as it is. `StreamsUnsupported` is raised before anything is
         sent on a connection of protocol version 1 or 2.
         """
+        value, _ = await self.upload_with_metadata(
+            service, method, args, items, timeout=timeout, metadata=metadata, reply=reply, window=window, signature=signature
+        )
+        return value
+
+    async def upload_with_metadata(
+        self,
+        service: str,
+        method: str,
+        args: Optional[Mapping[str, Any]],
+        items: Items,
+        *,
+        timeout: Optional[float] = USE_DEFAULT,
+        metadata: Optional[Mapping[str, str]] = None,
+        reply: Reply = Reply.AUTO,
+        window: Optional[int] = None,
+        signature: Optional[MethodSignature] = None,
+    ) -> Tuple[Any, Dict[str, str]]:
+        """`upload_with`, returning ``(value, reply_metadata)`` as `call_with_metadata` does:
+        the stream's reply metadata and trailers as one set, the trailers winning for a key
+        in both (``{}`` if none, or below protocol version 4). An `ApplicationError` or
+        `CallError` raised instead carries that set as its `metadata` attribute."""
         if self._codec.needs_schema and signature is None:
             signature = await self._codec_signature(service, method)
         request = self._stream_request(
@@ -615,7 +640,7 @@ class AsyncClient:
             if uploaded is not None:
                 # Awaited, a call with an upload is taken for an upload with one reply.
                 request = self._stream_request(service, method, arguments, **options)
-                return await self._upload_reply(request, uploaded)
+                return (await self._upload_reply(request, uploaded))[0]
             return await self.call_with(service, method, arguments, **options)
         signature = schema.method(method)
         signature.check_upload(uploaded is not None)
@@ -624,7 +649,7 @@ class AsyncClient:
             stream = ServerStream(self, ready(request), uploaded)
             return await stream.__aenter__()  # opened, as `async with` opens it
         if uploaded is not None:
-            return await self._upload_reply(self._signed_stream_request(signature, arguments, options), uploaded)
+            return (await self._upload_reply(self._signed_stream_request(signature, arguments, options), uploaded))[0]
         ordered = signature.order_arguments(arguments)
         if signature.oneway:
             await self.notify_with(service, method, ordered, metadata=options.get("metadata"))
@@ -843,12 +868,6 @@ class AsyncClient:
             self._cancel(request_id)
             slot.finish(timeout)
 
-    def _forget_stream(self, request_id: int) -> None:
-        """Withdraws a stream whose server half is ending by itself (its `err` item)."""
-        slot = self._streams.pop(request_id, None)
-        if slot is not None:
-            slot.finish(None)
-
     def _fail_stream(self, request_id: int, error: BaseException) -> None:
         """Ends a stream on this side with `error` (its upload failed) and tells the server to
         stop, unless it has already ended."""
@@ -859,8 +878,9 @@ class AsyncClient:
 
     # -- uploads --------------------------------------------------------------------------------
 
-    async def _upload_reply(self, request: StreamRequest, upload: Upload) -> Any:
-        """An upload's one reply: the stream opened with the upload beside it, then read."""
+    async def _upload_reply(self, request: StreamRequest, upload: Upload) -> Tuple[Any, Dict[str, str]]:
+        """An upload's one reply and its reply metadata: the stream opened with the upload
+        beside it, then read."""
         stream = ServerStream(self, ready(request), upload)
         return await stream._single_reply()
 
@@ -911,7 +931,8 @@ class AsyncClient:
                     await frames.fill()
                 payload = frames.take(header)
                 metadata: Dict[str, str] = {}
-                if header.flags & FLAG_METADATA:
+                # A Head's block is the stream's to read: a malformed one fails only the stream.
+                if header.flags & FLAG_METADATA and header.kind != FrameKind.HEAD:
                     try:
                         metadata, payload = decode_metadata(payload)
                     except ValueError as bad:
@@ -947,31 +968,21 @@ class AsyncClient:
         """Raises the `ProtocolError` that says which rule a frame's kind or flags broke."""
         if header.kind not in FrameKind.__members__.values():
             raise errors.ProtocolError(f"a frame of unknown kind {header.kind}")
-        if header.kind in STREAM_KINDS and self._version < STREAMS_VERSION:
-            # Stream kinds are unknown kinds below version 3 (Frames).
-            raise errors.ProtocolError(
-                f"a {FrameKind(header.kind).name} frame on a version {self._version} connection"
-            )
-        # Version 2 defines flag 0x01 (metadata), on the frames that answer a Request, and
-        # from version 3 on the End that answers an Open.
-        answers = (FrameKind.RESPONSE, FrameKind.ERROR) + ((FrameKind.END,) if self._version >= STREAMS_VERSION else ())
-        allowed = FLAG_METADATA if self._version >= METADATA_VERSION and header.kind in answers else 0
-        if header.flags & ~allowed:
-            raise errors.ProtocolError(
-                f"a {FrameKind(header.kind).name} frame with flags {header.flags:#04x}"
-            )
-        if header.kind in CLIENT_ONLY_KINDS:
-            raise errors.ProtocolError(f"a {FrameKind(header.kind).name} frame from the server")
+        kind = FrameKind(header.kind)
+        if not kind_exists(kind, self._version):
+            raise errors.ProtocolError(f"a {kind.name} frame on a version {self._version} connection")
+        if header.flags & ~server_frame_flags(kind, self._version):
+            raise errors.ProtocolError(f"a {kind.name} frame with flags {header.flags:#04x}")
+        if kind in CLIENT_ONLY_KINDS:
+            raise errors.ProtocolError(f"a {kind.name} frame from the server")
 
     def _server_frame_flags(self) -> Dict[int, int]:
         """The kinds a server may send on this connection, each with the flags it may carry."""
-        answers = (FrameKind.RESPONSE, FrameKind.ERROR) + ((FrameKind.END,) if self._version >= STREAMS_VERSION else ())
-        allowed: Dict[int, int] = {}
-        for kind in FrameKind:
-            if kind in CLIENT_ONLY_KINDS or (kind in STREAM_KINDS and self._version < STREAMS_VERSION):
-                continue
-            allowed[int(kind)] = FLAG_METADATA if self._version >= METADATA_VERSION and kind in answers else 0
-        return allowed
+        return {
+            int(kind): server_frame_flags(kind, self._version)
+            for kind in FrameKind
+            if kind not in CLIENT_ONLY_KINDS and kind_exists(kind, self._version)
+        }
 
     def _dispatch(self, header: FrameHeader, metadata: Dict[str, str], payload: bytes) -> None:
         kind = header.kind
@@ -985,7 +996,14 @@ class AsyncClient:
         elif kind == FrameKind.END:
             stream = self._streams.pop(header.request_id, None)
             if stream is not None:
-                stream.finish(None)
+                stream.finish(None, trailers=metadata)
+        elif kind == FrameKind.HEAD:
+            # A Head for no open stream crossed its Cancel or its end: discarded.
+            stream = self._streams.get(header.request_id)
+            if stream is not None:
+                malformed = stream.push_head(header.flags, payload)
+                if malformed is not None:
+                    self._fail_stream(header.request_id, malformed)
         elif kind == FrameKind.CREDIT:
             # Checked whatever the stream, as the Rust client does: a malformed grant is a
             # violation even when it crossed the stream's end. One for a stream that has
@@ -1015,10 +1033,10 @@ class AsyncClient:
             error.metadata = metadata
             if header.request_id == 0:
                 raise error
-            # An Error ends a stream as it fails a call.
+            # An Error ends a stream as it fails a call; its metadata is the stream's trailers.
             stream = self._streams.pop(header.request_id, None)
             if stream is not None:
-                stream.finish(error)
+                stream.finish(error, trailers=metadata)
             waiting = self._pending.pop(header.request_id, None)
             if waiting is not None and not waiting.done():
                 waiting.set_exception(error)

@@ -3,8 +3,9 @@ stream call as an async iterator, and grants the server credit as they are taken
 stream carries the server's half of a bidirectional call, and the one reply of an upload; the
 client's half, the upload itself, is sent by `upload.py` beside it.
 
-The connection's reader hands each Item, and the stream's End or Error, to the stream's
-`StreamSlot` in the client's table; the consumer takes them from there. A slot holds at most
+The connection's reader hands each Item, the stream's Head (version 4) and its End or Error to
+the stream's `StreamSlot` in the client's table; the consumer takes them from there, and the
+reply metadata and trailers are kept beside the items (see `stream_metadata.py`). A slot holds at most
 its window of items: the server may send no more than the credit granted (Credit (flow
 control)), and an Item beyond it is a protocol violation that closes the connection. Credit
 is topped up by half a window whenever the consumer has taken half, as the Rust client does,
@@ -14,12 +15,13 @@ so a steady consumer never makes the server wait and a stopped one stops it.
 import asyncio
 import collections
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, Dict, Optional, Tuple
 
 from . import errors
 from .credit import SendCredit
 from .replies import Reply, interpret_reply
 from .schema import MethodSignature
+from .stream_metadata import StreamReplyMetadata, decode_head
 
 if TYPE_CHECKING:
     from .upload import Upload
@@ -63,8 +65,8 @@ def ready(request: StreamRequest) -> Callable[[], Awaitable[StreamRequest]]:
 
 class StreamSlot:
     """One open stream in its connection's table: the items read and not yet taken, how the
-    stream ended, the credit granted and not yet used both ways, and the task sending its
-    upload, if it has one."""
+    stream ended, its reply metadata and trailers, the credit granted and not yet used both
+    ways, and the task sending its upload, if it has one."""
 
     def __init__(self, request_id: int, window: int):
         self.request_id = request_id
@@ -73,8 +75,10 @@ class StreamSlot:
         self.ended = False
         #: Why, when it failed: raised after the last item.
         self.error: Optional[BaseException] = None
-        #: Wakes the consumer waiting for an item or the end.
+        #: Wakes the consumer waiting for an item, the Head or the end.
         self.waiter: "Optional[asyncio.Future[None]]" = None
+        #: The server's reply metadata and trailers for the stream (version 4).
+        self.reply = StreamReplyMetadata(request_id)
         #: Ends the stream when its timeout passes, whether or not the consumer is waiting.
         self.expiry: Optional[asyncio.TimerHandle] = None
         #: What the server allows the client to send (an upload's credit).
@@ -102,14 +106,29 @@ class StreamSlot:
                 f"the server sent an item on stream {self.request_id} without credit"
             )
         self._outstanding -= 1
+        self.reply.item_arrived()
         self._items_read += 1
         self._bytes_read += len(payload)
         self.items.append(payload)
         self._wake()
 
-    def finish(self, error: Optional[BaseException]) -> None:
+    def push_head(self, flags: int, payload: bytes) -> Optional[errors.ProtocolError]:
+        """A Head from the server: records its metadata and returns `None`, or returns the
+        error the stream fails with when the Head is malformed. Raises `ProtocolError` (the
+        connection closes) when the stream already had its Head or an item."""
+        self.reply.check_head_allowed()
+        try:
+            self.reply.head = decode_head(self.request_id, flags, payload)
+        except errors.ProtocolError as malformed:
+            self.reply.head = {}
+            return malformed
+        self._wake()
+        return None
+
+    def finish(self, error: Optional[BaseException], trailers: Optional[Dict[str, str]] = None) -> None:
         """The stream's end: `None` for an End frame (or a consumer that stopped), else the
-        error it failed with."""
+        error it failed with; `trailers` are those of the server's End or Error (`None` for
+        an end that is not the server's)."""
         if self.expiry is not None:
             self.expiry.cancel()
             self.expiry = None
@@ -117,6 +136,7 @@ class StreamSlot:
         if not self.ended:
             self.ended = True
             self.error = error
+            self.reply.trailers = trailers
             self._wake()
 
     def take(self) -> Tuple[bytes, int]:
@@ -176,6 +196,10 @@ class ServerStream:
     A bidirectional stream sends its upload from the moment it opens, as the server's credit
     allows (see `wirecall.upload`); closing it stops the upload too, and an exception raised
     by the caller's items ends the stream with that exception.
+
+    On a connection of protocol version 4, ``await stream.metadata()`` is the server's reply
+    metadata for the stream and ``stream.trailers()`` the trailers it sent with the stream's
+    end.
     """
 
     def __init__(
@@ -193,6 +217,8 @@ class ServerStream:
         # Iteration is over: ended, failed, closed, or it could not open.
         self._done = False
         self._busy = False
+        # The server's trailers, once the iteration has reached the end it sent.
+        self._trailers: Optional[Dict[str, str]] = None
 
     @property
     def request_id(self) -> Optional[int]:
@@ -213,6 +239,34 @@ class ServerStream:
             return await self._next_item()
         finally:
             self._busy = False
+
+    async def metadata(self) -> Dict[str, str]:
+        """The server's reply metadata for this stream (protocol version 4), a new dict: opens
+        the stream if needed and waits for the server's first frame on it (its Head, its first
+        item or its end) without taking an item. ``{}`` when the server set none, speaks an
+        older version, or the stream failed before it answered (the iteration then raises
+        the failure)."""
+        if self._busy:
+            raise RuntimeError("another task is already waiting for this stream")
+        self._busy = True
+        try:
+            await self._open()
+            slot = self._slot
+            if slot is None:
+                return {}
+            while slot.reply.head is None and not slot.ended:
+                await self._news(slot)
+            return dict(slot.reply.head or {})
+        finally:
+            self._busy = False
+
+    def trailers(self) -> Optional[Dict[str, str]]:
+        """The trailers the server sent with the stream's end (protocol version 4), a new
+        dict: `None` until the iteration has reached that end (the last item taken, then its
+        end or its error), ``{}`` when the server sent none or speaks an older version, and
+        `None` for good when the stream ended otherwise (closed early, its timeout, the
+        connection's end)."""
+        return None if self._trailers is None else dict(self._trailers)
 
     async def aclose(self) -> None:
         """Stops the stream: sends a Cancel unless it has ended. Safe to call twice."""
@@ -279,32 +333,58 @@ class ServerStream:
         payload = await self._next_payload()
         if payload is None:
             raise StopAsyncIteration
-        return self._read_item(payload)
+        try:
+            return self._read_item(payload)
+        except errors.ApplicationError:
+            await self._end_after_err_item()
+            raise
+
+    async def _news(self, slot: StreamSlot) -> None:
+        """Waits until the reader hands the slot something: an item, the Head, or the end."""
+        assert self._loop is not None
+        slot.waiter = self._loop.create_future()
+        try:
+            await slot.waiter
+        finally:
+            slot.waiter = None
 
     async def _next_payload(self) -> Optional[bytes]:
         """The next item as it came, or `None` at the end; raises what the stream failed with."""
         slot = self._slot
-        assert slot is not None and self._loop is not None
+        assert slot is not None
         while not slot.items and not slot.ended:
-            slot.waiter = self._loop.create_future()
-            try:
-                await slot.waiter
-            finally:
-                slot.waiter = None
+            await self._news(slot)
         if slot.items:
             payload, grant = slot.take()
             if grant:
                 self._client._grant(slot.request_id, grant)
             return payload
         self._done = True
+        self._trailers = slot.reply.trailers
         if slot.error is not None:
             raise slot.error
         return None
 
-    async def _single_reply(self) -> Any:
-        """The one reply of an upload (a client-streaming call): the server half's only item,
-        read once the End behind it has come too. The stream is cancelled if the caller gives
-        up (a cancelled task) or the answer breaks the rules."""
+    async def _end_after_err_item(self) -> None:
+        """An `err` item is the stream's last, and the server's End follows right behind it
+        (Stream frames): waits for that end, for its trailers. An item instead breaks the
+        rule: the stream is cancelled, and the caller still gets the `err`."""
+        slot = self._slot
+        assert slot is not None
+        while not slot.items and not slot.ended:
+            await self._news(slot)
+        if slot.items:
+            self._cancel()
+            return
+        self._done = True
+        self._trailers = slot.reply.trailers
+
+    async def _single_reply(self) -> Tuple[Any, Dict[str, str]]:
+        """The one reply of an upload (a client-streaming call), and its reply metadata (the
+        Head's and the trailers as one set): the server half's only item, read once the End
+        behind it has come too. An `ApplicationError` or `CallError` raised instead carries
+        that metadata too. The stream is cancelled if the caller gives up (a cancelled task)
+        or the answer breaks the rules."""
         try:
             await self._open()
             reply = await self._next_payload()
@@ -319,9 +399,15 @@ class ServerStream:
                 raise errors.ProtocolError(
                     f"the server answered the upload {request.service}.{request.method} with more than one reply"
                 )
-            return self._read_item(reply)
+            return self._read_item(reply), self._upload_reply_metadata()
+        except (errors.ApplicationError, errors.CallError) as failed:
+            failed.metadata = self._upload_reply_metadata()
+            raise
         finally:
             self._cancel()
+
+    def _upload_reply_metadata(self) -> Dict[str, str]:
+        return {} if self._slot is None else self._slot.reply.reply_metadata()
 
     def _read_item(self, payload: bytes) -> Any:
         request = self._request
@@ -332,13 +418,6 @@ class ServerStream:
             if request.signature is not None and codec.name == "msgpack":
                 fields = request.signature.reply_fields_from_msgpack(fields)
             return interpret_reply(fields, request.reply)
-        except errors.ApplicationError:
-            # An `err` item is the stream's last (Stream frames): the End behind it finds no
-            # stream and is discarded, so there is nothing to cancel.
-            self._done = True
-            if self._slot is not None:
-                self._client._forget_stream(self._slot.request_id)
-            raise
         except ValueError as bad:
             # The rest of the stream cannot be trusted either.
             self._cancel()

@@ -90,7 +90,8 @@ class Stream:
     Items that have already arrived come over from the client's event loop together, up to
     `HANDOVER_ITEMS` (64) at a time, so up to that many more than the window may wait in the
     client. ``close()``, leaving a ``with`` block, or dropping the stream before its end (a ``break``
-    out of ``for``) cancels the call.
+    out of ``for``) cancels the call. ``metadata()`` and ``trailers()`` are the server's reply
+    metadata and trailers for the stream (protocol version 4), as the asyncio stream's.
     """
 
     def __init__(self, stream: ServerStream, loop_thread: _LoopThread):
@@ -99,6 +100,9 @@ class Stream:
         # Items handed over and not yet returned, then what the stream failed with after them.
         self._handed_over: Deque[Any] = collections.deque()
         self._failure: Optional[BaseException] = None
+        # The caller has reached the stream's end or its failure: the asyncio stream may have
+        # reached it earlier, with items handed over and not yet returned.
+        self._finished = False
 
     @property
     def request_id(self) -> Optional[int]:
@@ -112,14 +116,30 @@ class Stream:
         if not self._handed_over:
             if self._failure is not None:
                 failure, self._failure = self._failure, None
+                self._finished = True
                 raise failure
-            items, self._failure = self._loop_thread.run(_next_items(self._stream))
+            try:
+                items, self._failure = self._loop_thread.run(_next_items(self._stream))
+            except Exception:
+                self._finished = True
+                raise
             self._handed_over.extend(items)
         item = self._handed_over.popleft()
         if item is _END:
             self._handed_over.appendleft(_END)
+            self._finished = True
             raise StopIteration
         return item
+
+    def metadata(self) -> Dict[str, str]:
+        """See `wirecall.aio.ServerStream.metadata`: blocks until the server's first frame on
+        the stream (its Head, its first item or its end) and takes no item."""
+        return self._loop_thread.run(self._stream.metadata())
+
+    def trailers(self) -> Optional[Dict[str, str]]:
+        """See `wirecall.aio.ServerStream.trailers`: `None` until this iteration has reached
+        the stream's end (or its failure)."""
+        return self._stream.trailers() if self._finished else None
 
     def close(self) -> None:
         """Stops the stream: sends a Cancel unless it has ended. Safe to call twice."""
@@ -162,7 +182,8 @@ class Client:
 
     @property
     def protocol_version(self) -> int:
-        """The connection's protocol version: 3, or 2 (no streams) or 1 (no metadata either)."""
+        """The connection's protocol version: 4, or 3 (no stream metadata or trailers), 2 (no
+        streams) or 1 (no metadata either)."""
         return self._client.protocol_version
 
     @property
@@ -280,6 +301,24 @@ class Client:
     ) -> Any:
         """See `wirecall.aio.AsyncClient.upload_with`. An exception raised by `items` (in the
         upload's thread) cancels the call and is raised here."""
+        value, _ = self.upload_with_metadata(
+            service, method, args, items, timeout=timeout, metadata=metadata, reply=reply, window=window
+        )
+        return value
+
+    def upload_with_metadata(
+        self,
+        service: str,
+        method: str,
+        args: Optional[Mapping[str, Any]],
+        items: Iterable[Any],
+        *,
+        timeout: Optional[float] = aio.USE_DEFAULT,
+        metadata: Optional[Mapping[str, str]] = None,
+        reply: Reply = Reply.AUTO,
+        window: Optional[int] = None,
+    ) -> Tuple[Any, Dict[str, str]]:
+        """See `wirecall.aio.AsyncClient.upload_with_metadata`: ``(value, reply_metadata)``."""
         request = self._client._stream_request(
             service, method, args, timeout=timeout, window=window, reply=reply, metadata=metadata,
             signature=self._codec_signature(service, method),

@@ -30,6 +30,7 @@ from typing import (
 
 from . import aio, sync
 from .errors import ApplicationError
+from .stream import ServerStream
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -178,7 +179,7 @@ class TypedAsyncStream(Generic[T]):
 
     def __init__(
         self,
-        stream: AsyncIterable[Any],
+        stream: ServerStream,
         read_item: Callable[[Any], T],
         read_error: Optional[Callable[[ApplicationError], Exception]] = None,
     ):
@@ -198,6 +199,15 @@ class TypedAsyncStream(Generic[T]):
                 raise
             raise self._read_error(failure) from None
         return self._read_item(item)
+
+    async def metadata(self) -> Dict[str, str]:
+        """The server's reply metadata for the stream: see `wirecall.aio.ServerStream.metadata`."""
+        return await self._stream.metadata()
+
+    def trailers(self) -> Optional[Dict[str, str]]:
+        """The server's trailers, once the stream has ended: see
+        `wirecall.aio.ServerStream.trailers`."""
+        return self._stream.trailers()
 
     async def aclose(self) -> None:
         close = getattr(self._stream, "aclose", None)
@@ -219,7 +229,7 @@ class TypedStream(Generic[T]):
 
     def __init__(
         self,
-        stream: Iterable[Any],
+        stream: sync.Stream,
         read_item: Callable[[Any], T],
         read_error: Optional[Callable[[ApplicationError], Exception]] = None,
     ):
@@ -239,6 +249,14 @@ class TypedStream(Generic[T]):
                 raise
             raise self._read_error(failure) from None
         return self._read_item(item)
+
+    def metadata(self) -> Dict[str, str]:
+        """The server's reply metadata for the stream: see `wirecall.sync.Stream.metadata`."""
+        return self._stream.metadata()
+
+    def trailers(self) -> Optional[Dict[str, str]]:
+        """The server's trailers, once the stream has ended: see `wirecall.sync.Stream.trailers`."""
+        return self._stream.trailers()
 
     def close(self) -> None:
         close = getattr(self._stream, "close", None)

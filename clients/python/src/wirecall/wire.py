@@ -1,5 +1,5 @@
 """The bytes on the wire: hellos and their extensions, frame headers, metadata blocks, stream
-credit, method ids (wire protocol versions 1 to 3).
+credit, method ids (wire protocol versions 1 to 4).
 
 Everything here follows the Wire protocol chapter of the wirecall book; section names in the
 comments refer to it. Nothing in this module does I/O.
@@ -12,13 +12,16 @@ from typing import Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 MAGIC = b"WCAL"
 #: The newest protocol version this package speaks, and the one its hello offers (Versions).
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 #: The oldest: a server that refuses our version naming version 1 gets a version 1 hello.
 MIN_PROTOCOL_VERSION = 1
 #: The first version with metadata and the hellos' extension block.
 METADATA_VERSION = 2
 #: The first version with stream calls (Streams (version 3)).
 STREAMS_VERSION = 3
+#: The first version with a stream's reply metadata and trailers (Stream metadata and
+#: trailers (version 4)).
+STREAM_METADATA_VERSION = 4
 
 #: The receiver's default maximum frame length, as in the Rust implementation (16 MiB).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
@@ -90,13 +93,42 @@ class FrameKind(enum.IntEnum):
     ITEM = 9
     END = 10
     CREDIT = 11
+    #: Version 4 and later (Stream metadata and trailers): a stream's reply metadata.
+    HEAD = 12
 
 
 #: The kinds that are unknown kinds below version 3.
 STREAM_KINDS = frozenset({FrameKind.OPEN, FrameKind.ITEM, FrameKind.END, FrameKind.CREDIT})
+#: The kinds that are unknown kinds below version 4.
+STREAM_METADATA_KINDS = frozenset({FrameKind.HEAD})
 
 #: The kinds only a client sends: one from the server is a protocol violation.
 CLIENT_ONLY_KINDS = frozenset({FrameKind.REQUEST, FrameKind.NOTIFY, FrameKind.CANCEL, FrameKind.OPEN})
+
+
+def kind_exists(kind: FrameKind, version: int) -> bool:
+    """Whether `kind` is a known kind on a connection of `version`: the stream kinds are
+    unknown below version 3, Head below version 4 (Frames)."""
+    if kind in STREAM_KINDS:
+        return version >= STREAMS_VERSION
+    if kind in STREAM_METADATA_KINDS:
+        return version >= STREAM_METADATA_VERSION
+    return True
+
+
+def server_frame_flags(kind: FrameKind, version: int) -> int:
+    """The flags a server's frame of `kind` may carry on a connection of `version`: 0x01
+    (metadata) from version 2 on the frames that answer a Request, from version 3 on the End
+    that ends a stream, and from version 4 on the Head, which must carry it; none elsewhere."""
+    if version < METADATA_VERSION:
+        return 0
+    if kind in (FrameKind.RESPONSE, FrameKind.ERROR):
+        return FLAG_METADATA
+    if kind == FrameKind.END and version >= STREAMS_VERSION:
+        return FLAG_METADATA
+    if kind == FrameKind.HEAD and version >= STREAM_METADATA_VERSION:
+        return FLAG_METADATA
+    return 0
 
 
 class HelloStatus(enum.IntEnum):
