@@ -6,7 +6,7 @@
    on opening): the page lists UserService and fills the form, but makes no call; clicking
    Call then shows the reply.
 2. Opens UserFeed.list_users with a count of 3, clicks Call, and checks that the page shows
-   the three items and the stream's end.
+   the three items, the stream's trailers and its end.
 3. Opens UserFeed.list_users with a count too large to finish, clicks Call, and checks that
    the item count on the page grows while the stream runs (the items are shown as they
    arrive, not when the body ends); then clicks Stop and checks that the page says the stream
@@ -162,7 +162,8 @@ def a_short_stream_shows_its_items(browser, http):
     assert browser.item_count() == 3, browser.item_count()
     reply = browser.evaluate(by_id("reply"))
     assert '{"age":21,"name":"user3","user_id":3}' in reply, reply
-    print("explorer: Call reads the UserFeed.list_users stream and shows its items")
+    assert reply.endswith('trailers: {"listed":"3"}'), reply
+    print("explorer: Call reads the UserFeed.list_users stream and shows its items and trailers")
 
 
 def stop_ends_a_long_stream(browser, http):
