@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use wirecall::{method_id, Channel, Codec, RunningServer, Server};
+use wirecall::{method_id, Channel, Codec, Compression, RunningServer, Server};
 use wirecall_runtime::negotiate::{ClientHello, ServerHello};
 use wirecall_runtime::transport::frame::{Frame, FrameKind};
 // The shared `UserService` fixture: the chapter shows its `get_user` and `find` (method ids
@@ -49,6 +49,8 @@ impl Accounts for Users {
 pub trait Counted {
     /// `0..n`, with the reply metadata `unit: item` and the trailer `count: n`.
     async fn count(&self, n: u64) -> wirecall::Streaming<u64>;
+    /// One item: 1,024 `w`s, which compress well (protocol version 5).
+    async fn words(&self) -> wirecall::Streaming<String>;
 }
 
 struct CountedImpl;
@@ -65,6 +67,10 @@ impl Counted for CountedImpl {
             None
         });
         wirecall::Streaming::new(items.chain(last).filter_map(|item| async move { item }))
+    }
+
+    async fn words(&self) -> wirecall::Streaming<String> {
+        wirecall::Streaming::from_iter(["w".repeat(1024)])
     }
 }
 
@@ -257,11 +263,23 @@ fn annotate_extensions(out: &mut String, block: &[u8]) {
                 u32::from_be_bytes(value.try_into().unwrap())
             ),
             2 => "early_calls".to_owned(),
+            3 => format!("compression = {}", compression_names(value)),
             _ => format!("unknown extension {kind}"),
         };
         field(out, "extension", &rest[..2 + value.len()], &described);
         rest = &tail[value.len()..];
     }
+}
+
+fn compression_names(ids: &[u8]) -> String {
+    let names: Vec<String> = ids
+        .iter()
+        .map(|id| match id {
+            1 => "zstd".to_owned(),
+            other => format!("algorithm {other}"),
+        })
+        .collect();
+    names.join(", ")
 }
 
 fn annotate_server_hello(hello: &[u8]) -> String {
@@ -339,6 +357,7 @@ fn annotate_frame(frame: &[u8]) -> String {
     let flags = match frame[5] {
         0 => "none",
         1 => "metadata: the payload starts with a metadata block",
+        2 => "compressed",
         _ => "unknown",
     };
     field(&mut out, "flags", &frame[5..6], flags);
@@ -407,7 +426,11 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
 
     // The default offer of a Rust client.
     let tap = Tap::start(server.local_addr()).await;
-    let channel = Channel::connect(tap.addr).await.unwrap();
+    let channel = Channel::builder()
+        .compression(Compression::none())
+        .connect(tap.addr)
+        .await
+        .unwrap();
     assert_eq!(channel.codec(), Codec::MessagePack);
     let (up, _) = tap.recorded();
     expected.add("default client hello", annotate_client_hello(&up));
@@ -417,6 +440,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     let tap = Tap::start(server.local_addr()).await;
     let users = UserServiceClient::new(
         Channel::builder()
+            .compression(Compression::none())
             .codec(Codec::Json)
             .connect(tap.addr)
             .await
@@ -465,6 +489,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
         let tap = Tap::start(server.local_addr()).await;
         let accounts = AccountsClient::new(
             Channel::builder()
+                .compression(Compression::none())
                 .codec(codec)
                 .connect(tap.addr)
                 .await
@@ -512,6 +537,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
         .unwrap();
     let tap = Tap::start(guarded.local_addr()).await;
     let channel = Channel::builder()
+        .compression(Compression::none())
         .codec(Codec::Json)
         .token("s3cret")
         .connect(tap.addr)
@@ -523,6 +549,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     drop(channel);
     let tap = Tap::start(guarded.local_addr()).await;
     let refused = Channel::builder()
+        .compression(Compression::none())
         .codec(Codec::Json)
         .token("guess")
         .connect(tap.addr)
@@ -544,6 +571,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     let tap = Tap::start(server.local_addr()).await;
     let users = UserServiceClient::new(
         Channel::builder()
+            .compression(Compression::none())
             .codec(Codec::Json)
             .without_timeout()
             .metadata("tenant", "acme")
@@ -561,6 +589,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     let tap = Tap::start(server.local_addr()).await;
     let feed = FeedClient::new(
         Channel::builder()
+            .compression(Compression::none())
             .codec(Codec::Json)
             .without_timeout()
             .stream_window(4)
@@ -596,6 +625,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     let tap = Tap::start(server.local_addr()).await;
     let counted = CountedClient::new(
         Channel::builder()
+            .compression(Compression::none())
             .codec(Codec::Json)
             .without_timeout()
             .stream_window(4)
@@ -622,6 +652,32 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     {
         expected.add(name, annotate_frame(frame));
     }
+
+    // Compression (protocol version 5): a client with the zstd feature offers it, the server
+    // chooses it, and a large stream item travels compressed.
+    let tap = Tap::start(server.local_addr()).await;
+    let counted = CountedClient::new(
+        Channel::builder()
+            .codec(Codec::Json)
+            .compression(Compression::zstd())
+            .connect(tap.addr)
+            .await
+            .unwrap(),
+    );
+    let words: Vec<String> = counted
+        .words()
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(words, ["w".repeat(1024)]);
+    let (up, down) = tap.recorded();
+    let (client_hello, _) = split(&up, true);
+    let (server_hello, answer) = split(&down, false);
+    expected.add("zstd client hello", annotate_client_hello(client_hello));
+    expected.add("zstd server hello", annotate_server_hello(server_hello));
+    expected.add("compressed item", annotate_frame(answer[0]));
     server.shutdown().await;
 
     expected.check();

@@ -4,7 +4,8 @@
 //! offset  size  field
 //!      0     4  length      u32 BE, bytes after this field (header + payload)
 //!      4     1  kind        FrameKind
-//!      5     1  flags       0, or FLAG_METADATA from protocol version 2 on
+//!      5     1  flags       0, or FLAG_METADATA from protocol version 2 on, FLAG_COMPRESSED
+//!                           from version 5 on
 //!      6     8  request id  u64 BE
 //!     14     8  method id   u64 BE (0 where the kind has no method)
 //!     22     4  deadline    u32 BE, milliseconds the caller will wait; 0 = no deadline
@@ -24,6 +25,11 @@ pub const DEFAULT_MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
 /// codec's payload. Allowed on Request, Notify, Response and Error frames, and from version 4
 /// on a stream's `Head` (which MUST set it) and the server's `End` (its trailers).
 pub const FLAG_METADATA: u8 = 0x01;
+
+/// Frame flag (protocol version 5, on a connection that negotiated compression): the payload
+/// is compressed: its uncompressed length (a `u32` BE), then the compressed bytes. Allowed on
+/// the kinds that carry a codec's payload, see [`FrameKind::may_be_compressed`].
+pub const FLAG_COMPRESSED: u8 = 0x02;
 
 /// What a frame is for. The numeric values are the wire values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,6 +81,16 @@ impl FrameKind {
             12 => Self::Head,
             _ => return None,
         })
+    }
+
+    /// Whether a frame of this kind may set [`FLAG_COMPRESSED`]: the kinds that carry a
+    /// codec's payload (Request, Response, Notify, Open, Item). The others are small or
+    /// fixed-size, and a compressed one is a protocol violation.
+    pub const fn may_be_compressed(self) -> bool {
+        matches!(
+            self,
+            Self::Request | Self::Response | Self::Notify | Self::Open | Self::Item
+        )
     }
 
     /// The oldest protocol version that has this kind: 4 for `Head`, 3 for the other stream

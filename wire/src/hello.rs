@@ -14,13 +14,17 @@ pub const MAGIC: [u8; 4] = *b"WCAL";
 /// The newest protocol version this build speaks. Version 2 adds call metadata (frame flag
 /// [`FLAG_METADATA`](crate::FLAG_METADATA)) and the hellos' extension block; version 3 adds
 /// stream calls (frame kinds `Open`, `Item`, `End` and `Credit`); version 4 a stream's reply
-/// metadata and trailers (frame kind `Head`, and the metadata flag on the server's `End`).
-pub const PROTOCOL_VERSION: u8 = 4;
+/// metadata and trailers (frame kind `Head`, and the metadata flag on the server's `End`);
+/// version 5 negotiated compression (hello extension [`EXTENSION_COMPRESSION`], frame flag
+/// [`FLAG_COMPRESSED`](crate::FLAG_COMPRESSED)).
+pub const PROTOCOL_VERSION: u8 = 5;
 
 /// The oldest protocol version that carries stream calls.
 pub const STREAMS_SINCE_VERSION: u8 = 3;
 /// The oldest protocol version that carries a stream's reply metadata and trailers.
 pub const STREAM_METADATA_SINCE_VERSION: u8 = 4;
+/// The oldest protocol version that negotiates compression.
+pub const COMPRESSION_SINCE_VERSION: u8 = 5;
 /// The oldest protocol version this build still speaks.
 pub const MIN_PROTOCOL_VERSION: u8 = 1;
 /// The most codec ids a hello may list.
@@ -42,6 +46,13 @@ pub const EXTENSION_MAX_FRAME_LEN: u8 = 1;
 /// if it allows it, and otherwise answers [`HelloStatus::EarlyCallsRefused`] and reads no
 /// frame.
 pub const EXTENSION_EARLY_CALLS: u8 = 2;
+
+/// Extension type 3 (version 5): compression. In a client hello: the algorithm ids it can
+/// decompress, most preferred first (1 to
+/// [`MAX_COMPRESSION_ALGORITHMS`](crate::MAX_COMPRESSION_ALGORITHMS), all different). In an
+/// `Accepted` server hello of version 5 or later: exactly one id, the algorithm both sides
+/// may compress frames with on this connection; absent, nothing is compressed.
+pub const EXTENSION_COMPRESSION: u8 = 3;
 
 /// The server's verdict in its hello.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
