@@ -108,10 +108,10 @@ pub use wirecall_runtime::transport::Transport;
 /// is the normative description; this is the code both the runtime and the macros use.
 pub use wirecall_runtime::wire;
 pub use wirecall_runtime::{
-    method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Error, ErrorCode,
-    FrameError, MethodDescriptor, MethodId, MethodShape, NegotiationError, Outcome, PeerIdentity,
-    ReplyFuture, RunningServer, Server, ServerBuilder, Service, ServiceDescriptor, ShutdownHandle,
-    Streaming, Token, WireMessage, PROTOCOL_VERSION,
+    method_id, CallError, CallTarget, Channel, ChannelBuilder, Codec, CodecError, Compression,
+    DecompressError, Error, ErrorCode, FrameError, MethodDescriptor, MethodId, MethodShape,
+    NegotiationError, Outcome, PeerIdentity, ReplyFuture, RunningServer, Server, ServerBuilder,
+    Service, ServiceDescriptor, ShutdownHandle, Streaming, Token, WireMessage, PROTOCOL_VERSION,
 };
 /// Stream calls (protocol version 3): [`Streaming`], what a handler of a method declared
 /// `-> wirecall::Streaming<T>` returns, and what travels for each item. The caller receives

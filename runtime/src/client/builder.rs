@@ -220,6 +220,18 @@ impl ChannelBuilder {
         self
     }
 
+    /// How this channel's connections compress (default [`Compression::default`]: zstd for
+    /// payloads of 1 KiB and more with the `zstd` feature, none without). The hello offers
+    /// the algorithm and the server decides; [`Compression::none`] offers nothing, so neither
+    /// side compresses. See the book's "Compression".
+    ///
+    /// [`Compression::default`]: crate::Compression::default
+    /// [`Compression::none`]: crate::Compression::none
+    pub fn compression(mut self, compression: crate::Compression) -> Self {
+        self.settings.compression = compression;
+        self
+    }
+
     /// How many items of a server stream the server may send ahead of the consumer at first
     /// (default 32, at most 65,536): the stream's credit window, granted when the client
     /// opens the stream and half of it again each time its consumer has taken half, so that a

@@ -45,6 +45,9 @@ pub(crate) struct ConnectionSettings {
     pub(crate) codecs: Vec<Codec>,
     /// The largest frame sent or accepted (announced in the hello).
     pub(crate) max_frame_len: u32,
+    /// The compression offered in the hello, and how frames are compressed when the server
+    /// chooses it.
+    pub(crate) compression: crate::compression::Compression,
     /// Pings on a silent connection (`None`: never).
     pub(crate) keepalive: Option<Periods>,
     /// The limit for connecting plus TLS plus the hello.
@@ -68,6 +71,7 @@ impl Default for ConnectionSettings {
         Self {
             codecs: Codec::available(),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            compression: crate::compression::Compression::default(),
             keepalive: Some(DEFAULT_KEEPALIVE),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,

@@ -9,7 +9,10 @@ use super::hello::{ClientHello, ServerHello};
 use super::negotiated::Negotiated;
 use super::read_hello::read_hello;
 use crate::codec::Codec;
-use crate::wire::{HelloStatus, MAX_CODECS, MAX_EXTENSIONS_LEN, MIN_PROTOCOL_VERSION};
+use crate::compression::Algorithm;
+use crate::wire::{
+    HelloStatus, COMPRESSION_SINCE_VERSION, MAX_CODECS, MAX_EXTENSIONS_LEN, MIN_PROTOCOL_VERSION,
+};
 
 /// The longest possible server hello.
 const MAX_SERVER_HELLO: usize = 8 + MAX_CODECS + 2 + MAX_EXTENSIONS_LEN;
@@ -94,6 +97,7 @@ where
                     version: server.version,
                     peer_max_frame_len: server.max_frame_len,
                     early_calls: server.early_calls,
+                    compression: chosen_compression(hello, &server)?,
                 },
                 server.supported,
             )),
@@ -125,6 +129,25 @@ where
     }
 }
 
+/// The compression an accepting `server` hello chose: none, or one algorithm that `hello`
+/// offered on a connection of version 5 or later. Anything else is a broken server.
+fn chosen_compression(
+    hello: &ClientHello,
+    server: &ServerHello,
+) -> Result<Option<Algorithm>, NegotiationError> {
+    match server.compression[..] {
+        [] => Ok(None),
+        [id] if server.version >= COMPRESSION_SINCE_VERSION && hello.compression.contains(&id) => {
+            Ok(Algorithm::from_id(id))
+        }
+        _ => Err(NegotiationError::BadServerHello(format!(
+            "the server chose compression {:?} on a version {} connection; this client offered \
+             {:?}",
+            server.compression, server.version, hello.compression
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use tokio::io::AsyncReadExt;
@@ -150,8 +173,67 @@ mod tests {
             token: Vec::new(),
             max_frame_len: None,
             early_calls: false,
+            compression: Vec::new(),
         };
         let err = client_handshake(&mut client, &hello).await.unwrap_err();
         assert!(matches!(err, NegotiationError::PeerSpeaksTls(_)), "{err}");
+    }
+
+    /// The verdict on a hello offering `offered` compression, from a server hello of
+    /// `version` naming `chosen`.
+    async fn verdict(
+        offered: Vec<u8>,
+        version: u8,
+        chosen: Vec<u8>,
+    ) -> Result<Negotiated, NegotiationError> {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        let reply = ServerHello {
+            version,
+            status: HelloStatus::Accepted,
+            codec: Codec::Json.id(),
+            supported: vec![Codec::Json.id()],
+            max_frame_len: None,
+            early_calls: true,
+            compression: chosen,
+        };
+        server.write_all(&reply.encode()).await.unwrap();
+        let hello = ClientHello {
+            version: PROTOCOL_VERSION,
+            codecs: vec![Codec::Json.id()],
+            token: Vec::new(),
+            max_frame_len: None,
+            early_calls: false,
+            compression: offered,
+        };
+        read_verdict(&mut client, &hello)
+            .await
+            .map(|(negotiated, _)| negotiated)
+    }
+
+    #[tokio::test]
+    async fn a_server_may_only_choose_one_offered_algorithm_from_version_5_on() {
+        let none = verdict(vec![1], 5, Vec::new()).await.unwrap();
+        assert_eq!(none.compression, None);
+        for (offered, version, chosen) in [
+            (vec![], 5, vec![1]),
+            (vec![1], 5, vec![2]),
+            (vec![1], 5, vec![1, 2]),
+            (vec![1], 4, vec![1]),
+        ] {
+            let err = verdict(offered.clone(), version, chosen.clone())
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(err, NegotiationError::BadServerHello(_)),
+                "{offered:?} {version} {chosen:?}: {err}"
+            );
+        }
+    }
+
+    #[cfg(feature = "zstd")]
+    #[tokio::test]
+    async fn an_offered_algorithm_is_taken() {
+        let zstd = verdict(vec![1], 5, vec![1]).await.unwrap();
+        assert_eq!(zstd.compression, Some(Algorithm::Zstd));
     }
 }

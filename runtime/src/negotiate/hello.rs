@@ -11,8 +11,9 @@ use std::fmt;
 
 use crate::codec::Codec;
 use crate::wire::{
-    HelloStatus, EXTENSION_EARLY_CALLS, EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS,
-    MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN, PROTOCOL_VERSION,
+    HelloStatus, COMPRESSION_SINCE_VERSION, EXTENSION_COMPRESSION, EXTENSION_EARLY_CALLS,
+    EXTENSION_MAX_FRAME_LEN, MAGIC, MAX_CODECS, MAX_COMPRESSION_ALGORITHMS, MAX_EXTENSIONS_LEN,
+    MAX_TOKEN_LEN, PROTOCOL_VERSION,
 };
 
 use super::codec_list::CodecList;
@@ -51,6 +52,9 @@ pub struct ClientHello {
     /// Request and Notify frames encoded in the first codec of `codecs` follow this hello
     /// without waiting for the server's (extension type 2, version 2 and later).
     pub early_calls: bool,
+    /// The compression algorithm ids the client can decompress, most preferred first
+    /// (extension type 3, version 5 and later; empty: none offered).
+    pub compression: Vec<u8>,
 }
 
 impl fmt::Debug for ClientHello {
@@ -64,6 +68,7 @@ impl fmt::Debug for ClientHello {
             )
             .field("max_frame_len", &self.max_frame_len)
             .field("early_calls", &self.early_calls)
+            .field("compression", &self.compression)
             .finish()
     }
 }
@@ -87,6 +92,7 @@ impl ClientHello {
             token: token.to_vec(),
             max_frame_len: None,
             early_calls: false,
+            compression: Vec::new(),
         }
         .to_bytes()
     }
@@ -105,7 +111,18 @@ impl ClientHello {
         out.push(token.len() as u8);
         out.extend_from_slice(token);
         if self.version >= 2 {
-            put_extensions(&mut out, self.max_frame_len, self.early_calls);
+            // Compression is offered from version 5 on, at most as many algorithms as fit.
+            let offered = if self.version >= COMPRESSION_SINCE_VERSION {
+                self.compression.len().min(MAX_COMPRESSION_ALGORITHMS)
+            } else {
+                0
+            };
+            put_extensions(
+                &mut out,
+                self.max_frame_len,
+                self.early_calls,
+                &self.compression[..offered],
+            );
         }
         out
     }
@@ -146,6 +163,7 @@ impl ClientHello {
             token: token.to_vec(),
             max_frame_len: extensions.max_frame_len,
             early_calls: extensions.early_calls,
+            compression: extensions.compression,
         };
         Ok(Progress::Done(hello, end))
     }
@@ -168,6 +186,10 @@ pub struct ServerHello {
     /// The server understands early calls (extension type 2, version 2 and later): a client
     /// may send its next connection's first calls right behind its hello.
     pub early_calls: bool,
+    /// The compression algorithm the server chose for the connection (extension type 3,
+    /// version 5 and later): one id, or empty for none. A hello that names more is kept as
+    /// parsed, for the client to refuse.
+    pub compression: Vec<u8>,
 }
 
 impl ServerHello {
@@ -182,7 +204,12 @@ impl ServerHello {
         out.push(supported.len() as u8);
         out.extend_from_slice(supported);
         if self.version >= 2 {
-            put_extensions(&mut out, self.max_frame_len, self.early_calls);
+            put_extensions(
+                &mut out,
+                self.max_frame_len,
+                self.early_calls,
+                &self.compression,
+            );
         }
         out
     }
@@ -221,15 +248,26 @@ impl ServerHello {
             supported: ids.to_vec(),
             max_frame_len: extensions.max_frame_len,
             early_calls: extensions.early_calls,
+            compression: extensions.compression,
         };
         Ok(Progress::Done(hello, end))
     }
 }
 
 /// The extension block of a version-2 hello: `len:u16 BE`, then `type:u8 len:u8 value`
-/// entries: the frame limit, then early calls.
-fn put_extensions(out: &mut Vec<u8>, max_frame_len: Option<u32>, early_calls: bool) {
-    let len = max_frame_len.map_or(0u16, |_| 6) + if early_calls { 2 } else { 0 };
+/// entries: the frame limit, early calls, then compression (when there are algorithms).
+fn put_extensions(
+    out: &mut Vec<u8>,
+    max_frame_len: Option<u32>,
+    early_calls: bool,
+    compression: &[u8],
+) {
+    let compression_len = if compression.is_empty() {
+        0
+    } else {
+        2 + compression.len() as u16
+    };
+    let len = max_frame_len.map_or(0u16, |_| 6) + if early_calls { 2 } else { 0 } + compression_len;
     out.extend_from_slice(&len.to_be_bytes());
     if let Some(max) = max_frame_len {
         out.extend_from_slice(&[EXTENSION_MAX_FRAME_LEN, 4]);
@@ -238,13 +276,18 @@ fn put_extensions(out: &mut Vec<u8>, max_frame_len: Option<u32>, early_calls: bo
     if early_calls {
         out.extend_from_slice(&[EXTENSION_EARLY_CALLS, 0]);
     }
+    if !compression.is_empty() {
+        out.extend_from_slice(&[EXTENSION_COMPRESSION, compression.len() as u8]);
+        out.extend_from_slice(compression);
+    }
 }
 
 /// What a hello's extension block says (all absent in version 1).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Extensions {
     max_frame_len: Option<u32>,
     early_calls: bool,
+    compression: Vec<u8>,
 }
 
 /// What follows a hello's fixed fields at `at`: nothing in version 1, the extension block
@@ -262,10 +305,12 @@ fn parse_tail(
 }
 
 /// Reads the extension block that starts at `at`: the announced frame limit and early
-/// calls, and where the hello ends. Unknown extension types are skipped, so later versions
-/// can add some; a block over [`MAX_EXTENSIONS_LEN`], an entry running past the block, a
-/// frame limit that is not four bytes or smaller than a frame header, an early-calls entry
-/// with a value, or a known entry given twice is malformed.
+/// calls, the compression algorithms, and where the hello ends. Unknown extension types are
+/// skipped, so later versions can add some; a block over [`MAX_EXTENSIONS_LEN`], an entry
+/// running past the block, a frame limit that is not four bytes or smaller than a frame
+/// header, an early-calls entry with a value, a compression list that is empty, longer than
+/// [`MAX_COMPRESSION_ALGORITHMS`] or names an id twice, or a known entry given twice is
+/// malformed.
 fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Extensions>, NegotiationError> {
     let Some(&[high, low]) = buf.get(at..at + 2) else {
         return Ok(Progress::Need(at + 2));
@@ -282,6 +327,7 @@ fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Extensions>, Negot
     };
     let mut max_frame_len = None;
     let mut early_calls = false;
+    let mut compression: Option<Vec<u8>> = None;
     while let [kind, value_len, rest @ ..] = block {
         let Some(value) = rest.get(..usize::from(*value_len)) else {
             return Err(NegotiationError::BadExtensions(format!(
@@ -308,6 +354,21 @@ fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Extensions>, Negot
                 )));
             }
             early_calls = true;
+        } else if *kind == EXTENSION_COMPRESSION {
+            let repeated = value
+                .iter()
+                .enumerate()
+                .any(|(i, id)| value[..i].contains(id));
+            if value.is_empty()
+                || value.len() > MAX_COMPRESSION_ALGORITHMS
+                || repeated
+                || compression.replace(value.to_vec()).is_some()
+            {
+                return Err(NegotiationError::BadExtensions(format!(
+                    "a compression list of {value_len} ids (1 to {MAX_COMPRESSION_ALGORITHMS}, \
+                     all different), or a second one"
+                )));
+            }
         }
         block = &rest[value.len()..];
     }
@@ -319,6 +380,7 @@ fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Extensions>, Negot
     let extensions = Extensions {
         max_frame_len,
         early_calls,
+        compression: compression.unwrap_or_default(),
     };
     Ok(Progress::Done(extensions, end))
 }
@@ -349,7 +411,7 @@ mod tests {
     #[test]
     fn client_hello_round_trips() {
         let bytes = ClientHello::encode(&[Codec::MessagePack, Codec::Json]);
-        assert_eq!(bytes, b"WCAL\x04\x02\x02\x01\x00\x00\x00");
+        assert_eq!(bytes, b"WCAL\x05\x02\x02\x01\x00\x00\x00");
         let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!(hello.codecs, vec![2, 1]);
@@ -359,7 +421,7 @@ mod tests {
     #[test]
     fn client_hello_carries_a_token() {
         let bytes = ClientHello::encode_with_token(&[Codec::Json], b"s3cret");
-        assert_eq!(bytes, b"WCAL\x04\x01\x01\x06s3cret\x00\x00");
+        assert_eq!(bytes, b"WCAL\x05\x01\x01\x06s3cret\x00\x00");
         let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!(hello.token, b"s3cret");
@@ -407,6 +469,7 @@ mod tests {
             token: b"s3cret".to_vec(),
             max_frame_len,
             early_calls: max_frame_len.is_some(),
+            compression: Vec::new(),
         }
     }
 
@@ -442,6 +505,7 @@ mod tests {
                 supported: vec![2, 3, 1],
                 max_frame_len: max,
                 early_calls: max.is_none(),
+                compression: Vec::new(),
             };
             let bytes = server.encode();
             assert_eq!(
@@ -493,7 +557,7 @@ mod tests {
 
     #[test]
     fn malformed_extensions_are_refused() {
-        let cases: [&[u8]; 7] = [
+        let cases: [&[u8]; 11] = [
             // An entry longer than the block.
             &[0, 3, 1, 4, 0],
             // A frame limit of 3 bytes.
@@ -508,6 +572,14 @@ mod tests {
             &[0, 3, 2, 1, 0],
             // Early calls twice.
             &[0, 4, 2, 0, 2, 0],
+            // An empty compression list.
+            &[0, 2, 3, 0],
+            // An algorithm listed twice.
+            &[0, 4, 3, 2, 1, 1],
+            // Nine algorithms.
+            &[0, 11, 3, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+            // Compression twice.
+            &[0, 6, 3, 1, 1, 3, 1, 1],
         ];
         for extensions in cases {
             let mut bytes = b"WCAL\x02\x01\x01\x00".to_vec();
@@ -521,6 +593,36 @@ mod tests {
         // A block over the limit is refused from its length alone.
         let err = ClientHello::parse(b"WCAL\x02\x01\x01\x00\xff\xff").unwrap_err();
         assert!(matches!(err, NegotiationError::BadExtensions(_)), "{err}");
+    }
+
+    #[test]
+    fn compression_is_offered_from_version_5_on_and_round_trips() {
+        let hello = |version| ClientHello {
+            version,
+            codecs: vec![1],
+            token: Vec::new(),
+            max_frame_len: None,
+            early_calls: false,
+            compression: vec![1, 7],
+        };
+        let bytes = hello(5).to_bytes();
+        assert!(bytes.ends_with(&[0, 4, 3, 2, 1, 7]), "{bytes:02x?}");
+        assert_eq!(ClientHello::parse(&bytes).unwrap().unwrap().0, hello(5));
+        // A version 4 hello has no such extension to carry it.
+        let older = ClientHello::parse(&hello(4).to_bytes()).unwrap().unwrap().0;
+        assert!(older.compression.is_empty());
+        let server = ServerHello {
+            version: 5,
+            status: HelloStatus::Accepted,
+            codec: 1,
+            supported: vec![1],
+            max_frame_len: None,
+            early_calls: true,
+            compression: vec![1],
+        };
+        let bytes = server.encode();
+        assert!(bytes.ends_with(&[0, 5, 2, 0, 3, 1, 1]), "{bytes:02x?}");
+        assert_eq!(ServerHello::parse(&bytes).unwrap().unwrap().0, server);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What a handshake settled for a connection, on either side.
 
 use crate::codec::Codec;
+use crate::compression::Algorithm;
 
 /// What a handshake settled for a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +16,9 @@ pub struct Negotiated {
     /// The peer's hello carried the early-calls extension: on the client, the server
     /// understands early calls; on the server, early frames follow the client's hello.
     pub early_calls: bool,
+    /// The compression both sides may use on this connection (version 5); `None`: frames
+    /// travel uncompressed.
+    pub(crate) compression: Option<Algorithm>,
 }
 
 impl Negotiated {
@@ -35,6 +39,7 @@ mod tests {
             version: 2,
             peer_max_frame_len,
             early_calls: false,
+            compression: None,
         }
     }
 

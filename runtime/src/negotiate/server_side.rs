@@ -10,9 +10,10 @@ use super::hello::{ClientHello, ServerHello};
 use super::negotiated::Negotiated;
 use super::read_hello::read_hello;
 use crate::codec::Codec;
+use crate::compression::Compression;
 use crate::wire::{
-    HelloStatus, MAX_CODECS, MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN, MIN_PROTOCOL_VERSION,
-    PROTOCOL_VERSION,
+    HelloStatus, COMPRESSION_SINCE_VERSION, MAX_CODECS, MAX_EXTENSIONS_LEN, MAX_TOKEN_LEN,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 
 /// The longest possible client hello: 16 codecs, a 255-byte token, the largest extensions.
@@ -35,6 +36,8 @@ pub(crate) struct ServerHandshake<'a> {
     pub reveal_codecs: bool,
     /// The largest frame the server accepts, announced to version-2 clients.
     pub max_frame_len: u32,
+    /// The compression the server allows (version 5): chosen when the client offers it.
+    pub compression: Compression,
 }
 
 /// Runs the server side: reads the offer, answers, and returns the chosen codec. On an error the
@@ -62,6 +65,7 @@ where
         max_version,
         reveal_codecs,
         max_frame_len,
+        compression,
     } = config;
     let before_auth: &[Codec] = if reveal_codecs { supported } else { &[] };
     let mut buf = vec![0u8; MAX_CLIENT_HELLO];
@@ -125,6 +129,11 @@ where
         };
         codec
     };
+    let compression = if version >= COMPRESSION_SINCE_VERSION {
+        compression.choose(&hello.compression)
+    } else {
+        None
+    };
     let reply = ServerHello {
         version,
         status: HelloStatus::Accepted,
@@ -132,6 +141,10 @@ where
         supported: CodecList::of(supported).0,
         max_frame_len: (version >= 2).then_some(max_frame_len),
         early_calls: version >= 2,
+        compression: compression
+            .map(|algorithm| algorithm.id())
+            .into_iter()
+            .collect(),
     };
     stream.write_all(&reply.encode()).await?;
     stream.flush().await?;
@@ -141,6 +154,7 @@ where
         // A version-1 connection has no extensions, whatever the hello carried.
         peer_max_frame_len: hello.max_frame_len.filter(|_| version >= 2),
         early_calls: early,
+        compression,
     })
 }
 
@@ -197,6 +211,7 @@ pub(crate) async fn refuse_as<S>(
         supported: CodecList::of(supported).0,
         max_frame_len: None,
         early_calls: false,
+        compression: Vec::new(),
     };
     let _ = stream.write_all(&reply.encode()).await;
     let _ = stream.flush().await;
@@ -248,6 +263,7 @@ mod tests {
                     max_version: max,
                     reveal_codecs: true,
                     max_frame_len: SERVER_MAX_FRAME,
+                    compression: Compression::default(),
                 };
                 server_handshake(&mut server, offer, authenticate).await
             });
@@ -257,6 +273,7 @@ mod tests {
                 token: self.token.to_vec(),
                 max_frame_len: Some(CLIENT_MAX_FRAME),
                 early_calls: false,
+                compression: Compression::default().offer(),
             };
             let client = client_handshake(&mut client, &hello).await;
             (client, server.await.unwrap())
@@ -351,6 +368,7 @@ mod tests {
                 max_version: PROTOCOL_VERSION,
                 reveal_codecs: true,
                 max_frame_len: SERVER_MAX_FRAME,
+                compression: Compression::default(),
             };
             let outcome = server_handshake(&mut server, config, |_| true).await;
             let mut rest = Vec::new();
@@ -365,6 +383,7 @@ mod tests {
             token: Vec::new(),
             max_frame_len: Some(CLIENT_MAX_FRAME),
             early_calls: true,
+            compression: Vec::new(),
         };
         client.write_all(&hello.to_bytes()).await.unwrap();
         client.write_all(b"an early frame").await.unwrap();
@@ -420,6 +439,7 @@ mod tests {
             supported: vec![1],
             max_frame_len: None,
             early_calls: true,
+            compression: Vec::new(),
         }
         .encode();
         // Version 1 has no extension block to carry it.

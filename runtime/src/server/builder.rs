@@ -172,6 +172,18 @@ impl ServerBuilder {
         self
     }
 
+    /// How this server's connections compress (default [`Compression::default`]: zstd for
+    /// payloads of 1 KiB and more with the `zstd` feature, none without). A client that
+    /// offers the algorithm gets it; [`Compression::none`] chooses nothing, so neither side
+    /// compresses. See the book's "Compression".
+    ///
+    /// [`Compression::default`]: crate::Compression::default
+    /// [`Compression::none`]: crate::Compression::none
+    pub fn compression(mut self, compression: crate::Compression) -> Self {
+        self.config.compression = compression;
+        self
+    }
+
     /// How long a new connection may take to send its hello, its TLS handshake included
     /// (default [`DEFAULT_HANDSHAKE_TIMEOUT`]).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {

@@ -53,6 +53,8 @@ pub(crate) struct ServerConfig {
     pub(crate) codecs: Vec<Codec>,
     pub(crate) preference: Preference,
     pub(crate) max_frame_len: u32,
+    /// The compression chosen for clients that offer it.
+    pub(crate) compression: crate::compression::Compression,
     pub(crate) handshake_timeout: Duration,
     pub(crate) grace_period: Duration,
     pub(crate) drain_delay: Duration,
@@ -90,6 +92,7 @@ impl Default for ServerConfig {
             codecs: Codec::available(),
             preference: Preference::Client,
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            compression: crate::compression::Compression::default(),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             grace_period: DEFAULT_SHUTDOWN_GRACE_PERIOD,
             drain_delay: DEFAULT_DRAIN_DELAY,

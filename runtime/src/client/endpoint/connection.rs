@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
 use crate::codec::Codec;
+use crate::compression::{Algorithm, FrameCompressor};
 use crate::error::Error;
 use crate::metadata::Metadata;
 use crate::method::MethodId;
@@ -54,6 +55,9 @@ pub(crate) struct Connection {
     pub(crate) send_limit: Arc<AtomicU32>,
     /// For a connection opened with early calls: what its server hello said, once read.
     pub(super) hello: Option<watch::Receiver<Verdict>>,
+    /// Compresses requests and uploaded items when the connection negotiated compression
+    /// (`None`: this connection never compresses).
+    pub(crate) compressor: Option<Arc<FrameCompressor>>,
     /// The credit window of the server streams opened on this connection.
     pub(crate) stream_window: WindowSize,
     pub(crate) peer: Option<SocketAddr>,
@@ -94,8 +98,19 @@ impl Connection {
         let send_limit = Arc::new(AtomicU32::new(negotiated.send_limit(own_limit)));
         let codec = FrameCodec::for_version(own_limit, negotiated.version);
         let keepalive = settings.keepalive;
+        // An early-calls connection learns from the server's hello whether it compresses.
+        let compressor = match (&early, negotiated.compression) {
+            (None, None) => None,
+            (None, negotiated) => Some(FrameCompressor::new(&settings.compression, negotiated)),
+            (Some(_), _) => settings
+                .compression
+                .is_enabled()
+                .then(|| FrameCompressor::new(&settings.compression, None)),
+        }
+        .map(Arc::new);
         let (reader, hello) = match early {
             None => {
+                let codec = codec.decompressing(negotiated.compression);
                 let frames = FrameReader::new(read_half, codec, ReadPolicy::Client);
                 let run = reader::run_reader(frames, Arc::clone(&pending), sink.clone(), keepalive);
                 (tasks.spawn(run), None)
@@ -117,8 +132,13 @@ impl Connection {
                     sink.clone(),
                 ));
                 let (pending, sink) = (Arc::clone(&pending), sink.clone());
+                let settles = compressor.clone();
                 let reader = tasks.spawn(settling.then(move |settled| match settled {
-                    Some(read_half) => {
+                    Some((read_half, compression)) => {
+                        if let Some(compressor) = settles {
+                            compressor.settle(compression);
+                        }
+                        let codec = codec.decompressing(compression);
                         let frames = FrameReader::new(read_half, codec, ReadPolicy::Client);
                         Either::Left(reader::run_reader(frames, pending, sink, keepalive))
                     }
@@ -135,6 +155,7 @@ impl Connection {
             next_request_id: AtomicU64::new(1),
             send_limit,
             hello,
+            compressor,
             stream_window: settings.stream_window,
             peer,
             reader,
@@ -260,7 +281,14 @@ impl Connection {
         };
         call.args.encode_to(self.codec, frame.payload_writer())?;
         let send_limit = self.send_limit.load(Ordering::Relaxed);
-        Ok(frame.finish(kind, request_id, call.method, deadline_ms, send_limit)?)
+        Ok(frame.finish_compressed(
+            kind,
+            request_id,
+            call.method,
+            deadline_ms,
+            send_limit,
+            self.compressor.as_deref(),
+        )?)
     }
 
     /// Why this connection closed (for messages).
@@ -325,7 +353,7 @@ impl EarlyHello {
         read_half: &mut R,
         own_limit: u32,
         send_limit: &AtomicU32,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Algorithm>, Error> {
         let verdict = tokio::time::timeout(self.timeout, read_verdict(read_half, &self.hello))
             .await
             .unwrap_or(Err(NegotiationError::TimedOut));
@@ -345,7 +373,7 @@ impl EarlyHello {
                     // frames (same codec, same version), but gets none next time.
                     early::forget(&self.key);
                 }
-                Ok(())
+                Ok(negotiated.compression)
             }
             Err(err) => {
                 early::forget(&self.key);
@@ -368,7 +396,7 @@ async fn settle_early<R: AsyncRead + Unpin>(
     verdict: watch::Sender<Verdict>,
     pending: Arc<PendingCalls>,
     sink: FrameSink,
-) -> Option<R> {
+) -> Option<(R, Option<Algorithm>)> {
     // Calls sent behind the hello time out meanwhile as they would once the reader runs.
     let settling = async {
         sink.flush().await;
@@ -379,9 +407,9 @@ async fn settle_early<R: AsyncRead + Unpin>(
         never = reader::sweep_deadlines(&pending, &sink) => match never {},
     };
     match settled {
-        Ok(()) => {
+        Ok(compression) => {
             verdict.send_replace(Verdict::Accepted);
-            Some(read_half)
+            Some((read_half, compression))
         }
         Err(err) => {
             let refused_early = matches!(

@@ -161,6 +161,7 @@ impl ConnectionSettings {
                 .to_vec(),
             max_frame_len: Some(self.max_frame_len),
             early_calls: false,
+            compression: self.compression.offer(),
         };
         if let (Some((known, codec)), Some(key)) = (known, key.clone()) {
             // The early calls' codec leads the offer; the server must choose it or refuse.
@@ -173,6 +174,8 @@ impl ConnectionSettings {
                 version,
                 peer_max_frame_len: known.max_frame_len,
                 early_calls: true,
+                // Learnt from the server's hello, after the early frames went out.
+                compression: None,
             };
             let early = EarlyHello {
                 hello,

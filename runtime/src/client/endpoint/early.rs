@@ -155,6 +155,7 @@ mod tests {
             version: 2,
             peer_max_frame_len: None,
             early_calls: true,
+            compression: None,
         };
         let ids = [Codec::Json.id(), Codec::Protobuf.id()];
         let inferred = KnownServer::accepted(&offer, &negotiated(Codec::Json), &ids, None);

@@ -92,5 +92,12 @@ fn finish(connection: &Connection, request_id: u64, frame: FrameBuf) -> Result<B
     let send_limit = connection
         .send_limit
         .load(std::sync::atomic::Ordering::Relaxed);
-    Ok(frame.finish(FrameKind::Item, request_id, MethodId::new(0), 0, send_limit)?)
+    Ok(frame.finish_compressed(
+        FrameKind::Item,
+        request_id,
+        MethodId::new(0),
+        0,
+        send_limit,
+        connection.compressor.as_deref(),
+    )?)
 }

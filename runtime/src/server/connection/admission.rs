@@ -182,6 +182,7 @@ pub(super) fn start_call(
                 method,
                 codec: context.codec,
                 send_limit: context.send_limit,
+                compressor: context.compressor.clone(),
                 sink: context.sink.clone(),
                 sent_bytes: shared.metrics.sent_bytes.clone(),
                 items: shared.metrics.stream_items.clone(),
@@ -207,6 +208,7 @@ pub(super) fn start_call(
         method,
         deadline_ms,
         send_limit: context.send_limit,
+        compressor: context.compressor.clone(),
     };
     // Most handlers finish without ever waiting: run them here, saving a task spawn and a
     // timer. Only a handler that is still pending after its first poll gets its own task.

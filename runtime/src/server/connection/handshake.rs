@@ -27,6 +27,7 @@ pub(super) async fn handshake<T: Transport>(
         max_version: config.max_protocol_version,
         reveal_codecs,
         max_frame_len: config.max_frame_len,
+        compression: config.compression,
     };
     let handshake = server_handshake(stream, offer, authenticate);
     tokio::select! {

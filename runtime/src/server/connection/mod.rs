@@ -43,6 +43,7 @@ use tokio::time::Instant;
 
 use super::identity::PeerIdentity;
 use super::shared::{ConnectionSlot, Shared};
+use crate::compression::FrameCompressor;
 use crate::error::ErrorCode;
 use crate::transport::frame::{Frame, FrameCodec, FrameError, FrameKind};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
@@ -95,7 +96,8 @@ pub(crate) async fn open_connection<T: Transport>(
     let read_half: BoxedRead = Box::pin(read_half);
     let frames = FrameReader::new(
         read_half,
-        FrameCodec::for_version(config.max_frame_len, negotiated.version),
+        FrameCodec::for_version(config.max_frame_len, negotiated.version)
+            .decompressing(negotiated.compression),
         ReadPolicy::Server,
     );
     let state = ConnectionState {
@@ -107,6 +109,9 @@ pub(crate) async fn open_connection<T: Transport>(
             config.max_streams_per_connection,
         )),
         send_limit: negotiated.send_limit(config.max_frame_len),
+        compressor: negotiated
+            .compression
+            .map(|algorithm| Arc::new(FrameCompressor::new(&config.compression, Some(algorithm)))),
         identity: Arc::new(identity),
     };
     Some(Connection {

@@ -2,10 +2,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::rejected::CallRejected;
+use crate::compression::FrameCompressor;
 use crate::error::{CallError, ErrorCode};
 use crate::method::MethodId;
 use crate::server::request::{Reply, ReplyBody};
@@ -33,6 +35,8 @@ pub(super) struct ReplyTo {
     pub(super) deadline_ms: u32,
     /// The largest reply frame the client accepts.
     pub(super) send_limit: u32,
+    /// Compresses the reply when the connection negotiated compression.
+    pub(super) compressor: Option<Arc<FrameCompressor>>,
 }
 
 impl ReplyTo {
@@ -66,12 +70,13 @@ impl ReplyTo {
             Some(Ok(Ok(Reply {
                 body: ReplyBody::Message(reply),
                 ..
-            }))) => match reply.finish(
+            }))) => match reply.finish_compressed(
                 FrameKind::Response,
                 self.request_id,
                 self.method,
                 0,
                 self.send_limit,
+                self.compressor.as_deref(),
             ) {
                 Ok(bytes) => bytes,
                 // The client would close the connection on a frame over its limit: fail

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::calls::Calls;
 use crate::codec::Codec;
+use crate::compression::FrameCompressor;
 use crate::server::identity::PeerIdentity;
 use crate::transport::writer::FrameSink;
 
@@ -18,6 +19,8 @@ pub(super) struct ConnectionState {
     /// The largest frame this connection may send: the server's `max_frame_len`, lowered to
     /// the client's announced limit (version 2).
     pub(super) send_limit: u32,
+    /// Compresses replies and stream items, when the connection negotiated compression.
+    pub(super) compressor: Option<Arc<FrameCompressor>>,
     /// Who is calling, for the authorisation hook and the handlers' call context.
     pub(super) identity: Arc<PeerIdentity>,
 }

@@ -9,6 +9,9 @@
 
 use bytes::{Bytes, BytesMut};
 
+use std::sync::Arc;
+
+use crate::compression::FrameCompressor;
 use crate::method::MethodId;
 use crate::transport::frame::{
     put_header, FrameError, FrameKind, FRAME_OVERHEAD, LENGTH_PREFIX_LEN,
@@ -35,16 +38,24 @@ pub(crate) struct ItemBatch {
     send_limit: u32,
     /// Items in the batch.
     items: u64,
+    /// Compresses each item's payload when the connection negotiated compression.
+    compressor: Option<Arc<FrameCompressor>>,
 }
 
 impl ItemBatch {
-    /// An empty batch of stream `request_id`'s items, each at most `send_limit` long.
-    pub(crate) fn new(request_id: u64, send_limit: u32) -> Self {
+    /// An empty batch of stream `request_id`'s items, each at most `send_limit` long
+    /// uncompressed, and compressed by `compressor` when that pays.
+    pub(crate) fn new(
+        request_id: u64,
+        send_limit: u32,
+        compressor: Option<Arc<FrameCompressor>>,
+    ) -> Self {
         Self {
             buf: BytesMut::new(),
             request_id,
             send_limit,
             items: 0,
+            compressor,
         }
     }
 
@@ -74,11 +85,18 @@ impl ItemBatch {
                 max: self.send_limit,
             });
         }
+        let flags = match &self.compressor {
+            Some(compressor) => {
+                compressor.compress_in_place(FrameKind::Item, &mut self.buf, start.0)
+            }
+            None => 0,
+        };
+        let len = self.buf.len() - start.0 - LENGTH_PREFIX_LEN;
         put_header(
             &mut &mut self.buf[start.0..start.0 + FRAME_OVERHEAD],
             len,
             FrameKind::Item,
-            0,
+            flags,
             self.request_id,
             MethodId::new(0),
             0,
@@ -132,7 +150,7 @@ mod tests {
 
     #[test]
     fn items_are_framed_back_to_back() {
-        let mut batch = ItemBatch::new(7, 1024);
+        let mut batch = ItemBatch::new(7, 1024, None);
         push(&mut batch, b"one").unwrap();
         push(&mut batch, b"").unwrap();
         push(&mut batch, b"three").unwrap();
@@ -149,7 +167,7 @@ mod tests {
 
     #[test]
     fn an_abandoned_or_oversized_item_leaves_only_whole_frames() {
-        let mut batch = ItemBatch::new(1, 64);
+        let mut batch = ItemBatch::new(1, 64, None);
         push(&mut batch, b"kept").unwrap();
         let start = batch.begin();
         batch.payload().extend_from_slice(b"half-encoded");
@@ -168,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_full_at_its_size() {
-        let mut batch = ItemBatch::new(1, u32::MAX);
+        let mut batch = ItemBatch::new(1, u32::MAX, None);
         while !batch.is_full() {
             push(&mut batch, &[0; 1000]).unwrap();
         }

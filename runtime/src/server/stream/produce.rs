@@ -5,12 +5,14 @@
 
 use std::future::{poll_fn, Future};
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 
 use super::batch::ItemBatch;
 use crate::codec::Codec;
+use crate::compression::FrameCompressor;
 use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
 use crate::metadata::Metadata;
@@ -30,6 +32,8 @@ pub(crate) struct StreamOut {
     pub(crate) codec: Codec,
     /// The largest frame the client accepts.
     pub(crate) send_limit: u32,
+    /// Compresses the items when the connection negotiated compression.
+    pub(crate) compressor: Option<Arc<FrameCompressor>>,
     pub(crate) sink: FrameSink,
     pub(crate) sent_bytes: ::metrics::Counter,
     /// Items sent on streams, server-wide.
@@ -114,7 +118,11 @@ async fn send_items_of(
     opened: &StreamOut,
     head_due: &mut bool,
 ) -> Ended {
-    let mut batch = ItemBatch::new(opened.request_id, opened.send_limit);
+    let mut batch = ItemBatch::new(
+        opened.request_id,
+        opened.send_limit,
+        opened.compressor.clone(),
+    );
     loop {
         // The producer is asked first, then the item waits for credit: so the stream's end
         // (or failure) goes out as soon as it is known, without waiting for credit that only

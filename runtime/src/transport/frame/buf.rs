@@ -4,6 +4,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::error::FrameError;
 use super::header::put_header;
+use crate::compression::FrameCompressor;
 use crate::method::MethodId;
 use crate::wire::{FrameKind, FLAG_METADATA, FRAME_OVERHEAD, LENGTH_PREFIX_LEN};
 
@@ -102,20 +103,38 @@ impl FrameBuf {
     /// Writes the header and returns the wire bytes, or an error when the frame would exceed
     /// `max_frame_len` (the peer would reject it).
     pub fn finish(
-        mut self,
+        self,
         kind: FrameKind,
         request_id: u64,
         method: MethodId,
         deadline_ms: u32,
         max_frame_len: u32,
     ) -> Result<Bytes, FrameError> {
-        let len = self.buf.len() - LENGTH_PREFIX_LEN;
-        if len > max_frame_len as usize {
+        self.finish_compressed(kind, request_id, method, deadline_ms, max_frame_len, None)
+    }
+
+    /// [`finish`](Self::finish), compressing the payload with `compressor` when it pays. The
+    /// limit applies to the uncompressed frame, as the receiver checks it.
+    pub(crate) fn finish_compressed(
+        mut self,
+        kind: FrameKind,
+        request_id: u64,
+        method: MethodId,
+        deadline_ms: u32,
+        max_frame_len: u32,
+        compressor: Option<&FrameCompressor>,
+    ) -> Result<Bytes, FrameError> {
+        let uncompressed_len = self.buf.len() - LENGTH_PREFIX_LEN;
+        if uncompressed_len > max_frame_len as usize {
             return Err(FrameError::TooLarge {
-                len: len as u64,
+                len: uncompressed_len as u64,
                 max: max_frame_len,
             });
         }
+        if let Some(compressor) = compressor {
+            self.flags |= compressor.compress_in_place(kind, &mut self.buf, 0);
+        }
+        let len = self.buf.len() - LENGTH_PREFIX_LEN;
         // Written in place, over the bytes reserved for it: no buffer of its own.
         put_header(
             &mut &mut self.buf[..FRAME_OVERHEAD],

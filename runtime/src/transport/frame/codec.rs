@@ -7,9 +7,11 @@ use tokio_util::codec::{Decoder, Encoder};
 use super::decoded::Frame;
 use super::error::FrameError;
 use super::header::put_header;
+use crate::compression::{decompress_payload, Algorithm, DecompressError};
 use crate::method::MethodId;
 use crate::wire::{
-    FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN, LENGTH_PREFIX_LEN,
+    FrameKind, DEFAULT_MAX_FRAME_LEN, FLAG_COMPRESSED, FLAG_METADATA, FRAME_OVERHEAD, HEADER_LEN,
+    LENGTH_PREFIX_LEN,
 };
 
 /// Read buffers larger than this are released once they are empty.
@@ -25,6 +27,8 @@ pub struct FrameCodec {
     allowed_flags: u8,
     /// The connection's protocol version: a kind newer than it is an unknown kind.
     version: u8,
+    /// The algorithm compressed frames arrive in, when the connection negotiated one.
+    compression: Option<Algorithm>,
     /// Whether decoding reserves room in the buffer for the rest of a partial frame (off
     /// when a [`FrameReader`](crate::transport::frame_reader) manages its buffers itself).
     reserves: bool,
@@ -38,6 +42,7 @@ impl FrameCodec {
             max_frame_len,
             allowed_flags: 0,
             version: 1,
+            compression: None,
             reserves: true,
         }
     }
@@ -49,7 +54,31 @@ impl FrameCodec {
             max_frame_len,
             allowed_flags: if version >= 2 { FLAG_METADATA } else { 0 },
             version,
+            compression: None,
             reserves: true,
+        }
+    }
+
+    /// The same codec on a connection that negotiated zstd (protocol version 5): frames that
+    /// set [`FLAG_COMPRESSED`] are checked against the frame limit, decompressed as they are
+    /// decoded, and yielded uncompressed, with the flag cleared.
+    #[cfg(feature = "zstd")]
+    pub fn accepting_zstd(self) -> Self {
+        self.decompressing(Some(Algorithm::Zstd))
+    }
+
+    /// The same codec on a connection that negotiated `compression`: frames that set
+    /// [`FLAG_COMPRESSED`] are decompressed as they are decoded (and the flag cleared).
+    pub(crate) fn decompressing(self, compression: Option<Algorithm>) -> Self {
+        let compressed = if compression.is_some() {
+            FLAG_COMPRESSED
+        } else {
+            0
+        };
+        Self {
+            compression,
+            allowed_flags: self.allowed_flags | compressed,
+            ..self
         }
     }
 
@@ -132,11 +161,16 @@ impl Decoder for FrameCodec {
         let method = MethodId::new(u64::from_be_bytes(array_at(header, 10)));
         let deadline_ms = u32::from_be_bytes(array_at(header, 18));
         src.advance(FRAME_OVERHEAD);
-        let payload = src.split_to(len as usize - HEADER_LEN).freeze();
+        let mut payload = src.split_to(len as usize - HEADER_LEN).freeze();
         if src.is_empty() && src.capacity() > SHRINK_ABOVE {
             // A large frame left a large buffer behind: give it back rather than keep it for
             // the life of an (often idle) connection.
             *src = BytesMut::new();
+        }
+        let mut flags = flags;
+        if flags & FLAG_COMPRESSED != 0 {
+            payload = self.decompress(kind, payload)?;
+            flags &= !FLAG_COMPRESSED;
         }
         Ok(Some(Frame {
             kind,
@@ -146,6 +180,24 @@ impl Decoder for FrameCodec {
             flags,
             payload,
         }))
+    }
+}
+
+impl FrameCodec {
+    /// The uncompressed payload of a frame of `kind` that set [`FLAG_COMPRESSED`] (which only
+    /// a connection that negotiated compression allows).
+    fn decompress(
+        &self,
+        kind: FrameKind,
+        payload: bytes::Bytes,
+    ) -> Result<bytes::Bytes, FrameError> {
+        let Some(algorithm) = self.compression else {
+            return Err(DecompressError::NotNegotiated.into());
+        };
+        if !kind.may_be_compressed() {
+            return Err(DecompressError::KindNotCompressible(kind as u8).into());
+        }
+        Ok(decompress_payload(algorithm, payload, self.max_frame_len)?)
     }
 }
 

@@ -27,6 +27,9 @@ pub enum FrameError {
     /// version 2 only [`FLAG_METADATA`](crate::wire::FLAG_METADATA)).
     #[error("frame flags {0:#04x} have a bit this connection does not allow")]
     ReservedFlags(u8),
+    /// A frame set the compressed flag and was not acceptable (book: "Compression").
+    #[error("bad compressed frame: {0}")]
+    Decompress(#[from] crate::compression::DecompressError),
     /// Reading or writing the underlying stream failed.
     #[error("transport i/o failed: {0}")]
     Io(std::io::Error),
