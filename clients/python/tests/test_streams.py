@@ -15,7 +15,7 @@ import pytest
 import wirecall
 from wirecall import aio
 from wirecall.stream import FIRST_GRANT, STREAM_WINDOW_BYTES, StreamSlot
-from wirecall.wire import FRAME_HEADER, FrameKind, decode_metadata, encode_frame
+from wirecall.wire import FRAME_HEADER, PROTOCOL_VERSION, FrameKind, decode_metadata, encode_frame
 
 from conftest import PATIENCE, eventually
 from test_peer_behaviour import read_client_hello, scripted_server
@@ -157,7 +157,7 @@ def relay(server) -> Iterator[Relay]:
 def test_items_arrive_in_order_in_each_codec(server, codec):
     async def scenario():
         async with await aio.connect(server.address, codecs=[codec]) as client:
-            assert client.protocol_version == 4
+            assert client.protocol_version == 5
             raw = [user async for user in client.stream("UserFeed", "list_users", count=5)]
             assert raw == as_sent(USERS[:5], codec)
             # The proxy reads items by the schema: the same dicts in both codecs.
@@ -442,7 +442,7 @@ def test_open_then_credit_then_half_a_window_at_a_time():
 
     asyncio.run(scenario())
     version, opened, credit, top_up, second_top_up = seen
-    assert version == 4
+    assert version == PROTOCOL_VERSION
     # Open: kind 8, request id 1, the method, the default 30 s deadline, the arguments.
     assert opened == encode_frame(FrameKind.OPEN, 1, LIST_USERS, 30000, b'{"count":8}')
     assert credit == bytes.fromhex("00 00 00 1a 0b 00 0000000000000001 0000000000000000 00000000 00000004")
@@ -684,7 +684,7 @@ def test_a_version_2_server_settles_version_2_and_streams_are_refused():
             await client.close()
 
     asyncio.run(scenario())
-    assert kinds == [4, FrameKind.REQUEST]
+    assert kinds == [PROTOCOL_VERSION, FrameKind.REQUEST]
 
 
 def test_stream_frames_on_a_version_2_connection_break_it():

@@ -1,5 +1,5 @@
-"""wirecall: a Python client for wirecall RPC servers (wire protocol version 4, and 3, 2 or 1
-with older servers).
+"""wirecall: a Python client for wirecall RPC servers (wire protocol version 5, and 4, 3, 2 or
+1 with older servers).
 
 Blocking::
 

@@ -14,6 +14,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import errors
 from .codecs import DEFAULT_CODECS, Codec, codec_named
+from .compression import (
+    DEFAULT_COMPRESSION_MIN_SIZE,
+    algorithm_name,
+    check_compression_min_size,
+    compression_for,
+    offered_algorithms,
+    refuse_compressed_flag,
+)
 from .frame_reader import FrameReader
 from .handshake import Negotiated, RetryWithVersion, negotiate
 from .proxy import ProxyCall, ServiceProxy, is_service_name
@@ -31,6 +39,7 @@ from .upload import Items, Upload
 from .wire import (
     CLIENT_ONLY_KINDS,
     DEFAULT_MAX_FRAME_LENGTH,
+    FLAG_COMPRESSED,
     FLAG_METADATA,
     HEADER_AFTER_LENGTH,
     MAX_REQUEST_ID,
@@ -86,6 +95,8 @@ async def connect(
     metadata: Optional[Mapping[str, str]] = None,
     protocol_version: int = PROTOCOL_VERSION,
     stream_window: int = DEFAULT_STREAM_WINDOW,
+    compression: Optional[bool] = None,
+    compression_min_size: int = DEFAULT_COMPRESSION_MIN_SIZE,
 ) -> "AsyncClient":
     """Connects to a wirecall server and negotiates a codec and a protocol version.
 
@@ -99,13 +110,18 @@ async def connect(
     `max_frame_length` is the largest frame accepted from the server, announced to it in the
     hello. `metadata` is sent with every call (per-call metadata adds to it and wins on a
     shared key); it needs a version 2 connection and is not sent on a version 1 one.
-    `protocol_version` is the version the hello offers (4; 3 forces a version 3 connection,
-    without a stream's reply metadata and trailers, 2 a version 2 connection, without
-    streams, and 1 a version 1 connection, without metadata either). A server older
+    `protocol_version` is the version the hello offers (5; 4 forces a version 4 connection,
+    without compression, 3 a version 3 connection, without a stream's reply metadata and
+    trailers either, 2 a version 2 connection, without streams, and 1 a version 1
+    connection, without metadata). A server older
     than the offer answers with its own version (a version 2 server settles version 2), and
     one that refuses the offer naming version 1 is reconnected to with a version 1 hello.
     `stream_window` is how many items a server stream may send ahead of its consumer
     (1 to 65,536).
+    `compression` offers zstd (version 5): `None` when the `zstandard` package is installed,
+    `True` always (`ImportError` without it), `False` never; the server decides (see
+    `AsyncClient.compression`). Payloads of `compression_min_size` bytes or more are then
+    sent compressed when that saves at least 1/16 of them.
     """
     if port is None:
         host, port = split_address(host)
@@ -121,6 +137,8 @@ async def connect(
             f"not {max_frame_length}"
         )
     check_stream_window(stream_window)
+    algorithms = offered_algorithms(compression)
+    check_compression_min_size(compression_min_size)
 
     async def open_and_negotiate(version: int) -> AsyncClient:
         reader, writer = await open_stream(
@@ -128,7 +146,13 @@ async def connect(
         )
         try:
             negotiated = await negotiate(
-                reader, writer, offered, token or b"", version=version, max_frame_length=max_frame_length
+                reader,
+                writer,
+                offered,
+                token or b"",
+                version=version,
+                max_frame_length=max_frame_length,
+                compression=algorithms,
             )
         except BaseException:
             writer.close()
@@ -142,6 +166,7 @@ async def connect(
             negotiated=negotiated,
             metadata=client_metadata,
             stream_window=stream_window,
+            compression_min_size=compression_min_size,
         )
 
     async def with_fallback() -> AsyncClient:
@@ -193,6 +218,7 @@ class AsyncClient:
         negotiated: Optional[Negotiated] = None,
         metadata: Optional[Mapping[str, str]] = None,
         stream_window: int = DEFAULT_STREAM_WINDOW,
+        compression_min_size: int = DEFAULT_COMPRESSION_MIN_SIZE,
     ):
         self._reader = reader
         self._writer = writer
@@ -206,6 +232,11 @@ class AsyncClient:
         self._server_max_frame_length = server_limit
         self._metadata: Dict[str, str] = dict(metadata or {})
         self._stream_window = stream_window
+        self._compression = compression_for(
+            negotiated.compression if negotiated else None,
+            max_frame_length=max_frame_length,
+            min_size=compression_min_size,
+        )
         # Reflection, fetched once: the service list, and each service's schema (None: the
         # server does not serve reflection, so calls go out as written).
         self._reflection_served: Optional[bool] = None
@@ -229,10 +260,16 @@ class AsyncClient:
 
     @property
     def protocol_version(self) -> int:
-        """The connection's protocol version: 4, or 3 (no stream metadata or trailers), 2 (no
-        streams) or 1 (no metadata either) with an older server or a `protocol_version`
-        option that asked for it."""
+        """The connection's protocol version: 5, or 4 (no compression), 3 (no stream metadata
+        or trailers either), 2 (no streams) or 1 (no metadata) with an older server or a
+        `protocol_version` option that asked for it."""
         return self._version
+
+    @property
+    def compression(self) -> Optional[str]:
+        """The compression the handshake chose for this connection, ``"zstd"``, or `None`
+        (none offered, a server that does not compress, or a version below 5)."""
+        return algorithm_name(self._compression.algorithm)
 
     @property
     def server_max_frame_length(self) -> Optional[int]:
@@ -737,8 +774,9 @@ class AsyncClient:
         metadata: Optional[Mapping[str, str]],
         signature: Optional[MethodSignature] = None,
     ) -> Tuple[int, bytes]:
-        """The flags and payload of a Request or Notify: the metadata block (version 2, when
-        there is metadata), then the arguments. Refuses a frame over the send limit."""
+        """The flags and payload of a Request, Notify or Open: the metadata block (version 2,
+        when there is metadata), then the arguments, compressed when the connection negotiated
+        compression and it pays. Refuses a frame over the send limit."""
         flags, block = 0, b""
         merged = {**self._metadata, **(metadata or {})}
         try:
@@ -756,7 +794,8 @@ class AsyncClient:
                 f"over {who} maximum frame length of {self._send_limit}; nothing was sent",
                 code=5,
             )
-        return flags, payload
+        # The limit is on the uncompressed length (Compression (version 5)), checked above.
+        return self._compression.compress(flags, payload)
 
     def _write(self, frame: bytes) -> None:
         if self._closed is not None:
@@ -902,7 +941,8 @@ class AsyncClient:
         that crossed it): whether it was written. The caller spent the credit and flushes."""
         if request_id not in self._streams:
             return False
-        self._write(encode_frame(FrameKind.ITEM, request_id, payload=payload))
+        flags, payload = self._compression.compress(0, payload)
+        self._write(encode_frame(FrameKind.ITEM, request_id, payload=payload, flags=flags))
         return True
 
     def _end_upload(self, request_id: int) -> None:
@@ -930,6 +970,8 @@ class AsyncClient:
                 while not frames.holds(header):
                     await frames.fill()
                 payload = frames.take(header)
+                if header.flags & FLAG_COMPRESSED:
+                    header, payload = self._compression.decompress(header, payload)
                 metadata: Dict[str, str] = {}
                 # A Head's block is the stream's to read: a malformed one fails only the stream.
                 if header.flags & FLAG_METADATA and header.kind != FrameKind.HEAD:
@@ -971,6 +1013,8 @@ class AsyncClient:
         kind = FrameKind(header.kind)
         if not kind_exists(kind, self._version):
             raise errors.ProtocolError(f"a {kind.name} frame on a version {self._version} connection")
+        if header.flags & FLAG_COMPRESSED:
+            refuse_compressed_flag(kind, self._compression.algorithm)
         if header.flags & ~server_frame_flags(kind, self._version):
             raise errors.ProtocolError(f"a {kind.name} frame with flags {header.flags:#04x}")
         if kind in CLIENT_ONLY_KINDS:
@@ -978,8 +1022,9 @@ class AsyncClient:
 
     def _server_frame_flags(self) -> Dict[int, int]:
         """The kinds a server may send on this connection, each with the flags it may carry."""
+        compressed = self._compression.algorithm is not None
         return {
-            int(kind): server_frame_flags(kind, self._version)
+            int(kind): server_frame_flags(kind, self._version, compressed)
             for kind in FrameKind
             if kind not in CLIENT_ONLY_KINDS and kind_exists(kind, self._version)
         }

@@ -6,7 +6,9 @@ from typing import Optional, Sequence
 
 from . import errors
 from .codecs import Codec, codec_name
+from .compression import chosen_algorithm
 from .wire import (
+    COMPRESSION_VERSION,
     EXTENSIONS_LENGTH,
     MAGIC,
     MAX_EXTENSIONS_LENGTH,
@@ -24,12 +26,14 @@ from .wire import (
 
 @dataclass(frozen=True)
 class Negotiated:
-    """What an accepted handshake settled: the codec, the connection's protocol version, and
-    the largest frame the server accepts (`None`: it announced nothing)."""
+    """What an accepted handshake settled: the codec, the connection's protocol version, the
+    largest frame the server accepts (`None`: it announced nothing), and the compression
+    algorithm both sides may use (`None`: nothing is compressed)."""
 
     codec: Codec
     version: int
     server_max_frame_length: Optional[int]
+    compression: Optional[int] = None
 
 
 class RetryWithVersion(Exception):
@@ -93,12 +97,22 @@ async def negotiate(
     *,
     version: int = PROTOCOL_VERSION,
     max_frame_length: Optional[int] = None,
+    compression: Sequence[int] = (),
 ) -> Negotiated:
-    """Sends a hello of protocol `version` offering `offered` (most preferred first) and
-    announcing `max_frame_length`; returns what was settled, or raises the refusal as a
-    `NegotiationError`, or `RetryWithVersion` when an older server names a version we speak."""
+    """Sends a hello of protocol `version` offering `offered` (most preferred first),
+    announcing `max_frame_length` and, from version 5 on, offering the `compression`
+    algorithms; returns what was settled, or raises the refusal as a `NegotiationError`, or
+    `RetryWithVersion` when an older server names a version we speak."""
+    if version < COMPRESSION_VERSION:
+        compression = ()
     writer.write(
-        client_hello([codec.id for codec in offered], token, version=version, max_frame_length=max_frame_length)
+        client_hello(
+            [codec.id for codec in offered],
+            token,
+            version=version,
+            max_frame_length=max_frame_length,
+            compression=compression,
+        )
     )
     await writer.drain()
     hello = await read_server_hello(reader)
@@ -134,4 +148,9 @@ async def negotiate(
         raise errors.ProtocolError(
             f"the server accepted with protocol version {hello.version}; we offered {version}"
         )
-    return Negotiated(chosen, hello.version, announced_max_frame_length(hello.extensions))
+    return Negotiated(
+        chosen,
+        hello.version,
+        announced_max_frame_length(hello.extensions),
+        chosen_algorithm(hello, compression),
+    )

@@ -182,9 +182,14 @@ class Client:
 
     @property
     def protocol_version(self) -> int:
-        """The connection's protocol version: 4, or 3 (no stream metadata or trailers), 2 (no
-        streams) or 1 (no metadata either)."""
+        """The connection's protocol version: 5, or 4 (no compression), 3 (no stream metadata
+        or trailers either), 2 (no streams) or 1 (no metadata)."""
         return self._client.protocol_version
+
+    @property
+    def compression(self) -> Optional[str]:
+        """The compression the handshake chose for this connection, ``"zstd"``, or `None`."""
+        return self._client.compression
 
     @property
     def server_max_frame_length(self) -> Optional[int]:

@@ -1,5 +1,5 @@
 """The bytes on the wire: hellos and their extensions, frame headers, metadata blocks, stream
-credit, method ids (wire protocol versions 1 to 4).
+credit, method ids (wire protocol versions 1 to 5).
 
 Everything here follows the Wire protocol chapter of the wirecall book; section names in the
 comments refer to it. Nothing in this module does I/O.
@@ -12,7 +12,7 @@ from typing import Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 MAGIC = b"WCAL"
 #: The newest protocol version this package speaks, and the one its hello offers (Versions).
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 #: The oldest: a server that refuses our version naming version 1 gets a version 1 hello.
 MIN_PROTOCOL_VERSION = 1
 #: The first version with metadata and the hellos' extension block.
@@ -22,6 +22,8 @@ STREAMS_VERSION = 3
 #: The first version with a stream's reply metadata and trailers (Stream metadata and
 #: trailers (version 4)).
 STREAM_METADATA_VERSION = 4
+#: The first version that negotiates compression (Compression (version 5)).
+COMPRESSION_VERSION = 5
 
 #: The receiver's default maximum frame length, as in the Rust implementation (16 MiB).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
@@ -49,9 +51,17 @@ EXTENSIONS_LENGTH = struct.Struct(">H")
 EXTENSION_MAX_FRAME_LENGTH = 1
 #: The smallest `max_frame_len` a hello may announce: a frame without payload.
 MIN_ANNOUNCED_FRAME_LENGTH = 22
+#: Extension type 3 (version 5): compression algorithm ids; the client's offer, most preferred
+#: first, or the one the server chose.
+EXTENSION_COMPRESSION = 3
+#: A client hello offers 1 to 8 compression algorithms, all different.
+MAX_COMPRESSION_ALGORITHMS = 8
 
 #: Flag bit 0x01: the payload starts with a metadata block (version 2 and later only).
 FLAG_METADATA = 0x01
+#: Flag bit 0x02: the payload is compressed (version 5, only where the handshake chose an
+#: algorithm; see `compression.py`).
+FLAG_COMPRESSED = 0x02
 #: Limits of a metadata block (Metadata (version 2)).
 MAX_METADATA_ENTRIES = 64
 MAX_METADATA_BLOCK = 8192
@@ -104,6 +114,10 @@ STREAM_METADATA_KINDS = frozenset({FrameKind.HEAD})
 
 #: The kinds only a client sends: one from the server is a protocol violation.
 CLIENT_ONLY_KINDS = frozenset({FrameKind.REQUEST, FrameKind.NOTIFY, FrameKind.CANCEL, FrameKind.OPEN})
+#: The kinds that carry a codec's payload, the only ones that may set `FLAG_COMPRESSED`.
+COMPRESSIBLE_KINDS = frozenset(
+    {FrameKind.REQUEST, FrameKind.RESPONSE, FrameKind.NOTIFY, FrameKind.OPEN, FrameKind.ITEM}
+)
 
 
 def kind_exists(kind: FrameKind, version: int) -> bool:
@@ -116,10 +130,14 @@ def kind_exists(kind: FrameKind, version: int) -> bool:
     return True
 
 
-def server_frame_flags(kind: FrameKind, version: int) -> int:
+def server_frame_flags(kind: FrameKind, version: int, compressed: bool = False) -> int:
     """The flags a server's frame of `kind` may carry on a connection of `version`: 0x01
     (metadata) from version 2 on the frames that answer a Request, from version 3 on the End
-    that ends a stream, and from version 4 on the Head, which must carry it; none elsewhere."""
+    that ends a stream, and from version 4 on the Head, which must carry it; none elsewhere.
+    On a connection that negotiated compression (`compressed`, version 5 and later), 0x02
+    besides on the kinds that carry a codec's payload."""
+    if compressed and version >= COMPRESSION_VERSION and kind in COMPRESSIBLE_KINDS:
+        return FLAG_COMPRESSED | server_frame_flags(kind, version)
     if version < METADATA_VERSION:
         return 0
     if kind in (FrameKind.RESPONSE, FrameKind.ERROR):
@@ -157,11 +175,14 @@ def client_hello(
     *,
     version: int = PROTOCOL_VERSION,
     max_frame_length: Optional[int] = DEFAULT_MAX_FRAME_LENGTH,
+    compression: Sequence[int] = (),
 ) -> bytes:
     """The client hello offering `codecs`, most preferred first, and presenting `token`.
 
     A hello of version 2 or later ends with the extension block, announcing
-    `max_frame_length` (omitted when `None`); a version 1 hello has no block.
+    `max_frame_length` (omitted when `None`); a version 1 hello has no block. From version 5
+    on, a non-empty `compression` is offered in the `compression` extension (algorithm ids,
+    most preferred first); below version 5 it is not sent.
     """
     if not 1 <= len(codecs) <= MAX_CODECS_IN_HELLO:
         raise ValueError(f"offer 1 to {MAX_CODECS_IN_HELLO} codecs, not {len(codecs)}")
@@ -173,11 +194,17 @@ def client_hello(
         raise ValueError(
             f"this package speaks protocol versions {MIN_PROTOCOL_VERSION} to {PROTOCOL_VERSION}, not {version}"
         )
+    if len(compression) > MAX_COMPRESSION_ALGORITHMS or len(set(compression)) != len(compression):
+        raise ValueError(
+            f"offer at most {MAX_COMPRESSION_ALGORITHMS} compression algorithms, each once, not {list(compression)}"
+        )
     hello = MAGIC + bytes([version, len(codecs), *codecs, len(token)]) + token
     if version >= METADATA_VERSION:
         extensions: Dict[int, bytes] = {}
         if max_frame_length is not None:
             extensions[EXTENSION_MAX_FRAME_LENGTH] = struct.pack(">I", max_frame_length)
+        if compression and version >= COMPRESSION_VERSION:
+            extensions[EXTENSION_COMPRESSION] = bytes(compression)
         hello += encode_extensions(extensions)
     return hello
 
@@ -221,6 +248,9 @@ def decode_extensions(block: bytes) -> Dict[int, bytes]:
             (announced,) = struct.unpack(">I", value)
             if announced < MIN_ANNOUNCED_FRAME_LENGTH:
                 raise ValueError(f"max_frame_len {announced} is under {MIN_ANNOUNCED_FRAME_LENGTH}")
+        elif extension_type == EXTENSION_COMPRESSION and extension_type in entries:
+            # What the ids mean depends on who sent them: see `compression.chosen_algorithm`.
+            raise ValueError("compression is announced twice")
         entries[extension_type] = value
     return entries
 
