@@ -1,8 +1,9 @@
 //! Drives a whole server connection, in memory: a valid client hello, then arbitrary bytes
 //! (frames or not), then the client's end of the stream closes.
 //!
-//! Input layout: byte 0 picks the codec of the hello (json, msgpack, protobuf), the rest is
-//! what the client sends after it. Invariants: the server never panics (the harness would
+//! Input layout: byte 0 picks the codec of the hello (json, msgpack, protobuf) and, with its
+//! high bit, whether the hello offers zstd (the server then reads compressed frames and may
+//! send them), the rest is what the client sends after it. Invariants: the server never panics (the harness would
 //! abort), its reply is a server hello followed by well-formed frames, every frame it sends
 //! fits its maximum, it answers each request at most once, and the connection always ends
 //! with a close. The clock is tokio's paused test clock, so timeouts (idle, deadlines, the
@@ -128,6 +129,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let codec = [Codec::Json, Codec::MessagePack, Codec::Protobuf][usize::from(*codec_byte % 3)];
+    let zstd = codec_byte & 0x80 != 0;
     HARNESS.with(|cell| {
         let mut cell = cell.borrow_mut();
         let harness = cell.get_or_insert_with(harness);
@@ -135,7 +137,15 @@ fuzz_target!(|data: &[u8]| {
         harness.runtime.block_on(async {
             let (mut client, server_end) = tokio::io::duplex(64 * 1024);
             server.serve_stream(server_end);
-            let mut input = ClientHello::encode(&[codec]);
+            let mut input = ClientHello {
+                version: PROTOCOL_VERSION,
+                codecs: vec![codec.id()],
+                token: Vec::new(),
+                max_frame_len: None,
+                early_calls: false,
+                compression: if zstd { vec![1] } else { Vec::new() },
+            }
+            .to_bytes();
             input.extend_from_slice(wire);
             // Write and read at once: the server may stop reading (backpressure) until its
             // replies are read.
@@ -152,7 +162,7 @@ fuzz_target!(|data: &[u8]| {
                 .await
                 .expect("the server closes the connection");
             let output = output.expect("reading the server's side never fails");
-            check_output(wire, &output);
+            check_output(wire, &output, zstd);
         });
     });
 });
@@ -167,9 +177,9 @@ struct Sent {
     credit: HashMap<u64, u64>,
 }
 
-fn sent_by_client(wire: &[u8]) -> Sent {
+fn sent_by_client(wire: &[u8], zstd: bool) -> Sent {
     let mut buf = BytesMut::from(wire);
-    let mut frames = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
+    let mut frames = codec_for(zstd);
     let mut sent = Sent::default();
     while let Ok(Some(frame)) = frames.decode(&mut buf) {
         match frame.kind {
@@ -188,17 +198,29 @@ fn sent_by_client(wire: &[u8]) -> Sent {
     sent
 }
 
+/// The decoder of a connection that negotiated zstd, or none.
+fn codec_for(zstd: bool) -> FrameCodec {
+    let codec = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
+    if zstd {
+        codec.accepting_zstd()
+    } else {
+        codec
+    }
+}
+
 /// The server's bytes: an accepting hello, then whole frames within the limit, no more replies
 /// to a request id than requests sent with it (an id may be reused once answered), and no
 /// more Items on a stream than the client's Credit frames allowed.
-fn check_output(wire: &[u8], output: &[u8]) {
+fn check_output(wire: &[u8], output: &[u8], zstd: bool) {
     let (hello, used) = ServerHello::parse(output)
         .expect("a valid server hello")
         .expect("a whole server hello");
     assert_eq!(hello.status as u8, 0, "the hello is accepted");
-    let sent = sent_by_client(wire);
+    let chosen: &[u8] = if zstd { &[1] } else { &[] };
+    assert_eq!(hello.compression, chosen, "zstd is chosen exactly when offered");
+    let sent = sent_by_client(wire, zstd);
     let mut buf = BytesMut::from(&output[used..]);
-    let mut frames = FrameCodec::for_version(MAX_FRAME_LEN, PROTOCOL_VERSION);
+    let mut frames = codec_for(zstd);
     let mut answered: HashMap<u64, usize> = HashMap::new();
     let mut items: HashMap<u64, u64> = HashMap::new();
     while let Some(frame) = frames
