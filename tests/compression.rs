@@ -492,3 +492,110 @@ async fn a_connection_opened_with_early_calls_compresses_once_the_server_chose_z
         }
     }
 }
+
+/// A server that accepts any hello choosing JSON and zstd, then answers the first frame it
+/// reads with `reply(request_id)` and keeps the connection open.
+async fn hostile_server(reply: fn(u64) -> Vec<u8>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut read = 0;
+                // The hello: parse it when whole.
+                let used = loop {
+                    let Ok(n) = socket.read(&mut buf[read..]).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    read += n;
+                    if let Ok(Some((_, used))) = ClientHello::parse(&buf[..read]) {
+                        break used;
+                    }
+                };
+                let hello = wirecall_runtime::negotiate::ServerHello {
+                    version: wirecall::PROTOCOL_VERSION,
+                    status: wirecall::wire::HelloStatus::Accepted,
+                    codec: Codec::Json.id(),
+                    supported: vec![Codec::Json.id()],
+                    max_frame_len: None,
+                    early_calls: false,
+                    compression: vec![1],
+                };
+                socket.write_all(&hello.encode()).await.unwrap();
+                let mut pending = buf[used..read].to_vec();
+                while pending.len() < 26 {
+                    let Ok(n) = socket.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                }
+                let request_id = u64::from_be_bytes(pending[6..14].try_into().unwrap());
+                let _ = socket.write_all(&reply(request_id)).await;
+                // Keep reading until the client goes.
+                while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_server_s_bad_compressed_reply_fails_the_call_instead_of_hanging_it() {
+    let replies: [fn(u64) -> Vec<u8>; 3] = [
+        // A bomb: 1 GiB announced.
+        |id| {
+            frame(
+                FrameKind::Response,
+                FLAG_COMPRESSED,
+                id,
+                ECHO,
+                &compressed(1 << 30, b"x"),
+            )
+        },
+        // Corrupt data.
+        |id| {
+            frame(
+                FrameKind::Response,
+                FLAG_COMPRESSED,
+                id,
+                ECHO,
+                &compressed(20, &[0x28, 0xb5, 0x2f, 0xfd, 9, 9]),
+            )
+        },
+        // A compressed Pong.
+        |id| {
+            frame(
+                FrameKind::Pong,
+                FLAG_COMPRESSED,
+                id,
+                0,
+                &compressed(1, b"x"),
+            )
+        },
+    ];
+    for reply in replies {
+        let addr = hostile_server(reply).await;
+        let channel = Channel::builder()
+            .codec(Codec::Json)
+            .compression(Compression::zstd())
+            .connect(addr)
+            .await
+            .unwrap();
+        let client = TextsClient::new(channel);
+        let outcome = tokio::time::timeout(Duration::from_secs(10), client.echo("hi".to_owned()))
+            .await
+            .expect("the call ends, with an error");
+        let err = outcome.unwrap_err();
+        assert!(
+            matches!(err, wirecall::Error::ConnectionClosed { .. }),
+            "the connection closed under the call: {err}"
+        );
+    }
+}

@@ -7,6 +7,7 @@ mod alloc_count;
 mod cell;
 mod cell_run;
 mod client;
+mod compression;
 mod delay_proxy;
 mod discovery;
 mod events;
@@ -99,6 +100,16 @@ fn main() -> ExitCode {
         {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => fail("slow-clients cell failed", &*err),
+        },
+        Command::Compression {
+            calls,
+            repeat,
+            level,
+        } => match multi_thread()
+            .and_then(|runtime| runtime.block_on(compression::run(calls, repeat, level)))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => fail("compression cell failed", &*err),
         },
         Command::Policy { calls } => {
             match multi_thread().and_then(|runtime| runtime.block_on(policy::run(calls))) {

@@ -48,6 +48,10 @@ pub enum Sub {
     /// Calls/s, p99 and client CPU per call with a per-method policy (deadline, concurrency
     /// limit, circuit breaker) against none, W1's and W2's shapes, same run
     Policy(PolicyArgs),
+    /// Bytes on the wire and calls/s with compression off and on (zstd, the default with the
+    /// feature), W1-100obj and W5 with text-like and random bytes, same run; needs
+    /// `--features zstd`
+    Compression(CompressionArgs),
     /// Events/s through the event bus, 1 KiB payload: the in-process back-end, and with
     /// --broker wirecall over RabbitMQ against a plain lapin loop with the same settings
     Events(EventsArgs),
@@ -178,6 +182,23 @@ pub struct PolicyArgs {
     smoke: bool,
 }
 
+/// Options of `compression`.
+#[derive(Debug, Args)]
+pub struct CompressionArgs {
+    /// Calls per round (one at a time)
+    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    calls: usize,
+    /// Rounds per setting, alternating; medians reported
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    repeat: u32,
+    /// The zstd level of the compressing client (default: the library's default)
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    level: Option<i32>,
+    /// Tiny counts, one round (for CI)
+    #[arg(long)]
+    smoke: bool,
+}
+
 /// Options of `events`.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
@@ -270,6 +291,15 @@ pub enum Command {
         /// Calls per W2 round.
         calls: usize,
     },
+    /// `compression`.
+    Compression {
+        /// Calls per round.
+        calls: usize,
+        /// Rounds per setting.
+        repeat: u32,
+        /// The compressing client's zstd level (`None`: the default).
+        level: Option<i32>,
+    },
     /// `events`.
     Events {
         /// Events per in-process run.
@@ -354,6 +384,11 @@ impl Sub {
                 stallers: args.stallers,
                 calls: args.calls.max(1),
                 repeat: args.repeat.max(1),
+            }),
+            Sub::Compression(args) => Ok(Command::Compression {
+                calls: if args.smoke { 20 } else { args.calls.max(1) },
+                repeat: if args.smoke { 1 } else { args.repeat.max(1) },
+                level: args.level,
             }),
             Sub::Policy(args) => Ok(Command::Policy {
                 calls: if args.smoke {

@@ -11,9 +11,15 @@ use crate::wire::{FrameKind, FLAG_COMPRESSED, FRAME_OVERHEAD};
 /// Frames in a row that compressed badly before the connection stops trying on every frame.
 const MISSES_BEFORE_BACKING_OFF: u32 = 4;
 
-/// While backing off, one frame in this many is still tried, so that traffic that turns
-/// compressible again is noticed.
+/// While backing off, one frame in this many is still tried at first, so that traffic that
+/// turns compressible again is noticed; each try that fails again doubles the interval, up to
+/// [`TRY_AT_LEAST_ONE_IN`].
 const TRY_ONE_IN: u32 = 32;
+
+/// The longest interval between tries while backing off: incompressible traffic then pays
+/// for compressing one frame in 1,024 (a 64 KiB frame's attempt is about 100 us: 0.1 us a
+/// frame), and compressible traffic is noticed within 1,024 frames.
+const TRY_AT_LEAST_ONE_IN: u32 = 1024;
 
 /// A compressed payload must save at least 1/16 of the bytes; less is not worth the
 /// receiver's time to decompress it.
@@ -94,12 +100,15 @@ impl FrameCompressor {
     }
 
     /// Whether to pass over this frame: after [`MISSES_BEFORE_BACKING_OFF`] misses in a row,
-    /// all but one frame in [`TRY_ONE_IN`].
+    /// all but one frame in [`TRY_ONE_IN`], then in twice as many after each further miss, up
+    /// to [`TRY_AT_LEAST_ONE_IN`].
     fn backing_off(&self) -> bool {
-        if self.misses.load(Ordering::Relaxed) < MISSES_BEFORE_BACKING_OFF {
+        let misses = self.misses.load(Ordering::Relaxed);
+        let Some(failed_tries) = misses.checked_sub(MISSES_BEFORE_BACKING_OFF) else {
             return false;
-        }
-        self.passed_over.fetch_add(1, Ordering::Relaxed) % TRY_ONE_IN != 0
+        };
+        let interval = (TRY_ONE_IN << failed_tries.min(5)).min(TRY_AT_LEAST_ONE_IN);
+        self.passed_over.fetch_add(1, Ordering::Relaxed) % interval != 0
     }
 }
 
@@ -194,7 +203,7 @@ mod tests {
     }
 
     #[test]
-    fn incompressible_traffic_is_tried_on_one_frame_in_32_until_one_shrinks() {
+    fn incompressible_traffic_is_tried_ever_more_rarely_until_one_shrinks() {
         let compressor = compressor();
         let noise = random(8192);
         for _ in 0..200 {
@@ -206,20 +215,18 @@ mod tests {
             assert_eq!(&buf[FRAME_OVERHEAD..], &noise[..], "sent as it is");
         }
         let tried = compressor.misses.load(Ordering::Relaxed);
-        // Four misses in a row, then one try in 32 of the other 196 frames.
-        assert_eq!(
-            tried,
-            MISSES_BEFORE_BACKING_OFF + 196_u32.div_ceil(TRY_ONE_IN)
-        );
-        // Compressible frames come back: a try within 32 frames shrinks one, which ends the
-        // back-off.
+        // Four misses in a row, then of the other 196 frames the first (one in 32), the 64th
+        // (one in 64 after that miss) and the 128th (one in 128).
+        assert_eq!(tried, MISSES_BEFORE_BACKING_OFF + 3);
+        // Compressible frames come back: a try within the interval shrinks one, which ends
+        // the back-off.
         let text = "abc ".repeat(2048).into_bytes();
         let compress = || {
             let mut buf = frame_with(0, &text);
             compressor.compress_in_place(FrameKind::Item, &mut buf, 0) == FLAG_COMPRESSED
         };
-        let first = (0..TRY_ONE_IN).position(|_| compress());
-        assert!(first.is_some(), "a try within {TRY_ONE_IN} frames");
+        let first = (0..TRY_AT_LEAST_ONE_IN).position(|_| compress());
+        assert!(first.is_some(), "a try within {TRY_AT_LEAST_ONE_IN} frames");
         assert!(
             (0..10).all(|_| compress()),
             "every frame again once one shrank"
