@@ -50,6 +50,7 @@
 //! |---|---|---|
 //! | `json`, `msgpack`, `protobuf` | on | the codecs (serde_json, rmp-serde, prost) |
 //! | `tls` | off | TLS and mutual TLS with rustls and the ring provider: `ServerBuilder::tls`, `ChannelBuilder::tls`, `ServerTlsConfig`, `ClientTlsConfig` (2.4 MB of a 5.5 MB hello binary) |
+//! | `zstd` | off | negotiated zstd compression of large frames: `Compression`, `ServerBuilder::compression`, `ChannelBuilder::compression` (builds the zstd C library) |
 //! | `etcd` | off | the etcd registry back-end, `discovery::Etcd` (etcd-client; building it needs `protoc`) |
 //! | `zookeeper` | off | the ZooKeeper back-end, `discovery::ZooKeeper` (zookeeper-client) |
 //! | `rabbitmq` | off | the RabbitMQ event-bus back-end, `events::EventBus::rabbitmq` (lapin; needs Rust 1.88) |
