@@ -599,3 +599,35 @@ async fn a_server_s_bad_compressed_reply_fails_the_call_instead_of_hanging_it() 
         );
     }
 }
+
+#[tokio::test]
+async fn a_handle_without_compression_sends_its_calls_and_uploads_as_they_are() {
+    let server = serve(Server::builder()).await;
+    let relay = CountingRelay::start(server.local_addr()).await;
+    let channel = Channel::connect(relay.addr).await.unwrap();
+    let compressed = TextsClient::new(channel.clone());
+    let plain = TextsClient::new(channel.without_compression());
+    let sent = text(64 * 1024);
+    let measure =
+        |counts: (u64, u64), before: (u64, u64)| (counts.0 - before.0, counts.1 - before.1);
+    let before = relay.counts();
+    assert_eq!(compressed.echo(sent.clone()).await.unwrap(), sent);
+    let (up, down) = measure(relay.counts(), before);
+    assert!(
+        up < 64 * 1024 / 5 && down < 64 * 1024 / 5,
+        "compressed: {up} / {down}"
+    );
+    let before = relay.counts();
+    assert_eq!(plain.echo(sent.clone()).await.unwrap(), sent);
+    let (up, down) = measure(relay.counts(), before);
+    assert!(up > 64 * 1024, "the request went as it was: {up}");
+    assert!(
+        down < 64 * 1024 / 5,
+        "the server still compresses its reply: {down}"
+    );
+    let before = relay.counts();
+    let lines = futures::stream::iter(vec![text(4096); 20]);
+    assert_eq!(plain.total(Streaming::new(lines)).await.unwrap(), 20 * 4096);
+    let (up, _) = measure(relay.counts(), before);
+    assert!(up > 20 * 4096, "the upload's items went as they were: {up}");
+}

@@ -461,6 +461,7 @@ impl ChannelBuilder {
             timeout: self.timeout,
             metadata: self.default_metadata(),
             hash_key: None,
+            uncompressed: false,
         }
     }
 

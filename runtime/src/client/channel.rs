@@ -64,6 +64,8 @@ pub struct Channel {
     pub(crate) metadata: Option<Arc<Metadata>>,
     /// For [`Balance::ConsistentHash`](crate::discovery::Balance::ConsistentHash).
     pub(crate) hash_key: Option<u64>,
+    /// The calls of this handle send their frames uncompressed.
+    pub(crate) uncompressed: bool,
 }
 
 impl fmt::Debug for Channel {
@@ -310,6 +312,7 @@ impl Channel {
             timeout: self.timeout,
             metadata: self.metadata.as_ref(),
             hash_key: self.hash_key,
+            uncompressed: self.uncompressed,
         })
     }
 
@@ -387,6 +390,18 @@ impl Channel {
     pub fn with_hash_key(&self, key: impl AsRef<[u8]>) -> Self {
         Self {
             hash_key: Some(key_hash(key.as_ref())),
+            ..self.clone()
+        }
+    }
+
+    /// A handle on the same connections whose calls send their requests, one-way calls and
+    /// uploaded items uncompressed, whatever the connection negotiated: for payloads that
+    /// mix a secret with data an attacker chooses (where compressed sizes could leak the
+    /// secret, as in CRIME and BREACH), or that are known not to compress. The server still
+    /// compresses its replies by its own settings. See the book's "Compression".
+    pub fn without_compression(&self) -> Self {
+        Self {
+            uncompressed: true,
             ..self.clone()
         }
     }
@@ -487,6 +502,7 @@ impl Channel {
             timeout: options.timeout,
             metadata: options.metadata.clone(),
             hash_key: None,
+            uncompressed: false,
         }
     }
 }

@@ -35,6 +35,7 @@ pub struct Request {
     pub(crate) metadata: Option<Arc<Metadata>>,
     pub(crate) trace: Option<TraceContext>,
     pub(crate) hash_key: Option<std::num::NonZeroU64>,
+    pub(crate) uncompressed: bool,
     pub(crate) raw_codec: Option<Codec>,
     pub(crate) policy: Option<Arc<MethodState>>,
     pub(crate) args: CallArgs,
@@ -70,6 +71,7 @@ impl Request {
             metadata: call.metadata.cloned(),
             trace: call.trace,
             hash_key: call.hash_key,
+            uncompressed: call.uncompressed,
             raw_codec: call.raw_codec,
             policy: call.policy.as_deref().cloned(),
             args,
@@ -90,6 +92,7 @@ impl Request {
             trace: self.trace,
             idempotent: self.idempotent,
             hash_key: self.hash_key,
+            uncompressed: self.uncompressed,
             raw_codec: self.raw_codec,
             policy: self.policy.as_ref().map(StateRef::Slot),
         }

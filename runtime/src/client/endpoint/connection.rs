@@ -287,8 +287,14 @@ impl Connection {
             call.method,
             deadline_ms,
             send_limit,
-            self.compressor.as_deref(),
+            self.compressor_for(call.uncompressed),
         )?)
+    }
+
+    /// The compressor for the frames of a call, `None` when the connection does not compress
+    /// or the call opted out.
+    pub(crate) fn compressor_for(&self, uncompressed: bool) -> Option<&FrameCompressor> {
+        self.compressor.as_deref().filter(|_| !uncompressed)
     }
 
     /// Why this connection closed (for messages).

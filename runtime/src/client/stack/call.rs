@@ -52,6 +52,10 @@ pub(crate) struct Call<'a> {
     /// For [`Balance::ConsistentHash`](crate::discovery::Balance::ConsistentHash) (see
     /// [`hash_key_of`]).
     pub(crate) hash_key: Option<NonZeroU64>,
+    /// The frames this call sends go uncompressed ([`Channel::without_compression`]).
+    ///
+    /// [`Channel::without_compression`]: crate::Channel::without_compression
+    pub(crate) uncompressed: bool,
     /// Set for arguments already encoded: the codec they are in, which the connection must
     /// speak.
     pub(crate) raw_codec: Option<Codec>,

@@ -83,6 +83,7 @@ pub(crate) struct Start<'a> {
     pub(crate) timeout: Option<Duration>,
     pub(crate) metadata: Option<&'a Arc<Metadata>>,
     pub(crate) hash_key: Option<u64>,
+    pub(crate) uncompressed: bool,
 }
 
 impl Core {
@@ -105,6 +106,7 @@ impl Core {
             trace: call::trace_of(start.metadata.map(|m| &**m), self.trace),
             idempotent: start.method.is_idempotent(),
             hash_key: call::hash_key_of(start.hash_key),
+            uncompressed: start.uncompressed,
             raw_codec: start.raw_codec,
             policy,
         }

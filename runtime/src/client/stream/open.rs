@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::raw::{OpenedStream, RawStream};
 use super::slot::UploadSender;
-use super::upload_task::spawn_upload;
+use super::upload_task::{spawn_upload, Upload};
 use crate::call_span::{CallSpan, Side};
 use crate::client::endpoint::connection::Connection;
 use crate::client::stack::call::Call;
@@ -78,7 +78,15 @@ impl Connection {
             .send_control(credit_frame(request_id, self.stream_window.items));
         if let (Some(slot), Some((credit, stop))) = (call.upload, sender) {
             match slot.take() {
-                Some(items) => spawn_upload(Arc::clone(self), request_id, credit, stop, items),
+                Some(items) => {
+                    let upload = Upload {
+                        request_id,
+                        credit,
+                        stop,
+                        uncompressed: call.uncompressed,
+                    };
+                    spawn_upload(Arc::clone(self), upload, items)
+                }
                 // Only an attempt that opened its stream takes the items, and it is the last:
                 // a layer sent the same stream call on twice.
                 None => self.pending.fail(

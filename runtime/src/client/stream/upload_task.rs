@@ -20,28 +20,27 @@ use crate::stream::outgoing::OutgoingItems;
 use crate::transport::frame::{Frame, FrameBuf, FrameKind};
 use crate::transport::writer::Delivery;
 
-/// Starts sending `items` on stream `request_id` of `connection`.
-pub(crate) fn spawn_upload(
-    connection: Arc<Connection>,
-    request_id: u64,
-    credit: Arc<SendCredit>,
-    stop: CancellationToken,
-    items: OutgoingItems,
-) {
+/// The open upload a task sends items on.
+pub(crate) struct Upload {
+    pub(crate) request_id: u64,
+    pub(crate) credit: Arc<SendCredit>,
+    pub(crate) stop: CancellationToken,
+    /// The call opted out of compression: the items go uncompressed.
+    pub(crate) uncompressed: bool,
+}
+
+/// Starts sending `items` on `upload` of `connection`.
+pub(crate) fn spawn_upload(connection: Arc<Connection>, upload: Upload, items: OutgoingItems) {
     tokio::spawn(async move {
         tokio::select! {
-            () = stop.cancelled() => {}
-            () = send_items(&connection, request_id, &credit, items) => {}
+            () = upload.stop.cancelled() => {}
+            () = send_items(&connection, &upload, items) => {}
         }
     });
 }
 
-async fn send_items(
-    connection: &Connection,
-    request_id: u64,
-    credit: &SendCredit,
-    mut items: OutgoingItems,
-) {
+async fn send_items(connection: &Connection, upload: &Upload, mut items: OutgoingItems) {
+    let (request_id, credit) = (upload.request_id, &upload.credit);
     // Each item's buffer starts at the size of the one before: an upload's items are usually
     // alike, and a 64 KiB chunk encoded into a buffer grown from a few bytes was copied many
     // times over on the way.
@@ -58,7 +57,7 @@ async fn send_items(
             None => break,
             Some(encoded) => encoded
                 .map_err(Error::from)
-                .and_then(|_| finish(connection, request_id, frame)),
+                .and_then(|_| finish(connection, upload, frame)),
         };
         let frame = match frame {
             Ok(frame) => {
@@ -88,16 +87,16 @@ async fn send_items(
 }
 
 /// The `Item` frame of an encoded item.
-fn finish(connection: &Connection, request_id: u64, frame: FrameBuf) -> Result<Bytes, Error> {
+fn finish(connection: &Connection, upload: &Upload, frame: FrameBuf) -> Result<Bytes, Error> {
     let send_limit = connection
         .send_limit
         .load(std::sync::atomic::Ordering::Relaxed);
     Ok(frame.finish_compressed(
         FrameKind::Item,
-        request_id,
+        upload.request_id,
         MethodId::new(0),
         0,
         send_limit,
-        connection.compressor.as_deref(),
+        connection.compressor_for(upload.uncompressed),
     )?)
 }

@@ -337,6 +337,7 @@ impl BalancedChannelBuilder {
             timeout,
             metadata,
             hash_key: None,
+            uncompressed: false,
         })
     }
 }

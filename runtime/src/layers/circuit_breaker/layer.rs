@@ -146,6 +146,7 @@ mod tests {
             metadata: None,
             trace: None,
             hash_key: None,
+            uncompressed: false,
             raw_codec: None,
             policy: None,
             args: CallArgs::new(RawArgs(bytes::Bytes::new())),
