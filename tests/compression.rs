@@ -266,9 +266,15 @@ fn compressed(announced: u32, data: &[u8]) -> Vec<u8> {
     payload
 }
 
-/// Connects with `hello`, reads the server's hello, sends `frames`, and returns the server's
-/// hello and everything it sent until it closed (within a bound).
-async fn exchange(server: SocketAddr, hello: &[u8], frames: &[u8]) -> (Vec<u8>, Vec<u8>) {
+/// Connects with `hello`, reads the server's hello, sends `frames` (then, with `half_close`,
+/// ends its side so that a well-behaved server closes too once it has answered), and returns
+/// the server hello's extensions and everything the server sent until it closed.
+async fn exchange(
+    server: SocketAddr,
+    hello: &[u8],
+    frames: &[u8],
+    half_close: bool,
+) -> (Vec<u8>, Vec<u8>) {
     let mut socket = TcpStream::connect(server).await.unwrap();
     socket.write_all(hello).await.unwrap();
     // Accepted, JSON, three codecs, then the extensions.
@@ -278,6 +284,9 @@ async fn exchange(server: SocketAddr, hello: &[u8], frames: &[u8]) -> (Vec<u8>, 
     let mut extensions = vec![0u8; ext_len];
     socket.read_exact(&mut extensions).await.unwrap();
     socket.write_all(frames).await.unwrap();
+    if half_close {
+        socket.shutdown().await.unwrap();
+    }
     let mut rest = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut rest))
         .await
@@ -303,7 +312,7 @@ async fn the_server_chooses_zstd_and_reads_compressed_requests() {
     let mut frames = request.clone();
     // A Cancel of nothing, then a half-close: the server answers and closes.
     frames.extend(frame(FrameKind::Cancel, 0, 9, 0, &[]));
-    let (extensions, rest) = exchange_then_close(server.local_addr(), &hello(true), &frames).await;
+    let (extensions, rest) = exchange(server.local_addr(), &hello(true), &frames, true).await;
     assert!(
         extensions.ends_with(&[3, 1, 1]),
         "the server names zstd: {extensions:02x?}"
@@ -316,30 +325,6 @@ async fn the_server_chooses_zstd_and_reads_compressed_requests() {
     let reply = zstd::bulk::decompress(&rest[30..4 + frame_len], len).unwrap();
     let expected = format!("{{\"value\":\"{}\"}}", text(4000));
     assert!(reply == expected.as_bytes(), "the echoed text, {len} bytes");
-}
-
-/// [`exchange`], half-closing after the frames so that a well-behaved server closes too once
-/// it has answered.
-async fn exchange_then_close(
-    server: SocketAddr,
-    hello: &[u8],
-    frames: &[u8],
-) -> (Vec<u8>, Vec<u8>) {
-    let mut socket = TcpStream::connect(server).await.unwrap();
-    socket.write_all(hello).await.unwrap();
-    let mut head = vec![0u8; 13];
-    socket.read_exact(&mut head).await.unwrap();
-    let ext_len = u16::from_be_bytes([head[11], head[12]]) as usize;
-    let mut extensions = vec![0u8; ext_len];
-    socket.read_exact(&mut extensions).await.unwrap();
-    socket.write_all(frames).await.unwrap();
-    socket.shutdown().await.unwrap();
-    let mut rest = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut rest))
-        .await
-        .expect("the server closes the connection")
-        .unwrap();
-    (extensions, rest)
 }
 
 /// The code of the connection-level Error frame (request id 0) that `bytes` starts with.
@@ -447,7 +432,7 @@ async fn bad_compressed_frames_close_the_connection_as_protocol_violations() {
     for (case, zstd, bad) in cases {
         let (_, rest) = tokio::time::timeout(
             Duration::from_secs(10),
-            exchange(server.local_addr(), &hello(zstd), &bad),
+            exchange(server.local_addr(), &hello(zstd), &bad, false),
         )
         .await
         .unwrap_or_else(|_| panic!("{case}: the server closes within 10 s"));
