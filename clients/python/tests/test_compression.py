@@ -421,6 +421,18 @@ def test_after_a_run_of_incompressible_payloads_only_one_in_32_is_tried():
     assert [connection.compress(0, compressible)[0] for _ in range(3)] == [FLAG_COMPRESSED] * 3
 
 
+def test_each_failed_try_doubles_the_interval_up_to_one_in_1024():
+    connection = zstd_connection()
+    tried = 0
+    for _ in range(MISSES_BEFORE_BACKING_OFF + 32 + 64 + 128):
+        before = connection._misses
+        noise = os.urandom(2048)
+        connection.compress(0, noise)
+        tried += connection._misses - before
+    # Four in a row, then the 32nd, the 64th after it and the 128th after that.
+    assert tried == MISSES_BEFORE_BACKING_OFF + 3
+
+
 def test_without_negotiation_nothing_is_compressed():
     assert compression_for(None, max_frame_length=DEFAULT_MAX_FRAME_LENGTH).compress(0, b"a" * 5000) == (0, b"a" * 5000)
 

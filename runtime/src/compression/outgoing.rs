@@ -83,7 +83,13 @@ impl FrameCompressor {
         let Ok(uncompressed_len) = u32::try_from(payload_len) else {
             return 0;
         };
-        let worth = payload_len - (payload_len >> MIN_SAVING_SHIFT) - crate::wire::UNCOMPRESSED_LEN;
+        // The most compressed bytes worth sending: none for a payload too small to shrink
+        // (`min_size` may be set to 0).
+        let Some(worth) = (payload_len - (payload_len >> MIN_SAVING_SHIFT))
+            .checked_sub(crate::wire::UNCOMPRESSED_LEN)
+        else {
+            return 0;
+        };
         match compress(algorithm, self.level, &buf[payload_start..]) {
             Some(compressed) if compressed.len() <= worth => {
                 buf.truncate(payload_start);
@@ -168,6 +174,29 @@ mod tests {
         let compressed = buf.split_off(100 + FRAME_OVERHEAD).freeze();
         let restored = decompress_payload(Algorithm::Zstd, compressed, u32::MAX).unwrap();
         assert_eq!(restored, payload);
+    }
+
+    #[test]
+    fn with_no_minimum_every_payload_size_is_handled() {
+        let config = Compression::zstd().min_size(0);
+        for len in 0..200 {
+            let compressor = FrameCompressor::new(&config, Some(Algorithm::Zstd));
+            let payload = vec![b'a'; len];
+            let mut buf = frame_with(0, &payload);
+            match compressor.compress_in_place(FrameKind::Request, &mut buf, 0) {
+                0 => assert_eq!(
+                    &buf[FRAME_OVERHEAD..],
+                    &payload[..],
+                    "{len} bytes as they were"
+                ),
+                _ => {
+                    let compressed = buf.split_off(FRAME_OVERHEAD).freeze();
+                    assert!(compressed.len() < len, "{len} bytes shrank");
+                    let restored = decompress_payload(Algorithm::Zstd, compressed, u32::MAX);
+                    assert_eq!(restored.unwrap(), payload);
+                }
+            }
+        }
     }
 
     #[test]

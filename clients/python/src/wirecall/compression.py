@@ -41,10 +41,12 @@ UNCOMPRESSED_LENGTH = struct.Struct(">I")
 ZSTD_MAGIC = bytes.fromhex("28 b5 2f fd")
 
 #: After this many payloads in a row that did not shrink enough, only one payload in
-#: `RETRY_EVERY` is tried, until one shrinks again: incompressible traffic then costs little
-#: more than that attempt (as the Rust implementation does).
+#: `RETRY_EVERY` is tried, then one in twice as many after each try that fails again, up to
+#: one in `RETRY_AT_LEAST_EVERY`, until one shrinks: incompressible traffic then costs little
+#: more than those attempts (as the Rust implementation does).
 MISSES_BEFORE_BACKING_OFF = 4
 RETRY_EVERY = 32
+RETRY_AT_LEAST_EVERY = 1024
 
 
 def algorithm_name(algorithm: Optional[int]) -> Optional[str]:
@@ -178,11 +180,14 @@ class ZstdFrameCompression(FrameCompression):
         return flags | FLAG_COMPRESSED, compressed
 
     def _backing_off(self) -> bool:
-        """Whether to skip this payload: after a run of misses, all but one in `RETRY_EVERY`."""
+        """Whether to skip this payload: after a run of misses, all but one in `RETRY_EVERY`,
+        doubling after each further miss up to `RETRY_AT_LEAST_EVERY`."""
         if self._misses < MISSES_BEFORE_BACKING_OFF:
             return False
+        failed_tries = min(self._misses - MISSES_BEFORE_BACKING_OFF, 5)
+        interval = min(RETRY_EVERY << failed_tries, RETRY_AT_LEAST_EVERY)
         self._skipped += 1
-        if self._skipped < RETRY_EVERY:
+        if self._skipped < interval:
             return True
         self._skipped = 0
         return False
