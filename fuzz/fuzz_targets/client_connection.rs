@@ -158,6 +158,9 @@ async fn hostile_server(io: DuplexStream, codec: Codec, wire: Vec<u8>) -> Vec<Fr
         ],
         max_frame_len: Some(MAX_FRAME_LEN),
         early_calls: false,
+        // The client offers zstd (the fuzz build has the feature); this server chooses none,
+        // so a compressed frame among the fuzzer's bytes is a protocol violation to the client.
+        compression: Vec::new(),
     };
     let _ = write_half.write_all(&hello.encode()).await;
     let mut input = BytesMut::new();
