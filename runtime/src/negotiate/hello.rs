@@ -153,7 +153,10 @@ impl ClientHello {
         let Some(token) = buf.get(ids_end + 1..token_end) else {
             return Ok(Progress::Need(token_end));
         };
-        let (extensions, end) = match parse_tail(buf, token_end, version)? {
+        // Compression is a version 5 extension: in an older client hello it is an unknown
+        // entry, skipped, as an older server skips it.
+        let compression_known = version >= COMPRESSION_SINCE_VERSION;
+        let (extensions, end) = match parse_tail(buf, token_end, version, compression_known)? {
             Progress::Need(total) => return Ok(Progress::Need(total)),
             Progress::Done(extensions, end) => (extensions, end),
         };
@@ -237,7 +240,8 @@ impl ServerHello {
             return Ok(Progress::Need(ids_end));
         };
         check_no_duplicates(ids)?;
-        let (extensions, end) = match parse_tail(buf, ids_end, version)? {
+        // Kept at any version, for the client to refuse a choice below version 5.
+        let (extensions, end) = match parse_tail(buf, ids_end, version, true)? {
             Progress::Need(total) => return Ok(Progress::Need(total)),
             Progress::Done(extensions, end) => (extensions, end),
         };
@@ -291,14 +295,16 @@ struct Extensions {
 }
 
 /// What follows a hello's fixed fields at `at`: nothing in version 1, the extension block
-/// from version 2 on.
+/// from version 2 on (with `compression_known`, its compression entry is read; otherwise it
+/// is skipped as unknown).
 fn parse_tail(
     buf: &[u8],
     at: usize,
     version: u8,
+    compression_known: bool,
 ) -> Result<Progress<Extensions>, NegotiationError> {
     if version >= 2 {
-        parse_extensions(buf, at)
+        parse_extensions(buf, at, compression_known)
     } else {
         Ok(Progress::Done(Extensions::default(), at))
     }
@@ -311,7 +317,11 @@ fn parse_tail(
 /// header, an early-calls entry with a value, a compression list that is empty, longer than
 /// [`MAX_COMPRESSION_ALGORITHMS`] or names an id twice, or a known entry given twice is
 /// malformed.
-fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Extensions>, NegotiationError> {
+fn parse_extensions(
+    buf: &[u8],
+    at: usize,
+    compression_known: bool,
+) -> Result<Progress<Extensions>, NegotiationError> {
     let Some(&[high, low]) = buf.get(at..at + 2) else {
         return Ok(Progress::Need(at + 2));
     };
@@ -354,7 +364,7 @@ fn parse_extensions(buf: &[u8], at: usize) -> Result<Progress<Extensions>, Negot
                 )));
             }
             early_calls = true;
-        } else if *kind == EXTENSION_COMPRESSION {
+        } else if *kind == EXTENSION_COMPRESSION && compression_known {
             let repeated = value
                 .iter()
                 .enumerate()
@@ -582,7 +592,7 @@ mod tests {
             &[0, 6, 3, 1, 1, 3, 1, 1],
         ];
         for extensions in cases {
-            let mut bytes = b"WCAL\x02\x01\x01\x00".to_vec();
+            let mut bytes = b"WCAL\x05\x01\x01\x00".to_vec();
             bytes.extend_from_slice(extensions);
             let err = ClientHello::parse(&bytes).unwrap_err();
             assert!(
@@ -608,9 +618,16 @@ mod tests {
         let bytes = hello(5).to_bytes();
         assert!(bytes.ends_with(&[0, 4, 3, 2, 1, 7]), "{bytes:02x?}");
         assert_eq!(ClientHello::parse(&bytes).unwrap().unwrap().0, hello(5));
-        // A version 4 hello has no such extension to carry it.
+        // A version 4 hello has no such extension to carry it, and one that carries it
+        // anyway has it skipped as unknown: the hello parses, and re-encodes without it.
         let older = ClientHello::parse(&hello(4).to_bytes()).unwrap().unwrap().0;
         assert!(older.compression.is_empty());
+        let mut stray = b"WCAL\x04\x01\x01\x00\x00\x04\x03\x02\x01\x01".to_vec();
+        let (parsed, used) = ClientHello::parse(&stray).unwrap().unwrap();
+        assert_eq!((parsed.compression.len(), used), (0, stray.len()));
+        stray.truncate(8);
+        stray.extend_from_slice(&[0, 0]);
+        assert_eq!(parsed.to_bytes(), stray);
         let server = ServerHello {
             version: 5,
             status: HelloStatus::Accepted,
