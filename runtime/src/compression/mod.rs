@@ -7,21 +7,21 @@
 //! first, so the receiver bounds the allocation by its frame limit before it decompresses.
 //!
 //! Layout: `config.rs` is what a builder configures and how a side offers and chooses;
-//! `algorithm.rs` the algorithms this build has; `outgoing.rs` compresses a frame in place,
-//! backing off on incompressible traffic; `incoming.rs` checks and decompresses a received
+//! `algorithm.rs` the algorithms this build has; `compressor.rs` compresses a frame in place,
+//! backing off on incompressible traffic; `decompress.rs` checks and decompresses a received
 //! payload; `zstd_frames.rs` (feature `zstd`) holds the per-thread zstd contexts; `error.rs`
 //! what a received compressed frame can get wrong.
 
 mod algorithm;
+mod compressor;
 mod config;
+mod decompress;
 mod error;
-mod incoming;
-mod outgoing;
 #[cfg(feature = "zstd")]
 mod zstd_frames;
 
 pub(crate) use algorithm::Algorithm;
+pub(crate) use compressor::FrameCompressor;
 pub use config::Compression;
+pub(crate) use decompress::decompress_payload;
 pub use error::DecompressError;
-pub(crate) use incoming::decompress_payload;
-pub(crate) use outgoing::FrameCompressor;
