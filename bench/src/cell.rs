@@ -178,6 +178,8 @@ pub enum Workload {
         streams: usize,
         /// How each stream's credit window is sized (tonic keeps HTTP/2's windows).
         window: StreamWindow,
+        /// How long the streams are, and how they are warmed up.
+        length: StreamLength,
     },
     /// S3: sequential 1-object calls on one connection, alone and beside a server stream
     /// on the same connection that is read as fast as it comes.
@@ -209,6 +211,19 @@ pub enum StreamWindow {
     Sized,
     /// A fixed window of this many items for wirecall (its sizing off) and the raw floor.
     Fixed(u32),
+}
+
+/// How long a stream cell's streams are, and the warm-up before them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StreamLength {
+    /// The bench's own shape: long streams (`stream_items`, or `items_per_concurrent_stream`
+    /// each), after a warm-up of the same shape.
+    Long,
+    /// The shape a user's first measurement takes, written from the book: shorter streams
+    /// (`short_stream_items`, or `short_items_per_concurrent_stream` each) after one warm-up
+    /// stream of `short_warmup_items`, so the windows' growth from their first 32 items is a
+    /// larger part of the time (`S1-short`, `S2-short`).
+    Short,
 }
 
 /// What wirecall counts a 1 KiB item of these cells in its window: its body and 64 bytes.
@@ -274,7 +289,7 @@ pub const UPLOAD_RAW_WINDOW: u32 = {
 
 impl Workload {
     /// Every workload variant, in table order.
-    pub const ALL: [Workload; 22] = [
+    pub const ALL: [Workload; 24] = [
         Workload::Sequential(Case::Dictionary),
         Workload::Sequential(Case::User),
         Workload::Sequential(Case::Users10),
@@ -297,18 +312,32 @@ impl Workload {
         Workload::Streams {
             streams: 1,
             window: StreamWindow::Sized,
+            length: StreamLength::Long,
         },
         Workload::Streams {
             streams: 1,
             window: StreamWindow::Fixed(DEFAULT_STREAM_WINDOW),
+            length: StreamLength::Long,
         },
         Workload::Streams {
             streams: 1,
             window: StreamWindow::Fixed(LARGE_STREAM_WINDOW),
+            length: StreamLength::Long,
         },
         Workload::Streams {
             streams: CONCURRENT_STREAMS,
             window: StreamWindow::Sized,
+            length: StreamLength::Long,
+        },
+        Workload::Streams {
+            streams: 1,
+            window: StreamWindow::Sized,
+            length: StreamLength::Short,
+        },
+        Workload::Streams {
+            streams: CONCURRENT_STREAMS,
+            window: StreamWindow::Sized,
+            length: StreamLength::Short,
         },
         Workload::UnaryBesideStream,
         Workload::Upload,
@@ -348,14 +377,28 @@ impl Workload {
             Workload::Streams {
                 streams: 1,
                 window: StreamWindow::Sized,
+                length: StreamLength::Long,
             } => "S1".to_owned(),
             Workload::Streams {
                 streams: 1,
+                window: StreamWindow::Sized,
+                length: StreamLength::Short,
+            } => "S1-short".to_owned(),
+            Workload::Streams {
+                streams: 1,
                 window: StreamWindow::Fixed(items),
+                ..
             } => format!("S1-w{items}"),
             // S2's count is `CONCURRENT_STREAMS` with the default window, the only other in
             // `ALL`.
-            Workload::Streams { .. } => "S2".to_owned(),
+            Workload::Streams {
+                length: StreamLength::Long,
+                ..
+            } => "S2".to_owned(),
+            Workload::Streams {
+                length: StreamLength::Short,
+                ..
+            } => "S2-short".to_owned(),
             Workload::UnaryBesideStream => "S3".to_owned(),
             Workload::Upload => "U1".to_owned(),
             Workload::LongLink { rtt_ms } => format!("L1-rtt{rtt_ms}"),
@@ -374,7 +417,9 @@ impl Workload {
     /// The raw floor's window for this cell's streams.
     pub fn raw_stream_window(self) -> u32 {
         match self {
-            Workload::Streams { streams, window } => window.raw_items(streams),
+            Workload::Streams {
+                streams, window, ..
+            } => window.raw_items(streams),
             Workload::LongLink { .. } => LONG_LINK_RAW_WINDOW,
             _ => self.stream_window().raw_items(1),
         }
@@ -452,6 +497,12 @@ pub struct Scale {
     pub stream_items: u64,
     /// S2 items on each of its streams.
     pub items_per_concurrent_stream: u64,
+    /// S1-short items on its one stream.
+    pub short_stream_items: u64,
+    /// S2-short items on each of its streams.
+    pub short_items_per_concurrent_stream: u64,
+    /// Items of the one warm-up stream before S1-short and S2-short.
+    pub short_warmup_items: u64,
     /// L1 items on its one stream.
     pub long_link_items: u64,
     /// S3 timed calls of each phase (alone, beside the stream), split over two rounds.
@@ -486,6 +537,9 @@ impl Scale {
         counted_calls: 10_000,
         stream_items: 500_000,
         items_per_concurrent_stream: 5_000,
+        short_stream_items: 300_000,
+        short_items_per_concurrent_stream: 3_000,
+        short_warmup_items: 1_000,
         // 200 MiB: 2.5 s at 80 MB/s, 20 s at 10 MB/s.
         long_link_items: 200_000,
         beside_stream_calls: 10_000,
@@ -515,6 +569,9 @@ impl Scale {
         counted_calls: 50,
         stream_items: 200,
         items_per_concurrent_stream: 5,
+        short_stream_items: 100,
+        short_items_per_concurrent_stream: 3,
+        short_warmup_items: 10,
         long_link_items: 200,
         beside_stream_calls: 50,
         upload_chunks: 40,
@@ -564,7 +621,7 @@ mod tests {
             .collect();
         assert_eq!(
             ids.join(" "),
-            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S3 U1 L1-rtt20 L1-rtt100 I1"
+            "W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W8 S1 S1-w32 S1-w2048 S2 S1-short S2-short S3 U1 L1-rtt20 L1-rtt100 I1"
         );
         let door: Vec<String> = Workload::ALL
             .into_iter()

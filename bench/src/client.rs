@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tokio::task::JoinSet;
 
 use crate::alloc_count;
-use crate::cell::{Scale, Target, Workload};
+use crate::cell::{Scale, StreamLength, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
 use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN, CHUNK_LEN, ITEM_BODY_LEN};
 use crate::report::CellResult;
@@ -134,15 +134,35 @@ async fn run_workload<R: Rpc>(rpc: &R, workload: Workload, scale: &Scale) -> Ben
         Workload::OneWay => one_way(rpc, scale).await,
         Workload::BesideBigRequests { big } => beside_big_requests(rpc, big, scale).await,
         Workload::Allocations => allocations(rpc, scale).await,
-        Workload::Streams { streams, .. } => {
+        Workload::Streams {
+            streams,
+            length: StreamLength::Long,
+            ..
+        } => {
             let items_each = if streams == 1 {
                 scale.stream_items
             } else {
                 scale.items_per_concurrent_stream
             };
-            server_streams(rpc, streams, items_each, scale).await
+            let warmup = StreamWarmup::same_shape(streams, scale);
+            server_streams(rpc, streams, items_each, warmup).await
         }
-        Workload::LongLink { .. } => server_streams(rpc, 1, scale.long_link_items, scale).await,
+        Workload::Streams {
+            streams,
+            length: StreamLength::Short,
+            ..
+        } => {
+            let items_each = if streams == 1 {
+                scale.short_stream_items
+            } else {
+                scale.short_items_per_concurrent_stream
+            };
+            server_streams(rpc, streams, items_each, StreamWarmup::one_stream(scale)).await
+        }
+        Workload::LongLink { .. } => {
+            let warmup = StreamWarmup::same_shape(1, scale);
+            server_streams(rpc, 1, scale.long_link_items, warmup).await
+        }
         Workload::UnaryBesideStream => unary_beside_stream(rpc, scale).await,
         Workload::Upload => upload(rpc, scale).await,
         // The parent sets `pipelined_calls` to the run's count.
@@ -164,18 +184,46 @@ async fn upload<R: Rpc>(rpc: &R, scale: &Scale) -> BenchResult<Measured> {
     Ok(measured)
 }
 
-/// S1, S2 and L1: `streams` server streams of `items_each` 1 KiB items open at once on one
-/// connection, each read to its end, after an untimed warm-up of the same shape; timed from
-/// the first open to the last item. The latencies are the items', producer to consumer.
+/// The untimed streams read on a stream cell's connection before it is timed.
+#[derive(Clone, Copy, Debug)]
+struct StreamWarmup {
+    /// Streams open at once.
+    streams: usize,
+    /// Items on each.
+    items_each: u64,
+}
+
+impl StreamWarmup {
+    /// The bench's own: the timed shape, `warmup_calls` items in all.
+    fn same_shape(streams: usize, scale: &Scale) -> Self {
+        Self {
+            streams,
+            items_each: (scale.warmup_calls / streams).max(1) as u64,
+        }
+    }
+
+    /// A user's first measurement: one stream of `short_warmup_items`.
+    fn one_stream(scale: &Scale) -> Self {
+        Self {
+            streams: 1,
+            items_each: scale.short_warmup_items,
+        }
+    }
+}
+
+/// S1, S2, their short forms and L1: `streams` server streams of `items_each` 1 KiB items
+/// open at once on one connection, each read to its end, after `warmup` on the same
+/// connection; timed from the first open to the last item. The latencies are the items',
+/// producer to consumer.
 async fn server_streams<R: Rpc>(
     rpc: &R,
     streams: usize,
     items_each: u64,
-    scale: &Scale,
+    warmup: StreamWarmup,
 ) -> BenchResult<Measured> {
     let mut conn = rpc.connect().await?;
-    let warmup_each = (scale.warmup_calls / streams).max(1) as u64;
-    rpc.consume_streams(&mut conn, streams, warmup_each).await?;
+    rpc.consume_streams(&mut conn, warmup.streams, warmup.items_each)
+        .await?;
     let start = Instant::now();
     let latencies = rpc.consume_streams(&mut conn, streams, items_each).await?;
     let elapsed = start.elapsed();

@@ -11,14 +11,14 @@ use crate::orchestrate::Plan;
 
 const WORKLOADS: &str = "\
 workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6 W7-alone
-W7-big W8 S1 S1-w32 S1-w2048 S2 S3 U1 L1-rtt20 L1-rtt100 I1";
+W7-big W8 S1 S1-w32 S1-w2048 S2 S1-short S2-short S3 U1 L1-rtt20 L1-rtt100 I1";
 
 const TOP_LEVEL_NOTES: &str = "\
 `wirecall-bench help all` lists the options of all and smoke (--repeat, --only, --system,
 --codec, --out, --cell-timeout).
 
 workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6 W7-alone
-W7-big W8 S1 S1-w32 S1-w2048 S2 S3 U1 L1-rtt20 L1-rtt100 I1";
+W7-big W8 S1 S1-w32 S1-w2048 S2 S1-short S2-short S3 U1 L1-rtt20 L1-rtt100 I1";
 
 /// wirecall against tarpc, tonic and raw TCP, server and client in separate processes.
 ///

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
-use crate::cell::StreamWindow;
+use crate::cell::{StreamLength, StreamWindow};
 use crate::cell::{Target, TarpcFormat, Workload};
 use crate::measure::median;
 
@@ -624,6 +624,7 @@ mod tests {
         let s1 = Workload::Streams {
             streams: 1,
             window: StreamWindow::Sized,
+            length: StreamLength::Long,
         };
         let items = |target, secs| result(target, s1, secs);
         let results = vec![
