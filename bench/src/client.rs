@@ -10,10 +10,11 @@ use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tokio::task::JoinSet;
 
 use crate::alloc_count;
-use crate::cell::{Scale, StreamLength, Target, Workload};
+use crate::cell::{StreamLength, Target, Workload};
 use crate::measure::{peak_rss_kb, Latencies};
 use crate::model::{Case, Fixtures, BIG_REQUEST_EVERY, BULK_LEN, CHUNK_LEN, ITEM_BODY_LEN};
 use crate::report::CellResult;
+use crate::scale::Scale;
 use crate::systems::gateway::GatewayRpc;
 use crate::systems::grpc_wirecall::GrpcWirecallRpc;
 use crate::systems::raw::RawRpc;

@@ -10,10 +10,11 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::cell::{Scale, Target, Workload};
+use crate::cell::{Target, Workload};
 use crate::cell_run::{run_cell, Launch};
 use crate::orchestrate::Plan;
 use crate::report::CellResult;
+use crate::scale::Scale;
 use crate::systems::BoxError;
 
 /// One I1 result for `target`: the long run's figures, with the instructions per call of

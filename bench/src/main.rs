@@ -21,6 +21,7 @@ mod options;
 mod orchestrate;
 mod policy;
 mod report;
+mod scale;
 mod server;
 mod slow_clients;
 mod systems;

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::cell::{Scale, Target, Workload};
+use crate::cell::{Target, Workload};
 use crate::orchestrate::Plan;
+use crate::scale::Scale;
 
 const WORKLOADS: &str = "\
 workload variants: W1-0obj W1-1obj W1-10obj W1-100obj W2-1x256 W2-4x64 W3 W4 W5 W6 W7-alone
