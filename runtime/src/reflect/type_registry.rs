@@ -45,8 +45,23 @@ impl TypeRegistry {
         doc: &str,
         define: impl FnOnce(&mut Self) -> TypeKind,
     ) -> TypeRef {
-        if let Some((_, name)) = self.by_type.get(&TypeId::of::<T>()) {
-            return TypeRef::Named(name.clone());
+        // Every named type of every service instantiates this, so only the call of `define`
+        // is generic: the bookkeeping around it is compiled once, in `reserve` and
+        // `define_at`.
+        match self.reserve(TypeId::of::<T>(), name) {
+            Reserved::Known(known) => known,
+            Reserved::New(slot) => {
+                let kind = define(self);
+                self.define_at(slot, rust_path, doc, kind)
+            }
+        }
+    }
+
+    /// The name of the type `id` if it is known; otherwise a slot for its definition, under
+    /// `name` or, if another type has it, `name` with the first free number appended.
+    fn reserve(&mut self, id: TypeId, name: &str) -> Reserved {
+        if let Some((_, name)) = self.by_type.get(&id) {
+            return Reserved::Known(TypeRef::Named(name.clone()));
         }
         let mut unique = name.to_owned();
         let mut suffix = 2;
@@ -57,22 +72,42 @@ impl TypeRegistry {
         let index = self.defs.len();
         self.defs.push(None);
         self.names.insert(unique.clone());
-        self.by_type
-            .insert(TypeId::of::<T>(), (index, unique.clone()));
-        let kind = define(self);
-        self.defs[index] = Some(TypeDef {
-            name: unique.clone(),
+        self.by_type.insert(id, (index, unique.clone()));
+        Reserved::New(Slot {
+            index,
+            name: unique,
+        })
+    }
+
+    /// Fills a slot from [`reserve`](Self::reserve) with its type's definition.
+    fn define_at(&mut self, slot: Slot, rust_path: &str, doc: &str, kind: TypeKind) -> TypeRef {
+        self.defs[slot.index] = Some(TypeDef {
+            name: slot.name.clone(),
             rust_path: rust_path.to_owned(),
             doc: doc.to_owned(),
             kind,
         });
-        TypeRef::Named(unique)
+        TypeRef::Named(slot.name)
     }
 
     /// The definitions, in the order their types were first met.
     pub fn finish(self) -> Vec<TypeDef> {
         self.defs.into_iter().flatten().collect()
     }
+}
+
+/// What [`TypeRegistry::reserve`] found.
+enum Reserved {
+    /// The type is defined (or being defined) under this name.
+    Known(TypeRef),
+    /// The type is new: define it into this slot.
+    New(Slot),
+}
+
+/// A definition's place in a [`TypeRegistry`], and the name it was given.
+struct Slot {
+    index: usize,
+    name: String,
 }
 
 /// Describes `T` (a helper for generated code).
