@@ -272,3 +272,38 @@ fn a_new_variant_of_an_enum_with_data_reaches_an_old_peer_as_its_catch_all() {
         );
     }
 }
+
+#[test]
+fn a_value_that_is_not_a_message_is_refused_naming_the_message() {
+    // JSON: a bool, a number, a string and null where `User` is expected.
+    for text in ["true", "-3", "7", "1.5", r#""ada""#, "null"] {
+        let err = Codec::Json
+            .decode::<v1::User>(text.as_bytes())
+            .expect_err(text)
+            .to_string();
+        assert!(
+            err.contains("a `User` message (a map of fields or an array)"),
+            "{text}: {err}"
+        );
+    }
+    // MessagePack: true, -3, 7, 1.5, "ada" and nil. (rmp-serde hands a `bin` to a struct as
+    // the sequence of its bytes, which fails on the first field instead.)
+    let packed: [&[u8]; 6] = [
+        &[0xC3],
+        &[0xFD],
+        &[0x07],
+        &[0xCB, 0x3F, 0xF8, 0, 0, 0, 0, 0, 0],
+        &[0xA3, b'a', b'd', b'a'],
+        &[0xC0],
+    ];
+    for bytes in packed {
+        let err = Codec::MessagePack
+            .decode::<v1::User>(bytes)
+            .expect_err("not a message")
+            .to_string();
+        assert!(
+            err.contains("a `User` message (a map of fields or an array)"),
+            "{bytes:02X?}: {err}"
+        );
+    }
+}

@@ -13,7 +13,9 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor,
+};
 use serde::Deserialize;
 
 /// A message struct's fields, as `#[wirecall::message]` and `#[wirecall::service]` generate.
@@ -65,11 +67,52 @@ impl<'de, T: SerdeFields> Visitor<'de> for MessageVisitor<T> {
     type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a `{}` message (a map of fields or an array)", T::NAME)
+        de::Expected::fmt(&ExpectedMessage(T::NAME), f)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
         T::deserialize_seq(&mut seq)
+    }
+
+    // What is not a message. serde's defaults would refuse these too, but each through its
+    // own copy of the error path for every message type (a self-describing format such as
+    // MessagePack instantiates them all, about 1.6 KB a type); these share one per format.
+    // The narrower integers and floats and the borrowed strings reach these through serde's
+    // defaults.
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Bool(v), T::NAME))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Signed(v), T::NAME))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Unsigned(v), T::NAME))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Float(v), T::NAME))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Str(v), T::NAME))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Bytes(v), T::NAME))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Unit, T::NAME))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<T, E> {
+        Err(not_a_message(Unexpected::Option, T::NAME))
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, _: D) -> Result<T, D::Error> {
+        Err(not_a_message(Unexpected::NewtypeStruct, T::NAME))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
@@ -86,6 +129,22 @@ impl<'de, T: SerdeFields> Visitor<'de> for MessageVisitor<T> {
             }
         }
         Ok(value)
+    }
+}
+
+/// The error for a value that is not the message `name`: generic over the format's error
+/// only, so one copy serves every message type.
+#[inline(never)]
+fn not_a_message<E: de::Error>(unexpected: Unexpected<'_>, name: &'static str) -> E {
+    E::invalid_type(unexpected, &ExpectedMessage(name))
+}
+
+/// What a message visitor expects, for [`not_a_message`].
+struct ExpectedMessage(&'static str);
+
+impl de::Expected for ExpectedMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a `{}` message (a map of fields or an array)", self.0)
     }
 }
 
