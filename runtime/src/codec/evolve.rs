@@ -115,20 +115,46 @@ impl<'de, T: SerdeFields> Visitor<'de> for MessageVisitor<T> {
         Err(not_a_message(Unexpected::NewtypeStruct, T::NAME))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
         let mut value = T::default();
-        while let Some(key) = map.next_key_seed(KeySeed(T::FIELDS))? {
-            match key {
-                Some(index) => map.next_value_seed(FieldSeed {
-                    target: &mut value,
-                    index,
-                })?,
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+        read_map(map, T::FIELDS, &mut value)?;
+        Ok(value)
+    }
+}
+
+/// Reads a map's entries into `target`, whose fields are `fields`: generic over the format's
+/// map only, so that the loop (and the format's key and separator parsing inlined into it) is
+/// compiled once per format, not once per message type and format; only reading one field's
+/// value is the message's own code, reached through `target`.
+#[inline(never)]
+fn read_map<'de, A: MapAccess<'de>>(
+    mut map: A,
+    fields: &'static [&'static str],
+    target: &mut dyn MapTarget<'de, A>,
+) -> Result<(), A::Error> {
+    while let Some(key) = map.next_key_seed(KeySeed(fields))? {
+        match key {
+            Some(index) => target.read_value(index, &mut map)?,
+            None => {
+                map.next_value::<IgnoredAny>()?;
             }
         }
-        Ok(value)
+    }
+    Ok(())
+}
+
+/// A message being read from a map, as [`read_map`] sees it.
+trait MapTarget<'de, A: MapAccess<'de>> {
+    /// Reads the value of the entry whose key named field `index` into that field.
+    fn read_value(&mut self, index: usize, map: &mut A) -> Result<(), A::Error>;
+}
+
+impl<'de, A: MapAccess<'de>, T: SerdeFields> MapTarget<'de, A> for T {
+    fn read_value(&mut self, index: usize, map: &mut A) -> Result<(), A::Error> {
+        map.next_value_seed(FieldSeed {
+            target: self,
+            index,
+        })
     }
 }
 
