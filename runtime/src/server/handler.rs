@@ -11,7 +11,6 @@
 use std::future::Future;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
 
 use super::request::Reply;
 use crate::codec::{Codec, WireMessage};
@@ -37,34 +36,36 @@ where
     F: FnOnce(A) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Reply, CallError>> + Send + 'static,
 {
-    if payload.len() >= DECODE_OFF_LOOP_FROM {
-        return Box::pin(async move {
-            let (decoded, receive) = oneshot::channel();
-            off_loop(Box::new(move || {
-                // The receiver is gone only if the call was dropped: nobody to tell.
-                let _ = decoded.send(codec.decode::<A>(&payload));
-            }))
-            .await?;
-            let args = receive.await.map_err(|_| CallError::DecodeInterrupted)?;
-            run(args.map_err(CallError::BadRequest)?).await
-        });
-    }
-    match codec.decode::<A>(&payload) {
-        Err(err) => Box::pin(std::future::ready(Err(CallError::BadRequest(err)))),
-        Ok(args) => Box::pin(run(args)),
+    let off_loop = payload.len() >= DECODE_OFF_LOOP_FROM;
+    // Only building the reply future, which does not run the handler yet: the same code
+    // serves both paths, so a method's decoding and its handler's future are compiled once.
+    let start = move || -> ReplyFuture {
+        match codec.decode::<A>(&payload) {
+            Err(err) => Box::pin(std::future::ready(Err(CallError::BadRequest(err)))),
+            Ok(args) => Box::pin(run(args)),
+        }
+    };
+    if off_loop {
+        Box::pin(started_off_loop(Box::new(start)))
+    } else {
+        start()
     }
 }
 
-/// Runs `job` on tokio's blocking pool. Not generic, so that one instance of the blocking
-/// task's machinery serves every method (a generic `spawn_blocking` per argument type costs
-/// about 4 KB of binary per method); the job hands its result back through a channel.
-async fn off_loop(job: Box<dyn FnOnce() + Send>) -> Result<(), CallError> {
-    match tokio::task::spawn_blocking(job).await {
-        Ok(()) => Ok(()),
+/// Builds a reply future on tokio's blocking pool (where `start` decodes the arguments), then
+/// runs it here. Not generic, so that one instance of the blocking task's machinery and of
+/// this future serves every method (a generic `spawn_blocking` per argument type costs about
+/// 4 KB of binary per method).
+async fn started_off_loop(
+    start: Box<dyn FnOnce() -> ReplyFuture + Send>,
+) -> Result<Reply, CallError> {
+    let reply = match tokio::task::spawn_blocking(start).await {
+        Ok(reply) => reply,
         // A panicking decoder is reported like a panicking handler.
         Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        Err(_) => Err(CallError::DecodeInterrupted),
-    }
+        Err(_) => return Err(CallError::DecodeInterrupted),
+    };
+    reply.await
 }
 
 /// A unary method `M`: decodes `payload` as its arguments, runs `handler` on them and encodes
@@ -158,6 +159,7 @@ mod tests {
 
     use bytes::BytesMut;
     use serde::{Deserialize, Deserializer, Serialize};
+    use tokio::sync::oneshot;
 
     use super::*;
 
