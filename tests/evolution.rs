@@ -307,3 +307,41 @@ fn a_value_that_is_not_a_message_is_refused_naming_the_message() {
         );
     }
 }
+
+#[test]
+fn a_message_packed_as_a_map_by_another_writer_is_read_by_field_name_or_index() {
+    // What a MessagePack writer other than wirecall may send for v1's `User`: a map instead
+    // of wirecall's array, keyed by field name (as a string or as bytes) or by field index,
+    // with keys the struct does not have. Those are skipped; `level`, absent, takes its
+    // default.
+    let by_name: &[u8] = &[
+        0x83, // a map of 3 entries
+        0xA2, b'i', b'd', 0x07, // "id": 7
+        0xA3, b'z', b'z', b'z', 0xA1, b'x', // "zzz": "x", unknown
+        0xA4, b'n', b'a', b'm', b'e', 0xA3, b'a', b'd', b'a', // "name": "ada"
+    ];
+    let by_bytes: &[u8] = &[
+        0x83, // a map of 3 entries
+        0xC4, 0x02, b'i', b'd', 0x07, // bin "id": 7
+        0xC4, 0x01, 0xFF, 0x01, // a key that is not UTF-8: 1, skipped
+        0xC4, 0x04, b'n', b'a', b'm', b'e', 0xA3, b'a', b'd', b'a', // bin "name": "ada"
+    ];
+    let by_index: &[u8] = &[
+        0x83, // a map of 3 entries
+        0x00, 0x07, // field 0: 7
+        0x09, 0xC0, // field 9, past the struct's three: nil, skipped
+        0x01, 0xA3, b'a', b'd', b'a', // field 1: "ada"
+    ];
+    for (form, bytes) in [
+        ("by name", by_name),
+        ("by bytes", by_bytes),
+        ("by index", by_index),
+    ] {
+        let user: v1::User = Codec::MessagePack.decode(bytes).expect(form);
+        assert_eq!(
+            (user.id, user.name.as_str(), user.level),
+            (7, "ada", v1::User::default().level),
+            "{form}"
+        );
+    }
+}

@@ -117,22 +117,27 @@ impl<'de, T: SerdeFields> Visitor<'de> for MessageVisitor<T> {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
         let mut value = T::default();
-        read_map(map, T::FIELDS, &mut value)?;
+        let keys = KeySeed {
+            count: T::FIELDS.len(),
+            index_of: field_index::<T>,
+        };
+        read_map(map, keys, &mut value)?;
         Ok(value)
     }
 }
 
-/// Reads a map's entries into `target`, whose fields are `fields`: generic over the format's
+/// Reads a map's entries into `target`, whose keys `keys` knows: generic over the format's
 /// map only, so that the loop (and the format's key and separator parsing inlined into it) is
-/// compiled once per format, not once per message type and format; only reading one field's
-/// value is the message's own code, reached through `target`.
+/// compiled once per format, not once per message type and format. Finding a key's field
+/// and reading one field's value are the message's own code, reached through `keys` and
+/// `target`.
 #[inline(never)]
 fn read_map<'de, A: MapAccess<'de>>(
     mut map: A,
-    fields: &'static [&'static str],
+    keys: KeySeed,
     target: &mut dyn MapTarget<'de, A>,
 ) -> Result<(), A::Error> {
-    while let Some(key) = map.next_key_seed(KeySeed(fields))? {
+    while let Some(key) = map.next_key_seed(keys)? {
         match key {
             Some(index) => target.read_value(index, &mut map)?,
             None => {
@@ -192,8 +197,21 @@ impl<'de, T: SerdeFields> DeserializeSeed<'de> for FieldSeed<'_, T> {
     }
 }
 
+/// The index of the field named `name` in `T`, compiled per message type: with the names
+/// constant, the compiler matches them inline. (Matching against the names as a slice known
+/// only at run time, in the shared loop, cost JSON about 250 instructions a call.)
+fn field_index<T: SerdeFields>(name: &str) -> Option<usize> {
+    T::FIELDS.iter().position(|field| *field == name)
+}
+
 /// A map key: a field name or index; `None` for a field this struct does not have.
-struct KeySeed(&'static [&'static str]);
+#[derive(Clone, Copy)]
+struct KeySeed {
+    /// How many fields the struct has.
+    count: usize,
+    /// The struct's [`field_index`].
+    index_of: fn(&str) -> Option<usize>,
+}
 
 impl<'de> DeserializeSeed<'de> for KeySeed {
     type Value = Option<usize>;
@@ -211,17 +229,18 @@ impl Visitor<'_> for KeySeed {
     }
 
     fn visit_str<E: de::Error>(self, name: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|field| *field == name))
+        Ok((self.index_of)(name))
     }
 
+    // Field names are UTF-8: bytes that are not cannot name one.
     fn visit_bytes<E: de::Error>(self, name: &[u8]) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|field| field.as_bytes() == name))
+        Ok(std::str::from_utf8(name).ok().and_then(self.index_of))
     }
 
     fn visit_u64<E: de::Error>(self, index: u64) -> Result<Option<usize>, E> {
         Ok(usize::try_from(index)
             .ok()
-            .filter(|index| *index < self.0.len()))
+            .filter(|index| *index < self.count))
     }
 }
 
