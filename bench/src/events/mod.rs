@@ -2,7 +2,9 @@
 //! handled and acknowledged), with a 1 KiB payload.
 //!
 //! - In-process back-end: one publisher awaiting each publish, one subscription; the time
-//!   from the first publish until the handler has seen every event.
+//!   from the first publish until the handler has seen every event. Against a floor of the
+//!   same shape written with tokio alone (a bounded `mpsc` channel and a consumer task), in
+//!   the same run, alternating.
 //! - With `--broker` (feature `rabbitmq`): the RabbitMQ back-end (publisher confirms,
 //!   persistent messages, a durable queue, prefetch, ack after the handler) against a plain
 //!   lapin publish/consume loop with the same settings, in the same run, alternating; the
@@ -13,6 +15,7 @@ mod in_process;
 mod plain_lapin;
 #[cfg(feature = "rabbitmq")]
 mod rabbitmq;
+mod tokio_floor;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -97,6 +100,10 @@ pub struct EventsResult {
     pub in_process_events: u64,
     /// In-process back-end: events/s, median.
     pub in_process_events_per_s: f64,
+    /// The same shape on a tokio `mpsc` channel alone: events/s, median.
+    pub tokio_floor_events_per_s: f64,
+    /// In-process back-end / tokio floor.
+    pub in_process_ratio: f64,
     /// Events per broker run (0 without `--broker`).
     pub broker_events: u64,
     /// wirecall over RabbitMQ: events/s, median.
@@ -112,6 +119,15 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// Rates as a comma-separated list, for the runs' spread.
+fn listed(rates: &[f64]) -> String {
+    rates
+        .iter()
+        .map(|rate| format!("{rate:.0}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Runs the cell and prints one JSON line and a summary.
 pub async fn run(
     in_process_events: u64,
@@ -123,18 +139,30 @@ pub async fn run(
         in_process_events,
         ..EventsResult::default()
     };
-    let mut in_process_rates = Vec::new();
+    let (mut ours, mut floor) = (Vec::new(), Vec::new());
     for _ in 0..repeat {
-        in_process_rates.push(in_process::run(in_process_events).await?);
+        floor.push(tokio_floor::run(in_process_events).await?);
+        ours.push(in_process::run(in_process_events).await?);
     }
-    result.in_process_events_per_s = median(in_process_rates);
+    result.in_process_ratio = median(ours.clone()) / median(floor.clone());
+    println!(
+        "in-process runs, events/s: tokio floor {}; wirecall {}",
+        listed(&floor),
+        listed(&ours)
+    );
+    result.tokio_floor_events_per_s = median(floor);
+    result.in_process_events_per_s = median(ours);
     if let Some(url) = broker {
         run_broker(&mut result, &url, broker_events, repeat).await?;
     }
     println!("{}", serde_json::to_string(&result)?);
     println!(
-        "in-process: {:.0} events/s ({} events of {PAYLOAD_BYTES} B, median of {repeat})",
-        result.in_process_events_per_s, result.in_process_events
+        "in-process: wirecall {:.0} events/s, tokio mpsc floor {:.0} events/s, ratio {:.2} \
+         ({} events of {PAYLOAD_BYTES} B, medians of {repeat})",
+        result.in_process_events_per_s,
+        result.tokio_floor_events_per_s,
+        result.in_process_ratio,
+        result.in_process_events
     );
     if result.broker_events > 0 {
         println!(
