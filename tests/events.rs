@@ -379,3 +379,41 @@ async fn handled_once_keeps_its_ids_in_a_custom_store() {
     let scope = format!("{}.shared", CONTRACT.name);
     assert_eq!(handled, HashSet::from([(scope, first.id)]));
 }
+
+/// A subscriber whose handlers wait until `gathered` of them are running at once.
+#[derive(Clone)]
+struct Gathering {
+    all_running: Arc<tokio::sync::Barrier>,
+    done: Arc<AtomicU64>,
+}
+
+impl wirecall_test_support::events::UserEvents for Gathering {
+    async fn user_created(&self, _user: wirecall_test_support::UserModel) -> Result<(), String> {
+        self.all_running.wait().await;
+        self.done.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn user_renamed(&self, _user_id: i32, _name: String) {}
+}
+
+#[tokio::test]
+async fn the_events_of_one_batch_are_handled_concurrently() {
+    // Four events wait in the queue, so the consumer takes them as one batch (prefetch 32).
+    // Each handler waits until all four run: handled one after another, none would finish.
+    let bus = EventBus::in_process();
+    bus.declare(CONTRACT, "gathering").await.unwrap();
+    events::publish_range(&UserEventsPublisher::new(&bus), 0, 4).await;
+    let gathering = Gathering {
+        all_running: Arc::new(tokio::sync::Barrier::new(4)),
+        done: Arc::default(),
+    };
+    let _subscription = bus
+        .subscribe("gathering", UserEventsSubscriber::new(gathering.clone()))
+        .await
+        .unwrap();
+    eventually("all four handlers finished", || {
+        gathering.done.load(Ordering::SeqCst) == 4
+    })
+    .await;
+}

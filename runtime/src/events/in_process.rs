@@ -8,8 +8,12 @@
 //! subscription. Nothing survives the process.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::task::Poll;
 
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -160,6 +164,7 @@ async fn consume_queue(
         .as_ref()
         .map(|window| HandledOnceGate::new(window, handler.contract().name, &queue.name));
     let mut batch = Vec::with_capacity(prefetch);
+    let mut waiting = FuturesUnordered::new();
     loop {
         // Competing consumers take the receiver in turn; each holds it only while it waits
         // for its next batch.
@@ -175,12 +180,29 @@ async fn consume_queue(
         if taken == 0 {
             return;
         }
-        futures::stream::iter(batch.drain(..))
-            .for_each_concurrent(prefetch, |envelope| {
-                settle(&queue, &*handler, &config, window.as_ref(), envelope)
-            })
-            .await;
+        // The batch's events are handled concurrently (a batch holds at most `prefetch`).
+        // Each is polled once in place: most handlers finish there, and only one that waits
+        // joins `waiting`, whose bookkeeping per event cost about a fifth of an event's
+        // handling.
+        for envelope in batch.drain(..) {
+            let mut settling = Box::pin(settle(
+                &queue,
+                &*handler,
+                &config,
+                window.as_ref(),
+                envelope,
+            ));
+            if poll_once(settling.as_mut()).await.is_pending() {
+                waiting.push(settling);
+            }
+        }
+        while waiting.next().await.is_some() {}
     }
+}
+
+/// Polls `future` once, in the calling task.
+async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
 async fn settle(
