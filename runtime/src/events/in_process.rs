@@ -182,8 +182,8 @@ async fn consume_queue(
         }
         // The batch's events are handled concurrently (a batch holds at most `prefetch`).
         // Each is polled once in place: most handlers finish there, and only one that waits
-        // joins `waiting`, whose bookkeeping per event cost about a fifth of an event's
-        // handling.
+        // joins `waiting` (pushing every event through it cost about 500 instructions an
+        // event, a seventh of its handling).
         for envelope in batch.drain(..) {
             let mut settling = Box::pin(settle(
                 &queue,
