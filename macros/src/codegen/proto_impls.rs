@@ -128,7 +128,7 @@ fn serde_fields(krate: &CratePath, ident: &Ident, fields: &[FieldGen<'_>]) -> To
         let read = if crate::proto_type::is_nested_option(ty) {
             quote!(#krate::__private::proto::nested_option::deserialize(deserializer)?)
         } else {
-            quote_spanned!(ty.span()=> <#ty as #krate::__private::serde::Deserialize<'de>>::deserialize(deserializer)?)
+            quote_spanned!(ty.span()=> <#ty as #krate::__private::proto::ProtoField>::deserialize_shared(deserializer)?)
         };
         quote! {
             #index => {
@@ -145,18 +145,24 @@ fn serde_fields(krate: &CratePath, ident: &Ident, fields: &[FieldGen<'_>]) -> To
     let seq_reads = fields.iter().zip(&locals).map(|(field, local)| {
         let ty = field.ty;
         let nested = crate::proto_type::is_nested_option(ty);
-        let element = if nested {
-            quote!(#krate::__private::evolve::NestedOption<_>)
+        // Spanned at the type, so that a type that cannot travel is reported on the field.
+        let (next, unwrap) = if nested {
+            (
+                quote!(#krate::__private::serde::de::SeqAccess::next_element::<#krate::__private::evolve::NestedOption<_>>(seq)?),
+                quote!(.0),
+            )
         } else {
-            quote_spanned!(ty.span()=> #ty)
+            (
+                quote_spanned!(ty.span()=> <A as #krate::__private::serde::de::SeqAccess<'de>>::next_element_seed(seq, <#krate::__private::evolve::FieldValue<#ty>>::new())?),
+                quote!(),
+            )
         };
-        let unwrap = if nested { quote!(.0) } else { quote!() };
         let default = field_trait(krate, ty);
         quote! {
             let #local: #ty = if __ended {
                 #default::proto_default()
             } else {
-                match #krate::__private::serde::de::SeqAccess::next_element::<#element>(seq)? {
+                match #next {
                     ::core::option::Option::Some(__value) => __value #unwrap,
                     ::core::option::Option::None => {
                         __ended = true;

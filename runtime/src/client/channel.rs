@@ -158,7 +158,7 @@ impl Channel {
         let call = self.start(method, Kind::Unary, &args, None, None);
         let _permit = call.admit()?;
         let reply = self.core.send(&call).await?;
-        Ok(reply.codec.decode(&reply.payload)?)
+        Ok(reply.codec.decode_shared(reply.payload)?)
     }
 
     /// Sends a one-way call: resolves once the frame is queued on the connection, without

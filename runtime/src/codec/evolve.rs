@@ -18,6 +18,8 @@ use serde::de::{
 };
 use serde::Deserialize;
 
+use super::proto::ProtoField;
+
 /// A message struct's fields, as `#[wirecall::message]` and `#[wirecall::service]` generate.
 pub trait SerdeFields: Default {
     /// The struct's name.
@@ -51,6 +53,32 @@ pub struct NestedOption<T>(pub Option<Option<T>>);
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for NestedOption<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         super::proto::nested_option::deserialize(deserializer).map(NestedOption)
+    }
+}
+
+/// One field's value as an array element, read with
+/// [`ProtoField::deserialize_shared`] (so that a `Bytes` field can share the payload).
+pub struct FieldValue<T>(PhantomData<fn() -> T>);
+
+impl<T> FieldValue<T> {
+    /// The seed for a field of type `T`.
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for FieldValue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'de, T: ProtoField + Deserialize<'de>> DeserializeSeed<'de> for FieldValue<T> {
+    type Value = T;
+
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        T::deserialize_shared(deserializer)
     }
 }
 

@@ -67,7 +67,7 @@ where
     Fut: Future + Send + 'static,
     Fut::Output: HandlerOutcome,
 {
-    match codec.decode::<M::Args>(&payload) {
+    match codec.decode_shared::<M::Args>(payload) {
         Ok(args) => Box::pin(async move {
             handler(args.into_values())
                 .await

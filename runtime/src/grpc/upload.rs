@@ -73,7 +73,7 @@ impl<M: ItemMessage> Stream for UploadItems<M> {
             }
             Some(Ok(payload)) => match self
                 .codec
-                .decode::<M>(&payload)
+                .decode_shared::<M>(payload)
                 .map_err(crate::error::Error::from)
                 .and_then(M::into_item)
             {

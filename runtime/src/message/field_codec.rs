@@ -2,15 +2,17 @@
 //! its serde form. [`Plain`] is the field as serde and Protobuf write its type; [`Nested`] is
 //! an `Option<Option<T>>` field, whose serde form keeps `Some(None)` apart from `None`.
 
+use std::fmt;
 use std::marker::PhantomData;
 
 use bytes::{Buf, BufMut};
 use prost::encoding::{DecodeContext, WireType};
 use prost::DecodeError;
-use serde::de::{DeserializeOwned, SeqAccess};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::codec::evolve::FieldValue;
 use crate::codec::proto::{nested_option, ProtoField};
 
 /// A field of a generated message: its Rust type. Every slot has one, whatever its type, so
@@ -87,14 +89,89 @@ where
         state.serialize_field(name, value)
     }
 
+    // Through `ProtoField`, so that a `Bytes` can be a view of the payload.
     #[inline]
     fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
-        T::deserialize(deserializer)
+        T::deserialize_shared(deserializer)
     }
 
     #[inline]
     fn next_element<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<Option<T>, A::Error> {
-        seq.next_element()
+        seq.next_element_seed(FieldValue::<T>::new())
+    }
+}
+
+/// An `Option<T>` field written as [`Plain`] writes it, whose value is read with
+/// [`ProtoField::deserialize_shared`]: the `ok` and `err` of a result, so that a
+/// `Result<Bytes, E>` reply or item shares the payload as a `Bytes` one does. (`Plain`'s
+/// `Option<T>` reads through `Option`'s `Deserialize`, which copies a `Bytes`.)
+pub struct Optional<T>(PhantomData<fn() -> T>);
+
+impl<T: 'static> Slot for Optional<T> {
+    type Value = Option<T>;
+}
+
+impl<T> SlotCodec for Optional<T>
+where
+    T: ProtoField + Serialize + DeserializeOwned + 'static,
+    Option<T>: ProtoField,
+{
+    #[inline]
+    fn serialize_field<S: SerializeStruct>(
+        state: &mut S,
+        name: &'static str,
+        value: &Option<T>,
+    ) -> Result<(), S::Error> {
+        state.serialize_field(name, value)
+    }
+
+    #[inline]
+    fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
+        deserializer.deserialize_option(OptionalVisitor(PhantomData))
+    }
+
+    #[inline]
+    fn next_element<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<Option<Option<T>>, A::Error> {
+        seq.next_element_seed(OptionalSeed::<T>(PhantomData))
+    }
+}
+
+/// An [`Optional`] field read as one array element.
+struct OptionalSeed<T>(PhantomData<fn() -> T>);
+
+impl<'de, T: ProtoField + Deserialize<'de>> DeserializeSeed<'de> for OptionalSeed<T> {
+    type Value = Option<T>;
+
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+        deserializer.deserialize_option(OptionalVisitor(PhantomData))
+    }
+}
+
+/// Reads an `Option<T>` as `Option`'s `Deserialize` does, the value through
+/// [`ProtoField::deserialize_shared`].
+struct OptionalVisitor<T>(PhantomData<fn() -> T>);
+
+impl<'de, T: ProtoField + Deserialize<'de>> Visitor<'de> for OptionalVisitor<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("option")
+    }
+
+    #[inline]
+    fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    #[inline]
+    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    #[inline]
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+        T::deserialize_shared(deserializer).map(Some)
     }
 }
 

@@ -3,7 +3,7 @@
 //! `err`, or `err` alone for `Result<(), E>`; nothing for `()`. Each is a [`Fields`] whose
 //! [`ItemMessage`] turns it into the caller's value and back.
 
-use super::field_codec::{Plain, SlotCodec};
+use super::field_codec::{Optional, Plain, SlotCodec};
 use super::fields::{FieldNames, Fields};
 use crate::codec::CodecError;
 use crate::error::Error;
@@ -44,9 +44,9 @@ impl FieldNames for NoFields {
 /// The message of a `T`.
 pub type ValueMessage<T> = Fields<ValueField, (Plain<T>,)>;
 /// The message of a `Result<T, E>`.
-pub type ResultMessage<T, E> = Fields<OkErrFields, (Plain<Option<T>>, Plain<Option<E>>)>;
+pub type ResultMessage<T, E> = Fields<OkErrFields, (Optional<T>, Optional<E>)>;
 /// The message of a `Result<(), E>`.
-pub type UnitResultMessage<E> = Fields<ErrField, (Plain<Option<E>>,)>;
+pub type UnitResultMessage<E> = Fields<ErrField, (Optional<E>,)>;
 /// The message of a `()`.
 pub type UnitMessage = Fields<NoFields, ()>;
 
@@ -139,5 +139,64 @@ pub fn result_from_parts<T, E>(ok: Option<T>, err: Option<E>) -> Result<Result<T
         (_, Some(err)) => Ok(Err(err)),
         (Some(ok), None) => Ok(Ok(ok)),
         (None, None) => Err(Error::Codec(CodecError::EmptyResult)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+
+    use super::*;
+    use crate::codec::Codec;
+
+    fn is_view(part: &Bytes, payload: &Bytes) -> bool {
+        let start = payload.as_ptr() as usize;
+        (start..start + payload.len()).contains(&(part.as_ptr() as usize))
+    }
+
+    fn round_trip<M: ItemMessage>(codec: Codec, item: M::Item) -> (M::Item, Bytes) {
+        let (message, _) = M::from_item(item);
+        let mut payload = BytesMut::new();
+        codec.encode(&message, &mut payload).unwrap();
+        let payload = payload.freeze();
+        let decoded: M = codec.decode_shared(payload.clone()).unwrap();
+        (decoded.into_item().unwrap(), payload)
+    }
+
+    /// The generated messages (a method's arguments, replies and items) read a `Bytes` value
+    /// as a view of the payload, as `#[wirecall::message]` structs do, and so do results.
+    #[test]
+    fn a_long_bytes_value_or_result_is_a_view_of_its_payload() {
+        for codec in [Codec::MessagePack, Codec::Protobuf] {
+            for (len, shared) in [(1024, true), (255, false)] {
+                let value = Bytes::from(vec![9u8; len]);
+                let (got, payload) = round_trip::<ValueMessage<Bytes>>(codec, value.clone());
+                assert_eq!(got, value, "{codec}");
+                assert_eq!(is_view(&got, &payload), shared, "{codec}, {len} bytes");
+
+                let (got, payload) =
+                    round_trip::<ResultMessage<Bytes, Bytes>>(codec, Ok(value.clone()));
+                let ok = got.unwrap();
+                assert_eq!(ok, value, "{codec}");
+                assert_eq!(is_view(&ok, &payload), shared, "{codec}, ok of {len} bytes");
+
+                let (got, payload) =
+                    round_trip::<UnitResultMessage<Bytes>>(codec, Err(value.clone()));
+                let err = got.unwrap_err();
+                assert_eq!(err, value, "{codec}");
+                assert_eq!(
+                    is_view(&err, &payload),
+                    shared,
+                    "{codec}, err of {len} bytes"
+                );
+            }
+        }
+        // JSON's `null` and MessagePack's nil are `None`, as `Option`'s own reading has it.
+        for codec in [Codec::Json, Codec::MessagePack] {
+            let (got, _) = round_trip::<UnitResultMessage<Bytes>>(codec, Ok(()));
+            assert_eq!(got, Ok(()), "{codec}");
+            let (got, _) = round_trip::<ResultMessage<u32, String>>(codec, Err("no".into()));
+            assert_eq!(got, Err("no".to_owned()), "{codec}");
+        }
     }
 }

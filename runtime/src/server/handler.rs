@@ -40,7 +40,7 @@ where
     // Only building the reply future, which does not run the handler yet: the same code
     // serves both paths, so a method's decoding and its handler's future are compiled once.
     let start = move || -> ReplyFuture {
-        match codec.decode::<A>(&payload) {
+        match codec.decode_shared::<A>(payload) {
             Err(err) => Box::pin(std::future::ready(Err(CallError::BadRequest(err)))),
             Ok(args) => Box::pin(run(args)),
         }

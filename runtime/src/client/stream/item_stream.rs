@@ -29,11 +29,11 @@ use crate::stream::ItemMessage;
 #[must_use = "a stream does nothing unless polled, and dropping it cancels the call"]
 pub struct ItemStream<T> {
     raw: RawStream,
-    decode: fn(Codec, &Bytes) -> Result<T, Error>,
+    decode: fn(Codec, Bytes) -> Result<T, Error>,
 }
 
-fn decode_item<M: ItemMessage>(codec: Codec, payload: &Bytes) -> Result<M::Item, Error> {
-    codec.decode::<M>(payload)?.into_item()
+fn decode_item<M: ItemMessage>(codec: Codec, payload: Bytes) -> Result<M::Item, Error> {
+    codec.decode_shared::<M>(payload)?.into_item()
 }
 
 impl<T> ItemStream<T> {
@@ -121,7 +121,7 @@ impl<T> Stream for ItemStream<T> {
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => return Poll::Pending,
         };
-        Poll::Ready(Some(match (this.decode)(this.raw.codec(), &payload) {
+        Poll::Ready(Some(match (this.decode)(this.raw.codec(), payload) {
             Ok(item) => Ok(item),
             Err(err) => {
                 // The rest of the stream cannot be trusted either.

@@ -41,6 +41,17 @@ pub trait ProtoField: Sized + Send + Sync {
         ctx: DecodeContext,
     ) -> Result<(), DecodeError>;
 
+    /// Reads the value from a serde format (JSON, MessagePack): `Deserialize`, except that
+    /// `Bytes` becomes a view of the payload where it can (see `codec/shared_bytes.rs`).
+    fn deserialize_shared<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error>
+    where
+        Self: serde::Deserialize<'de>,
+    {
+        Self::deserialize(deserializer)
+    }
+
     /// Whether the field form leaves this value out (proto3: a scalar at its default).
     fn is_omitted(&self) -> bool {
         false

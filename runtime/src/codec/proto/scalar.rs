@@ -13,6 +13,7 @@ use prost::encoding::{
 use prost::DecodeError;
 
 use super::field::{encode_header, header_len, ProtoField};
+use crate::codec::shared_bytes;
 
 /// A fixed-size value with one wire type: the numbers, `bool` and `char`.
 pub(super) trait Scalar: Copy + Send + Sync + 'static {
@@ -352,9 +353,24 @@ impl ProtoField for Bytes {
         &mut self,
         wire_type: WireType,
         buf: &mut impl Buf,
-        ctx: DecodeContext,
+        _ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
-        prost::encoding::bytes::merge(wire_type, self, buf, ctx)
+        // A view of the payload being decoded where it can be (see `codec/shared_bytes.rs`).
+        let len = length_delimited(wire_type, buf)?;
+        *self = if let Some(bytes) = buf.chunk().get(..len) {
+            let value = shared_bytes::shared_or_copied(bytes);
+            buf.advance(len);
+            value
+        } else {
+            // A buffer in pieces: copied, as prost does.
+            buf.copy_to_bytes(len)
+        };
+        Ok(())
+    }
+    fn deserialize_shared<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        shared_bytes::deserialize(deserializer)
     }
 }
 

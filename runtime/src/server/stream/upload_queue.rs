@@ -248,7 +248,7 @@ impl<M: ItemMessage> Stream for UploadItems<M> {
         };
         match self
             .codec
-            .decode::<M>(&payload)
+            .decode_shared::<M>(payload)
             .map_err(crate::error::Error::from)
             .and_then(M::into_item)
         {
