@@ -15,6 +15,12 @@
 //! mostly keeps its buffer; its buffers start at 1 KiB (tokio-util's `FramedRead` starts at
 //! 8 KiB) and grow when a read fills them, so a pipelining connection soon reads in large
 //! buffers while an idle one holds a small one ([`ReadPolicy`]).
+//!
+//! A connection in a burst whose frames arrive one per read (the sender is the slower side)
+//! reads into buffers with room for several frames ([`FRAMES_PER_BUFFER`]) and keeps them
+//! between reads: with room for one frame and a half, and the rest of the buffer handed to
+//! the pool whenever it waited, it allocated a buffer and copied most of a frame for nearly
+//! every frame it read.
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
@@ -48,6 +54,11 @@ const LARGE_REST: usize = 16 * 1024;
 
 /// The largest frame whose size sizes the next buffer of a connection in a burst.
 const MAX_FRAME_HINT: usize = 128 * 1024;
+
+/// How many frames of the size last read a new buffer has room for (up to [`MAX_READ`]):
+/// with room for one or two, the frame that straddles a buffer's end (copied to the next
+/// buffer) and the next buffer's allocation came with nearly every frame.
+const FRAMES_PER_BUFFER: usize = 8;
 
 /// The most a read into the stack scratch (no buffer held) takes.
 const MAX_PARKED_READ: usize = 8 * 1024;
@@ -137,6 +148,9 @@ pub(crate) struct FrameReader<R> {
     /// Reads that brought bytes, counted (wrapping): a frame arriving slowly (a large one on
     /// a slow link) shows the peer alive before it is whole.
     reads: u32,
+    /// Buffers allocated for reads, for the tests to count.
+    #[cfg(test)]
+    allocated: usize,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -152,6 +166,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             spare: SpareBuffers::default(),
             eof: false,
             reads: 0,
+            #[cfg(test)]
+            allocated: 0,
         }
     }
 
@@ -242,15 +258,31 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         } else {
             0
         };
-        let wanted = (len + missing).max(self.read_size).max(hint);
+        // Frames below LARGE_REST arrive in buffers shared by several: one allocation, and
+        // one copy of a frame cut at the buffer's end, per several frames.
+        let several_frames = if self.last_frame < LARGE_REST {
+            (FRAMES_PER_BUFFER * self.last_frame).min(MAX_READ)
+        } else {
+            0
+        };
+        let wanted = (len + missing)
+            .max(self.read_size)
+            .max(hint)
+            .max(several_frames);
         let limit = limit.min(wanted - len);
         if self.buffer.try_reclaim(wanted - len) {
             return limit;
         }
-        let (mut next, size) = self
-            .spare
-            .take_free(wanted)
-            .unwrap_or_else(|| (BytesMut::with_capacity(wanted), wanted));
+        let (mut next, size) = match self.spare.take_free(wanted) {
+            Some(free) => free,
+            None => {
+                #[cfg(test)]
+                {
+                    self.allocated += 1;
+                }
+                (BytesMut::with_capacity(wanted), wanted)
+            }
+        };
         next.extend_from_slice(&self.buffer);
         let left = std::mem::replace(&mut self.buffer, next);
         let left_size = std::mem::replace(&mut self.buffer_size, size);
@@ -284,6 +316,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
         let filled = read.filled();
         if !filled.is_empty() {
+            #[cfg(test)]
+            {
+                self.allocated += 1;
+            }
             self.buffer = self.policy.take_buffer();
             self.buffer_size = 0;
             self.buffer.extend_from_slice(filled);
@@ -298,8 +334,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 
     /// Lets go of the read buffer if it holds no partial frame. Call it when the connection
     /// is about to wait for its peer.
+    ///
+    /// A buffer this reader allocated for a burst stays: the peer sends faster than the
+    /// connection idles, and in a burst whose frames arrive one per read, handing the rest of
+    /// the buffer to the pool after each frame cost a new buffer for the next one.
     pub(crate) fn park(&mut self) {
-        if self.buffer.is_empty() && self.buffer.capacity() > 0 {
+        if self.buffer.is_empty() && self.buffer.capacity() > 0 && self.buffer_size == 0 {
             match self.policy.give_back(std::mem::take(&mut self.buffer)) {
                 Some(kept) => self.buffer = kept,
                 None => self.buffer_size = 0,
@@ -474,5 +514,40 @@ mod tests {
             "kept {kept} buffers after the first burst, none read into again"
         );
         drop(writer.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn frames_arriving_one_per_read_share_buffers_while_held() {
+        const FRAMES: u64 = 1_000;
+        let (mut tx, rx) = tokio::io::duplex(64 * 1024);
+        let mut reader =
+            FrameReader::new(rx, FrameCodec::for_version(1 << 20, 5), ReadPolicy::Client);
+        let item = |id| {
+            Frame {
+                payload: Bytes::from(vec![7; 1024]),
+                ..Frame::control(FrameKind::Item, id)
+            }
+            .to_bytes()
+        };
+        // A sender slower than the reader: every read finds one frame. The consumer holds the
+        // last few items, so the buffer they were read into is never free for long.
+        let mut held = std::collections::VecDeque::new();
+        for id in 1..=FRAMES {
+            tx.write_all(&item(id)).await.unwrap();
+            let frame = reader.next().await.unwrap().unwrap();
+            assert_eq!(frame.request_id, id);
+            held.push_back(frame);
+            if held.len() > 4 {
+                held.pop_front();
+            }
+            reader.park();
+        }
+        // Before: a buffer and a copy of most of a frame for nearly every frame (1,500
+        // buffers for 1,000 frames); now the buffers they leave are read into again.
+        assert!(
+            reader.allocated <= FRAMES as usize / 50,
+            "{} buffers allocated for {FRAMES} frames of 1 KiB read one at a time",
+            reader.allocated
+        );
     }
 }
