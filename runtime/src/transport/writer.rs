@@ -57,6 +57,24 @@ pub(crate) enum TrySend {
     Closed,
 }
 
+/// How much of the queue a sender may fill before it waits, and how it is woken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    /// Calls, replies and uploads: the whole queue ([`MAX_QUEUED_BYTES`]).
+    Any,
+    /// A server stream's items: [`MAX_QUEUED_STREAM_BYTES`].
+    Stream,
+}
+
+impl Lane {
+    fn limit(self) -> usize {
+        match self {
+            Self::Any => MAX_QUEUED_BYTES,
+            Self::Stream => MAX_QUEUED_STREAM_BYTES,
+        }
+    }
+}
+
 /// Who owns writing to the stream. Exactly one party writes at a time, so frames never
 /// interleave; a sender that owns it hands what is left to the writer task when it stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,8 +99,12 @@ struct Shared {
     io: Mutex<BoxedWrite>,
     /// Wakes the writer task when the queue needs draining or the sink is closing.
     writer: Notify,
-    /// Wakes senders waiting for room in the queue.
+    /// Wakes senders waiting for room in the queue, all at once: they wait only when the
+    /// queue is full to [`MAX_QUEUED_BYTES`], which is rare.
     space: Notify,
+    /// Wakes streams waiting for their share of the queue, one at a time (see
+    /// [`FrameSink::send_stream_items`]).
+    stream_space: Notify,
     /// Writes that moved bytes into the socket, counted (wrapping) so that a liveness check
     /// can tell a backlog that drains (a large frame on a slow link, with a ping behind it)
     /// from one that does not (a peer that stopped reading).
@@ -115,6 +137,7 @@ impl FrameSink {
             io: Mutex::new(Box::pin(io)),
             writer: Notify::new(),
             space: Notify::new(),
+            stream_space: Notify::new(),
             writes: AtomicU32::new(0),
         });
         let writer = SinkWriter {
@@ -126,35 +149,53 @@ impl FrameSink {
 
     /// Queues `frame` for `delivery`. Waits while the queue is full.
     pub(crate) async fn send(&self, frame: Bytes, delivery: Delivery) -> Result<(), SinkClosed> {
-        self.send_within(frame, delivery, MAX_QUEUED_BYTES).await
+        self.send_within(frame, delivery, Lane::Any).await
     }
 
     /// Queues a stream's items for the writer task, waiting while the queue holds more than
     /// [`MAX_QUEUED_STREAM_BYTES`]: a stream that could fill the whole queue would hold the
     /// replies to other calls behind it.
+    ///
+    /// Waiting streams are woken one at a time, in the order they began to wait, and each
+    /// one that gets in wakes the next while there is room: with many streams on a
+    /// connection, waking them all whenever the writer took the queue woke a hundred tasks
+    /// for the two or three batches that fit.
     pub(crate) async fn send_stream_items(&self, frames: Bytes) -> Result<(), SinkClosed> {
-        self.send_within(frames, Delivery::Background, MAX_QUEUED_STREAM_BYTES)
+        self.send_within(frames, Delivery::Background, Lane::Stream)
             .await
     }
 
-    /// Queues `frame` for `delivery`, waiting while the queue holds more than `limit` bytes.
+    /// Queues `frame` for `delivery`, waiting while the queue holds more than `lane` allows.
     async fn send_within(
         &self,
         mut frame: Bytes,
         delivery: Delivery,
-        limit: usize,
+        lane: Lane,
     ) -> Result<(), SinkClosed> {
+        let waiters = match lane {
+            Lane::Any => &self.shared.space,
+            Lane::Stream => &self.shared.stream_space,
+        };
+        let limit = lane.limit();
+        let mut waited = false;
         loop {
-            let space = self.shared.space.notified();
+            let space = waiters.notified();
             tokio::pin!(space);
             let admitted = {
                 let mut queue = self.shared.lock_queue();
                 let admitted = self.shared.admit(&mut queue, frame, delivery, limit);
-                if matches!(admitted, Err(TrySend::Full(_))) {
-                    // Register before unlocking so no wake-up is lost, and make sure
-                    // someone drains: corked frames wait for no one.
-                    space.as_mut().enable();
-                    self.shared.hand_to_writer(&mut queue);
+                match admitted {
+                    Err(TrySend::Full(_)) => {
+                        // Register before unlocking so no wake-up is lost, and make sure
+                        // someone drains: corked frames wait for no one.
+                        space.as_mut().enable();
+                        self.shared.hand_to_writer(&mut queue);
+                    }
+                    // Woken alone and in: the next stream in line may fit too.
+                    Ok(_) if waited && lane == Lane::Stream && queue.batch.remaining() < limit => {
+                        self.shared.stream_space.notify_one();
+                    }
+                    _ => {}
                 }
                 admitted
             };
@@ -172,6 +213,7 @@ impl FrameSink {
                 Err(TrySend::Full(back)) => {
                     frame = back;
                     space.await;
+                    waited = true;
                 }
             }
         }
@@ -246,11 +288,24 @@ impl FrameSink {
     pub(crate) fn close(&self) {
         self.shared.lock_queue().closing = true;
         self.shared.writer.notify_one();
-        self.shared.space.notify_waiters();
+        self.shared.wake_all_senders();
     }
 }
 
 impl Shared {
+    /// The queue has room again (the writing party took what was queued): wakes the senders
+    /// waiting for the whole queue, and the first stream in line.
+    fn room_freed(&self) {
+        self.space.notify_waiters();
+        self.stream_space.notify_one();
+    }
+
+    /// The sink closed or failed: every waiting sender learns it.
+    fn wake_all_senders(&self) {
+        self.space.notify_waiters();
+        self.stream_space.notify_waiters();
+    }
+
     fn lock_queue(&self) -> MutexGuard<'_, Queue> {
         // Every critical section leaves the queue consistent, so a poisoned lock is usable.
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
@@ -318,13 +373,13 @@ impl Shared {
                 queue.owner = Owner::Nobody;
                 drop(queue);
                 self.writer.notify_one();
-                self.space.notify_waiters();
+                self.wake_all_senders();
             }
             Poll::Ready(Ok(())) if !queue.batch.has_remaining() && !queue.closing => {
                 queue.owner = Owner::Nobody;
                 queue.batch.recycle(batch);
                 drop(queue);
-                self.space.notify_waiters();
+                self.room_freed();
             }
             // The socket is full, or more frames arrived meanwhile: the writer task takes
             // over, ahead of newer frames with whatever is left of ours. (A full socket also
@@ -397,7 +452,7 @@ impl SinkWriter {
             }
             queue.closing = true;
             drop(queue);
-            self.shared.space.notify_waiters();
+            self.shared.wake_all_senders();
             outcome
         }
     }
@@ -429,7 +484,6 @@ impl SinkWriter {
                         }
                         (std::mem::take(&mut queue.batch), queue.closing)
                     };
-                    self.shared.space.notify_waiters();
                     if !batch.has_remaining() {
                         if closing {
                             return poll_fn(|cx| self.shared.lock_io().as_mut().poll_shutdown(cx))
@@ -442,6 +496,7 @@ impl SinkWriter {
                         }
                         continue;
                     }
+                    self.shared.room_freed();
                     self.write_all(&mut batch).await?;
                     self.shared.lock_queue().batch.recycle(batch);
                 }
@@ -535,6 +590,65 @@ mod tests {
             futures::poll!(reply.as_mut()).is_ready(),
             "a reply is queued up to the whole queue's limit"
         );
+    }
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[tokio::test]
+    async fn waiting_streams_are_woken_one_at_a_time_and_all_get_through() {
+        const STREAMS: usize = 50;
+        let batch = MAX_QUEUED_STREAM_BYTES / 2 + 1;
+        let (client, mut server) = tokio::io::duplex(64 * 1024);
+        let (sink, writer) = FrameSink::new(client);
+        // The writer is not running yet: the first batch fills the streams' share.
+        sink.send_stream_items(Bytes::from(vec![1u8; batch]))
+            .await
+            .unwrap();
+        let waker = Arc::new(CountingWaker::default());
+        let mut waiting: Vec<_> = (0..STREAMS)
+            .map(|_| Box::pin(sink.send_stream_items(Bytes::from(vec![2u8; batch]))))
+            .collect();
+        let counting = Waker::from(Arc::clone(&waker));
+        let mut cx = Context::from_waker(&counting);
+        for send in &mut waiting {
+            assert!(send.as_mut().poll(&mut cx).is_pending());
+        }
+        let writer = tokio::spawn(writer.run(None));
+        let total = (STREAMS + 1) * batch;
+        let reader = tokio::spawn(async move {
+            let mut read = vec![0u8; total];
+            server.read_exact(&mut read).await.unwrap();
+        });
+        // The writer takes the first batch: one stream is woken, not all fifty.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while waker.0.load(Ordering::Relaxed) == 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("taking the queue wakes a waiting stream");
+        assert_eq!(waker.0.load(Ordering::Relaxed), 1);
+        // Every stream gets in, each woken by the one before it or by the writer. (Each is
+        // polled when woken, as its own task would be.)
+        let all = futures::future::join_all(waiting);
+        let sent = tokio::time::timeout(Duration::from_secs(10), all)
+            .await
+            .expect("every waiting stream is woken in turn");
+        assert!(sent.iter().all(Result::is_ok));
+        tokio::time::timeout(Duration::from_secs(10), reader)
+            .await
+            .expect("every batch is written")
+            .unwrap();
+        sink.close();
+        writer.await.unwrap().unwrap();
     }
 
     #[test]
