@@ -77,6 +77,20 @@ impl OutgoingItems {
         self.call.as_ref()
     }
 
+    /// Runs `f` with the stream's call current for all of it: the items `f` polls for in a
+    /// row pay for making the call current once, not once each (for a stream of 1 KiB
+    /// items, moving the call's context in and out for each item cost its server about 300
+    /// instructions an item). Meanwhile [`call`](Self::call) is `None`.
+    pub(crate) fn in_call<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let Some(call) = self.call.take() else {
+            return f(self);
+        };
+        let mut current = Some(call);
+        let output = with_context(&mut current, || f(self));
+        self.call = current;
+        output
+    }
+
     /// Polls the producer for its next item, appending it encoded in `codec` to `out` (see
     /// `ItemSource::poll_encode`).
     pub(crate) fn poll_encode(

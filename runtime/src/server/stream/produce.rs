@@ -183,20 +183,22 @@ fn produce_ready(
     // Polled with a waker that does nothing: an item that is not ready ends the batch, and
     // the next wait for an item polls with the task's own waker again.
     let mut ready_now = Context::from_waker(Waker::noop());
-    while !batch.is_full() && credit.is_available() {
-        match produce_into(items, batch, opened, &mut ready_now) {
-            Poll::Pending => return None,
-            Poll::Ready(Produced::Item { last }) => {
-                credit.try_spend();
-                if last {
-                    return Some(Ended::Complete);
+    items.in_call(|items| {
+        while !batch.is_full() && credit.is_available() {
+            match produce_into(items, batch, opened, &mut ready_now) {
+                Poll::Pending => return None,
+                Poll::Ready(Produced::Item { last }) => {
+                    credit.try_spend();
+                    if last {
+                        return Some(Ended::Complete);
+                    }
                 }
+                Poll::Ready(Produced::Exhausted) => return Some(Ended::Complete),
+                Poll::Ready(Produced::Ended(failure)) => return Some(failure),
             }
-            Poll::Ready(Produced::Exhausted) => return Some(Ended::Complete),
-            Poll::Ready(Produced::Ended(failure)) => return Some(failure),
         }
-    }
-    None
+        None
+    })
 }
 
 /// What asking the producer for an item gave.
