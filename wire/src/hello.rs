@@ -16,8 +16,9 @@ pub const MAGIC: [u8; 4] = *b"WCAL";
 /// stream calls (frame kinds `Open`, `Item`, `End` and `Credit`); version 4 a stream's reply
 /// metadata and trailers (frame kind `Head`, and the metadata flag on the server's `End`);
 /// version 5 negotiated compression (hello extension [`EXTENSION_COMPRESSION`], frame flag
-/// [`FLAG_COMPRESSED`](crate::FLAG_COMPRESSED)).
-pub const PROTOCOL_VERSION: u8 = 5;
+/// [`FLAG_COMPRESSED`](crate::FLAG_COMPRESSED)); version 6 writes byte strings in JSON as
+/// base64 text instead of arrays of numbers (no new bytes in the framing).
+pub const PROTOCOL_VERSION: u8 = 6;
 
 /// The oldest protocol version that carries stream calls.
 pub const STREAMS_SINCE_VERSION: u8 = 3;
@@ -25,6 +26,9 @@ pub const STREAMS_SINCE_VERSION: u8 = 3;
 pub const STREAM_METADATA_SINCE_VERSION: u8 = 4;
 /// The oldest protocol version that negotiates compression.
 pub const COMPRESSION_SINCE_VERSION: u8 = 5;
+/// The oldest protocol version whose JSON writes byte strings as base64 text; older
+/// connections carry them as arrays of numbers.
+pub const JSON_BASE64_SINCE_VERSION: u8 = 6;
 /// The oldest protocol version this build still speaks.
 pub const MIN_PROTOCOL_VERSION: u8 = 1;
 /// The most codec ids a hello may list.
