@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::codec::encoding::Encoding;
+use crate::codec::Codec;
 use crate::metadata::{Metadata, MetadataError};
 use crate::method::{MethodDescriptor, MethodId, ServiceDescriptor};
 use crate::server::identity::PeerIdentity;
@@ -58,6 +60,8 @@ pub struct CallContext {
     pub(crate) replies_carry_metadata: bool,
     /// Whether it can carry a stream's reply metadata and trailers (protocol version 4).
     pub(crate) streams_carry_metadata: bool,
+    /// The connection's protocol version, which says how JSON writes the reply's byte strings.
+    pub(crate) protocol_version: u8,
     /// Boxed, and only once an entry is set: most calls send none back, and the context is
     /// moved on every poll.
     pub(crate) reply_metadata: RefCell<Option<Box<Metadata>>>,
@@ -94,6 +98,7 @@ impl CallContext {
             trace: self.trace,
             replies_carry_metadata: self.replies_carry_metadata,
             streams_carry_metadata: self.streams_carry_metadata,
+            protocol_version: self.protocol_version,
             reply_metadata: RefCell::new(None),
             trailers: RefCell::new(None),
             copied: true,
@@ -224,6 +229,13 @@ impl CallContext {
     }
 
     /// The reply metadata of the current call, taken, if the connection can carry it.
+    /// How the current call's reply is written in `codec`: as its connection's version
+    /// writes it (the newest version outside a call).
+    pub(crate) fn reply_encoding(codec: Codec) -> Encoding {
+        Self::with_current(|call| Encoding::new(codec, call.protocol_version))
+            .unwrap_or_else(|| codec.into())
+    }
+
     pub(crate) fn take_reply_metadata() -> Option<Metadata> {
         Self::with_current(|call| {
             if call.replies_carry_metadata {

@@ -6,19 +6,20 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::{Codec, CodecError, WireMessage};
+use crate::codec::encoding::Encoding;
+use crate::codec::{CodecError, WireMessage};
 use crate::stream::outgoing::OutgoingItems;
 use crate::stream::{ItemMessage, Streaming};
 
 /// Arguments whose type the stack does not know; encoded once the connection (and so the
 /// codec) is known.
 pub(crate) trait EncodeArgs: Send {
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError>;
+    fn encode_to(&self, encoding: Encoding, dst: &mut BytesMut) -> Result<(), CodecError>;
 }
 
 impl<A: WireMessage> EncodeArgs for A {
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
-        codec.encode(self, dst)
+    fn encode_to(&self, encoding: Encoding, dst: &mut BytesMut) -> Result<(), CodecError> {
+        encoding.encode(self, dst)
     }
 }
 
@@ -27,7 +28,7 @@ impl<A: WireMessage> EncodeArgs for A {
 pub(crate) struct RawArgs(pub(crate) Bytes);
 
 impl EncodeArgs for RawArgs {
-    fn encode_to(&self, _codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
+    fn encode_to(&self, _encoding: Encoding, dst: &mut BytesMut) -> Result<(), CodecError> {
         dst.extend_from_slice(&self.0);
         Ok(())
     }
@@ -37,7 +38,7 @@ impl EncodeArgs for RawArgs {
 /// attempts, its layers), so `Sync` even when the arguments are not (a `WireMessage` need not
 /// be). Each attempt holds the lock while it encodes, one at a time.
 pub(crate) trait SharedArgs: Send + Sync {
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError>;
+    fn encode_to(&self, encoding: Encoding, dst: &mut BytesMut) -> Result<(), CodecError>;
 }
 
 /// Arguments behind a lock: [`SharedArgs`] for any [`EncodeArgs`].
@@ -51,10 +52,10 @@ impl<E> Locked<E> {
 
 impl<E: EncodeArgs> SharedArgs for Locked<E> {
     #[inline]
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
+    fn encode_to(&self, encoding: Encoding, dst: &mut BytesMut) -> Result<(), CodecError> {
         // Encoding never leaves the value half-changed, so a poisoned lock is still usable.
         let args = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        args.encode_to(codec, dst)
+        args.encode_to(encoding, dst)
     }
 }
 
@@ -70,8 +71,8 @@ impl<E> Bare<E> {
 
 impl<E: EncodeArgs + Sync> SharedArgs for Bare<E> {
     #[inline]
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
-        self.0.encode_to(codec, dst)
+    fn encode_to(&self, encoding: Encoding, dst: &mut BytesMut) -> Result<(), CodecError> {
+        self.0.encode_to(encoding, dst)
     }
 }
 
@@ -95,8 +96,8 @@ impl CallArgs {
 }
 
 impl SharedArgs for CallArgs {
-    fn encode_to(&self, codec: Codec, dst: &mut BytesMut) -> Result<(), CodecError> {
-        self.0.encode_to(codec, dst)
+    fn encode_to(&self, encoding: Encoding, dst: &mut BytesMut) -> Result<(), CodecError> {
+        self.0.encode_to(encoding, dst)
     }
 }
 
@@ -104,9 +105,9 @@ impl SharedArgs for CallArgs {
 struct Unshared;
 
 impl EncodeArgs for Unshared {
-    fn encode_to(&self, codec: Codec, _dst: &mut BytesMut) -> Result<(), CodecError> {
+    fn encode_to(&self, encoding: Encoding, _dst: &mut BytesMut) -> Result<(), CodecError> {
         Err(CodecError::Encode {
-            codec,
+            codec: encoding.codec,
             cause: "the call's arguments were not shared before a layer (a wirecall bug)".into(),
         })
     }

@@ -9,6 +9,7 @@ use bytes::{Bytes, BytesMut};
 
 use crate::wire;
 
+pub(crate) mod encoding;
 #[doc(hidden)]
 pub mod evolve;
 #[cfg(feature = "json")]
@@ -119,7 +120,8 @@ impl Codec {
         Self::ALL.into_iter().filter(|c| c.is_available()).collect()
     }
 
-    /// Appends the encoding of `value` to `dst`.
+    /// Appends the encoding of `value` to `dst`, as this build's protocol version writes it
+    /// (JSON's byte strings as base64 text).
     #[inline]
     #[cfg_attr(
         not(any(feature = "json", feature = "msgpack", feature = "protobuf")),
@@ -128,7 +130,7 @@ impl Codec {
     pub fn encode<T: WireMessage>(self, value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
         match self {
             #[cfg(feature = "json")]
-            Self::Json => json::encode(value, dst),
+            Self::Json => json::encode(value, dst, json::BytesAs::Base64),
             #[cfg(feature = "msgpack")]
             Self::MessagePack => msgpack::encode(value, dst),
             #[cfg(feature = "protobuf")]
@@ -160,7 +162,7 @@ impl Codec {
 
     /// Decodes one whole message from `payload`, whose buffer the message's `Bytes` of 256
     /// bytes or more share instead of being copied (MessagePack and Protobuf; JSON carries
-    /// bytes as numbers, so it always copies). Such a `Bytes` keeps the whole payload's
+    /// bytes as text, so it always copies). Such a `Bytes` keeps the whole payload's
     /// buffer alive for as long as it lives: copy a small piece that you keep for long.
     #[inline]
     pub fn decode_shared<T: WireMessage>(self, payload: Bytes) -> Result<T, CodecError> {

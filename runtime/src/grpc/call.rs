@@ -197,6 +197,7 @@ impl Call {
                 // As HTTP/2 headers and trailers: a stream's metadata set before it opens goes
                 // out with its response headers, its trailers beside `grpc-status`.
                 streams_carry_metadata: true,
+                protocol_version: crate::wire::PROTOCOL_VERSION,
                 reply_metadata: RefCell::new(None),
                 trailers: RefCell::new(None),
                 copied: false,

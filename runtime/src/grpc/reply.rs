@@ -139,7 +139,7 @@ pub(crate) async fn send_items(
                 // The producer runs here: a panic in it ends the stream like a panicking
                 // handler, after the items it made before.
                 let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    items.poll_encode(cx, codec, &mut batch)
+                    items.poll_encode(cx, codec.into(), &mut batch)
                 }));
                 match polled {
                     Ok(Poll::Ready(Some(Ok(_last)))) => {

@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn client_hello_round_trips() {
     let bytes = ClientHello::encode(&[Codec::MessagePack, Codec::Json]);
-    assert_eq!(bytes, b"WCAL\x05\x02\x02\x01\x00\x00\x00");
+    assert_eq!(bytes, b"WCAL\x06\x02\x02\x01\x00\x00\x00");
     let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
     assert_eq!(used, bytes.len());
     assert_eq!(hello.codecs, vec![2, 1]);
@@ -15,7 +15,7 @@ fn client_hello_round_trips() {
 #[test]
 fn client_hello_carries_a_token() {
     let bytes = ClientHello::encode_with_token(&[Codec::Json], b"s3cret");
-    assert_eq!(bytes, b"WCAL\x05\x01\x01\x06s3cret\x00\x00");
+    assert_eq!(bytes, b"WCAL\x06\x01\x01\x06s3cret\x00\x00");
     let (hello, used) = ClientHello::parse(&bytes).unwrap().unwrap();
     assert_eq!(used, bytes.len());
     assert_eq!(hello.token, b"s3cret");

@@ -89,7 +89,7 @@ fn encode_reply<R: WireMessage>(codec: Codec, reply: &R) -> Result<Reply, CallEr
         Some(metadata) => FrameBuf::with_metadata(64, &metadata),
         None => FrameBuf::with_capacity(64),
     };
-    codec
+    crate::context::CallContext::reply_encoding(codec)
         .encode(reply, frame.payload_writer())
         .map_err(CallError::Encode)?;
     Ok(Reply::message(frame))

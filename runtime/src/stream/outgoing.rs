@@ -10,7 +10,8 @@ use futures::stream::StreamExt;
 
 use super::item::ItemMessage;
 use super::streaming::Streaming;
-use crate::codec::{Codec, CodecError};
+use crate::codec::encoding::Encoding;
+use crate::codec::CodecError;
 use crate::context::{with_context, CallContext};
 
 /// The items of an opened stream, each encoded in the connection's codec when it is taken,
@@ -26,35 +27,35 @@ pub struct OutgoingItems {
 /// A producer whose items come out encoded: the item type, known to the generated code, is
 /// erased here, so that the tasks that send stream items are not generic.
 trait ItemSource: Send {
-    /// Polls the producer for its next item and appends it, encoded in `codec`, to `out`:
+    /// Polls the producer for its next item and appends it, encoded as `encoding` says, to `out`:
     /// `Some(last)` when it did (`last`: an application error, the stream's last item),
     /// `None` once the producer has run out. An error leaves `out` with part of an item in
     /// it.
     fn poll_encode(
         &mut self,
         cx: &mut Context<'_>,
-        codec: Codec,
+        encoding: Encoding,
         out: &mut BytesMut,
     ) -> Poll<Option<Result<bool, CodecError>>>;
 }
 
 /// The items of a `Streaming<M::Item>`, encoded as `M`s.
-struct Encoding<M: ItemMessage> {
+struct EncodedItems<M: ItemMessage> {
     items: Streaming<M::Item>,
 }
 
-impl<M: ItemMessage> ItemSource for Encoding<M> {
+impl<M: ItemMessage> ItemSource for EncodedItems<M> {
     fn poll_encode(
         &mut self,
         cx: &mut Context<'_>,
-        codec: Codec,
+        encoding: Encoding,
         out: &mut BytesMut,
     ) -> Poll<Option<Result<bool, CodecError>>> {
         let Some(item) = ready!(self.items.poll_next_unpin(cx)) else {
             return Poll::Ready(None);
         };
         let (message, last) = M::from_item(item);
-        Poll::Ready(Some(codec.encode(&message, out).map(|()| last)))
+        Poll::Ready(Some(encoding.encode(&message, out).map(|()| last)))
     }
 }
 
@@ -62,7 +63,7 @@ impl OutgoingItems {
     /// Encodes each item of `items` as an `M`.
     pub(crate) fn encoding<M: ItemMessage>(items: Streaming<M::Item>) -> Self {
         Self {
-            source: Box::new(Encoding::<M> { items }),
+            source: Box::new(EncodedItems::<M> { items }),
             call: None,
         }
     }
@@ -91,18 +92,18 @@ impl OutgoingItems {
         output
     }
 
-    /// Polls the producer for its next item, appending it encoded in `codec` to `out` (see
+    /// Polls the producer for its next item, appending it encoded as `encoding` says to `out` (see
     /// `ItemSource::poll_encode`).
     pub(crate) fn poll_encode(
         &mut self,
         cx: &mut Context<'_>,
-        codec: Codec,
+        encoding: Encoding,
         out: &mut BytesMut,
     ) -> Poll<Option<Result<bool, CodecError>>> {
         let source = &mut self.source;
         match &mut self.call {
-            None => source.poll_encode(cx, codec, out),
-            call => with_context(call, || source.poll_encode(cx, codec, out)),
+            None => source.poll_encode(cx, encoding, out),
+            call => with_context(call, || source.poll_encode(cx, encoding, out)),
         }
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
+use crate::codec::encoding::Encoding;
 use crate::codec::Codec;
 use crate::compression::{Algorithm, FrameCompressor};
 use crate::error::Error;
@@ -279,7 +280,8 @@ impl Connection {
                 FrameBuf::with_metadata(64, &metadata)
             }
         };
-        call.args.encode_to(self.codec, frame.payload_writer())?;
+        call.args
+            .encode_to(self.encoding(), frame.payload_writer())?;
         let send_limit = self.send_limit.load(Ordering::Relaxed);
         Ok(frame.finish_compressed(
             kind,
@@ -289,6 +291,11 @@ impl Connection {
             send_limit,
             self.compressor_for(call.uncompressed),
         )?)
+    }
+
+    /// How payloads are written on this connection: its codec, as its version writes it.
+    pub(crate) fn encoding(&self) -> Encoding {
+        Encoding::new(self.codec, self.version)
     }
 
     /// The compressor for the frames of a call, `None` when the connection does not compress

@@ -50,7 +50,7 @@ async fn send_items(connection: &Connection, upload: &Upload, mut items: Outgoin
         credit.spend().await;
         let mut frame = FrameBuf::with_capacity(size_hint);
         let encoded = std::future::poll_fn(|cx| {
-            items.poll_encode(cx, connection.codec, frame.payload_writer())
+            items.poll_encode(cx, connection.encoding(), frame.payload_writer())
         })
         .await;
         let frame = match encoded {

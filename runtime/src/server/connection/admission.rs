@@ -22,6 +22,7 @@ use super::state::ConnectionState;
 use super::stream_task::{spawn_stream, OpenedStream};
 use super::supervise::{supervise, CallRecord, Supervised};
 use crate::call_span::{CallSpan, Side};
+use crate::codec::encoding::Encoding;
 use crate::context::CallContext;
 use crate::error::ErrorCode;
 use crate::metadata::Metadata;
@@ -144,6 +145,7 @@ pub(super) fn start_call(
         metadata,
         trace,
         replies_carry_metadata: context.version >= 2,
+        protocol_version: context.version,
         streams_carry_metadata: context.version >= STREAM_METADATA_SINCE_VERSION,
         reply_metadata: RefCell::new(None),
         trailers: RefCell::new(None),
@@ -180,7 +182,7 @@ pub(super) fn start_call(
             out: StreamOut {
                 request_id,
                 method,
-                codec: context.codec,
+                encoding: Encoding::new(context.codec, context.version),
                 send_limit: context.send_limit,
                 compressor: context.compressor.clone(),
                 sink: context.sink.clone(),

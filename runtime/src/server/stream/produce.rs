@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 
 use super::batch::ItemBatch;
-use crate::codec::Codec;
+use crate::codec::encoding::Encoding;
 use crate::compression::FrameCompressor;
 use crate::context::CallContext;
 use crate::error::{CallError, ErrorCode};
@@ -28,8 +28,8 @@ use crate::transport::writer::FrameSink;
 pub(crate) struct StreamOut {
     pub(crate) request_id: u64,
     pub(crate) method: MethodId,
-    /// The connection's codec, which the items are encoded in.
-    pub(crate) codec: Codec,
+    /// The connection's codec and version, which the items are encoded in.
+    pub(crate) encoding: Encoding,
     /// The largest frame the client accepts.
     pub(crate) send_limit: u32,
     /// Compresses the items when the connection negotiated compression.
@@ -222,7 +222,7 @@ fn produce_into(
 ) -> Poll<Produced> {
     let start = batch.begin();
     let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        items.poll_encode(cx, opened.codec, batch.payload())
+        items.poll_encode(cx, opened.encoding, batch.payload())
     }));
     let produced = match polled {
         Ok(Poll::Ready(Some(Ok(last)))) => {

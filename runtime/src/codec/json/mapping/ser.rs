@@ -1,21 +1,24 @@
-//! [`Ser`]: serde_json's serializer, with non-finite floats written as their names.
+//! [`Ser`]: serde_json's serializer, with non-finite floats written as their names and byte
+//! strings as the connection's version writes them.
 
 use std::fmt;
 
 use serde::ser::{self, Serialize, Serializer};
 
+use super::byte_strings::{base64_text, BytesAs};
 use super::names::non_finite_name;
 
-/// A serializer (or one of its compound states) that writes non-finite floats as strings.
-pub(crate) struct Ser<S>(pub(crate) S);
+/// A serializer (or one of its compound states) that writes non-finite floats as strings,
+/// and byte strings as the second field says.
+pub(crate) struct Ser<S>(pub(crate) S, pub(crate) BytesAs);
 
 /// A value whose serialisation goes through [`Ser`].
-struct Wrapped<'a, T: ?Sized>(&'a T);
+struct Wrapped<'a, T: ?Sized>(&'a T, BytesAs);
 
 impl<T: ?Sized + Serialize> Serialize for Wrapped<'_, T> {
     #[inline]
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(Ser(serializer))
+        self.0.serialize(Ser(serializer, self.1))
     }
 }
 
@@ -56,8 +59,15 @@ impl<S: Serializer> Serializer for Ser<S> {
         serialize_u128(u128);
         serialize_char(char);
         serialize_str(&str);
-        serialize_bytes(&[u8]);
         serialize_unit_struct(&'static str);
+    }
+
+    #[inline]
+    fn serialize_bytes(self, v: &[u8]) -> Result<S::Ok, S::Error> {
+        match self.1 {
+            BytesAs::Base64 => self.0.collect_str(&base64_text(v)),
+            BytesAs::Numbers => self.0.serialize_bytes(v),
+        }
     }
 
     #[inline]
@@ -85,7 +95,7 @@ impl<S: Serializer> Serializer for Ser<S> {
 
     #[inline]
     fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
-        self.0.serialize_some(&Wrapped(value))
+        self.0.serialize_some(&Wrapped(value, self.1))
     }
 
     #[inline]
@@ -109,7 +119,8 @@ impl<S: Serializer> Serializer for Ser<S> {
         name: &'static str,
         value: &T,
     ) -> Result<S::Ok, S::Error> {
-        self.0.serialize_newtype_struct(name, &Wrapped(value))
+        self.0
+            .serialize_newtype_struct(name, &Wrapped(value, self.1))
     }
 
     #[inline]
@@ -121,17 +132,17 @@ impl<S: Serializer> Serializer for Ser<S> {
         value: &T,
     ) -> Result<S::Ok, S::Error> {
         self.0
-            .serialize_newtype_variant(name, variant_index, variant, &Wrapped(value))
+            .serialize_newtype_variant(name, variant_index, variant, &Wrapped(value, self.1))
     }
 
     #[inline]
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
-        self.0.serialize_seq(len).map(Ser)
+        self.0.serialize_seq(len).map(|inner| Ser(inner, self.1))
     }
 
     #[inline]
     fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
-        self.0.serialize_tuple(len).map(Ser)
+        self.0.serialize_tuple(len).map(|inner| Ser(inner, self.1))
     }
 
     #[inline]
@@ -140,7 +151,9 @@ impl<S: Serializer> Serializer for Ser<S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleStruct, S::Error> {
-        self.0.serialize_tuple_struct(name, len).map(Ser)
+        self.0
+            .serialize_tuple_struct(name, len)
+            .map(|inner| Ser(inner, self.1))
     }
 
     #[inline]
@@ -153,12 +166,12 @@ impl<S: Serializer> Serializer for Ser<S> {
     ) -> Result<Self::SerializeTupleVariant, S::Error> {
         self.0
             .serialize_tuple_variant(name, variant_index, variant, len)
-            .map(Ser)
+            .map(|inner| Ser(inner, self.1))
     }
 
     #[inline]
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
-        self.0.serialize_map(len).map(Ser)
+        self.0.serialize_map(len).map(|inner| Ser(inner, self.1))
     }
 
     #[inline]
@@ -167,7 +180,9 @@ impl<S: Serializer> Serializer for Ser<S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, S::Error> {
-        self.0.serialize_struct(name, len).map(Ser)
+        self.0
+            .serialize_struct(name, len)
+            .map(|inner| Ser(inner, self.1))
     }
 
     #[inline]
@@ -180,7 +195,7 @@ impl<S: Serializer> Serializer for Ser<S> {
     ) -> Result<Self::SerializeStructVariant, S::Error> {
         self.0
             .serialize_struct_variant(name, variant_index, variant, len)
-            .map(Ser)
+            .map(|inner| Ser(inner, self.1))
     }
 
     #[inline]
@@ -207,7 +222,7 @@ macro_rules! compound {
                 $($key: $key_ty,)?
                 value: &T,
             ) -> Result<(), S::Error> {
-                self.0.$element($($key,)? &Wrapped(value))
+                self.0.$element($($key,)? &Wrapped(value, self.1))
             }
 
             #[inline]
@@ -234,7 +249,7 @@ impl<S: ser::SerializeStruct> ser::SerializeStruct for Ser<S> {
         key: &'static str,
         value: &T,
     ) -> Result<(), S::Error> {
-        self.0.serialize_field(key, &Wrapped(value))
+        self.0.serialize_field(key, &Wrapped(value, self.1))
     }
 
     #[inline]
@@ -254,12 +269,12 @@ impl<S: ser::SerializeMap> ser::SerializeMap for Ser<S> {
 
     #[inline]
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), S::Error> {
-        self.0.serialize_key(&Wrapped(key))
+        self.0.serialize_key(&Wrapped(key, self.1))
     }
 
     #[inline]
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), S::Error> {
-        self.0.serialize_value(&Wrapped(value))
+        self.0.serialize_value(&Wrapped(value, self.1))
     }
 
     #[inline]

@@ -1,10 +1,11 @@
 //! [`De`]: serde_json's deserializer, with the three names read as floats where a float is
-//! expected.
+//! expected, and base64 text read where a byte string is.
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
 
+use super::byte_strings;
 use super::names::non_finite_value;
 
 /// A deserializer (or one of its access states) that reads the three names as floats where a
@@ -19,6 +20,45 @@ struct Seed<T>(T);
 
 /// A visitor for `f32`/`f64` that also takes the three names.
 struct FloatVis<V>(V);
+
+/// The visitor of a byte string, as [`De`] hands it on: base64 text becomes the bytes it
+/// spells, an array of numbers goes to the wrapped visitor as it is.
+struct BytesVis<V>(V);
+
+impl<V> BytesVis<V> {
+    fn decoded<'de, E: de::Error>(self, text: &[u8]) -> Result<V::Value, E>
+    where
+        V: Visitor<'de>,
+    {
+        match byte_strings::decode(text) {
+            Ok(bytes) => self.0.visit_byte_buf(bytes),
+            Err(cause) => Err(E::custom(format_args!(
+                "a byte string in JSON is base64 text, and this is not: {cause}"
+            ))),
+        }
+    }
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for BytesVis<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a byte string: base64 text, or an array of numbers 0 to 255")
+    }
+
+    // serde_json hands a string's contents to a byte-string visitor as bytes.
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<V::Value, E> {
+        self.decoded(v)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.decoded(v.as_bytes())
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.0.visit_seq(De(seq))
+    }
+}
 
 impl<'de, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Seed<T> {
     type Value = T::Value;
@@ -60,8 +100,6 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for De<D> {
         deserialize_char();
         deserialize_str();
         deserialize_string();
-        deserialize_bytes();
-        deserialize_byte_buf();
         deserialize_option();
         deserialize_unit();
         deserialize_unit_struct(name: &'static str);
@@ -86,6 +124,17 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for De<D> {
     #[inline]
     fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
         self.0.deserialize_any(FloatVis(visitor))
+    }
+
+    // A byte string may come as base64 text or, as versions 1 to 5 wrote it, as an array.
+    #[inline]
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_bytes(BytesVis(visitor))
+    }
+
+    #[inline]
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_byte_buf(BytesVis(visitor))
     }
 
     #[inline]
