@@ -5,8 +5,8 @@
 //! the server's JSON codec reads as the same value.
 //!
 //! The check is as strict as the document: forms the codec also reads but the document does
-//! not list (a message as an array of its fields, a `Duration` as `[secs, nanos]`, bytes as a
-//! string, an enum by number, a unit variant as `{"Name": null}`) are refused. It also makes
+//! not list (a message as an array of its fields, a `Duration` as `[secs, nanos]`, bytes as an
+//! array of numbers, an enum by number, a unit variant as `{"Name": null}`) are refused. It also makes
 //! one value fit the codec: an integer written with a zero fraction (`436.0`, which JSON
 //! Schema's `integer` admits and serde refuses) is sent as the integer.
 
@@ -99,10 +99,7 @@ pub(crate) fn conform(
         },
         TypeRef::Char => value.as_str().is_some_and(|text| text.chars().count() == 1),
         TypeRef::String => value.is_string(),
-        TypeRef::Bytes => match value {
-            Value::Array(bytes) => return each_element(bytes, &TypeRef::U8, types),
-            _ => false,
-        },
+        TypeRef::Bytes => value.as_str().is_some_and(is_base64),
         TypeRef::Duration => {
             return fixed_object(value, ty, &["secs", "nanos"], types);
         }
@@ -357,6 +354,21 @@ fn describe(value: &Value) -> String {
     }
 }
 
+/// Whether `text` is base64 as the document's `BASE64_PATTERN` says: the standard alphabet,
+/// padded to a multiple of four. (The codec also reads the URL-safe alphabet and text without
+/// its padding; the document lists the form the codec writes.)
+fn is_base64(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return false;
+    }
+    let padding = bytes.iter().rev().take_while(|&&byte| byte == b'=').count();
+    padding <= 2
+        && bytes[..bytes.len() - padding]
+            .iter()
+            .all(|&byte| byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/')
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -537,6 +549,17 @@ mod tests {
         )
         .is_err());
         assert!(fits(json!({"secs": 1}), TypeRef::Duration).is_err());
-        assert!(fits(json!("ab"), TypeRef::Bytes).is_err());
+        assert!(fits(json!("d2lyZWNhbGw="), TypeRef::Bytes).is_ok());
+        assert!(fits(json!("+/8="), TypeRef::Bytes).is_ok());
+        assert!(fits(json!("YR=="), TypeRef::Bytes).is_ok());
+        assert!(fits(json!(""), TypeRef::Bytes).is_ok());
+        // The forms the codec also reads but the document does not list.
+        assert!(fits(json!("d2lyZWNhbGw"), TypeRef::Bytes).is_err());
+        assert!(fits(json!("-_8="), TypeRef::Bytes).is_err());
+        assert!(fits(json!("a"), TypeRef::Bytes).is_err());
+        assert!(fits(json!("Y==="), TypeRef::Bytes).is_err());
+        assert!(fits(json!("Y=Q="), TypeRef::Bytes).is_err());
+        assert!(fits(json!("not base64!"), TypeRef::Bytes).is_err());
+        assert!(fits(json!([1, 2]), TypeRef::Bytes).is_err());
     }
 }

@@ -14,6 +14,11 @@ pub(crate) type RefOf<'a> = &'a dyn Fn(&str) -> String;
 /// number within it reads as a finite `f32`; one past it would read as an infinity.
 pub(crate) const F32_LIMIT: f64 = 3.4028235e38;
 
+/// A byte string as the codec writes it (wire chapter, "JSON"): base64, standard alphabet,
+/// padded. `json_shape.rs` checks the same.
+pub(crate) const BASE64_PATTERN: &str =
+    "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+
 /// The schema of one value of `ty`.
 pub(crate) fn type_schema(ty: &TypeRef, ref_of: RefOf<'_>) -> Value {
     match ty {
@@ -32,7 +37,11 @@ pub(crate) fn type_schema(ty: &TypeRef, ref_of: RefOf<'_>) -> Value {
         }
         TypeRef::Char => json!({ "type": "string", "minLength": 1, "maxLength": 1 }),
         TypeRef::String => json!({ "type": "string" }),
-        TypeRef::Bytes => json!({ "type": "array", "items": integer(0, 255) }),
+        TypeRef::Bytes => json!({
+            "type": "string",
+            "contentEncoding": "base64",
+            "pattern": BASE64_PATTERN,
+        }),
         TypeRef::Duration => seconds_and_nanos("secs", "nanos"),
         TypeRef::Timestamp => seconds_and_nanos("secs_since_epoch", "nanos_since_epoch"),
         TypeRef::Option(inner) => nullable(type_schema(inner, ref_of)),

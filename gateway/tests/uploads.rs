@@ -292,12 +292,12 @@ async fn a_client_streams_application_error_is_a_422() {
 #[tokio::test]
 async fn a_bidirectional_echo_answers_each_item_as_a_json_line() {
     let fixture = fixture(Gateway::builder()).await;
-    let body = "{}\n{\"n\":1,\"body\":[]}\n{\"n\":2,\"body\":[7,8]}\n";
+    let body = "{}\n{\"n\":1,\"body\":\"\"}\n{\"n\":2,\"body\":\"Bwg=\"}\n";
     let (status, content_type, body) = post(&fixture, "/Feed/doubled", body).await;
     assert_eq!((status, content_type.as_str()), (200, NDJSON), "{body}");
     assert_eq!(
         lines(&body),
-        [json!({"n": 2, "body": []}), json!({"n": 4, "body": [7, 8]})]
+        [json!({"n": 2, "body": ""}), json!({"n": 4, "body": "Bwg="})]
     );
     fixture.server.shutdown().await;
 }
@@ -307,7 +307,7 @@ async fn a_bidirectional_echo_answers_each_item_as_a_json_line() {
 #[tokio::test]
 async fn a_bidirectional_answer_comes_as_events_when_accept_prefers_them() {
     let fixture = fixture(Gateway::builder()).await;
-    let body = "{}\n{\"n\":1,\"body\":[]}\n{\"n\":2,\"body\":[7]}\n";
+    let body = "{}\n{\"n\":1,\"body\":\"\"}\n{\"n\":2,\"body\":\"Bw==\"}\n";
     let (status, content_type, body) =
         post_accepting(&fixture, "/Feed/doubled", "text/event-stream", body).await;
     assert_eq!(
@@ -317,7 +317,7 @@ async fn a_bidirectional_answer_comes_as_events_when_accept_prefers_them() {
     );
     assert_eq!(
         body,
-        "data: {\"body\":[],\"n\":2}\n\ndata: {\"body\":[7],\"n\":4}\n\nevent: end\ndata: {}\n\n"
+        "data: {\"body\":\"\",\"n\":2}\n\ndata: {\"body\":\"Bw==\",\"n\":4}\n\nevent: end\ndata: {}\n\n"
     );
 
     let (status, content_type, body) =
@@ -335,13 +335,15 @@ async fn a_bidirectional_answer_comes_as_events_when_accept_prefers_them() {
 async fn bidirectional_items_come_back_while_the_upload_is_still_going() {
     let fixture = fixture(Gateway::builder()).await;
     let mut upload = OpenUpload::start(&fixture, "/Feed/doubled");
-    upload.send("{}\n{\"n\":1,\"body\":[]}\n".to_owned()).await;
+    upload
+        .send("{}\n{\"n\":1,\"body\":\"\"}\n".to_owned())
+        .await;
     let response = upload.response().await;
     assert_eq!(response.status(), 200);
     let mut reader = LineReader::new(response);
     assert_eq!(reader.next_line().await["n"], 2);
     upload.send("{\"n\":5,".to_owned()).await;
-    upload.send("\"body\":[]}\n".to_owned()).await;
+    upload.send("\"body\":\"\"}\n".to_owned()).await;
     assert_eq!(reader.next_line().await["n"], 10);
     upload.finish();
     assert!(reader.ends().await, "the upload's end ends the answer");
@@ -430,7 +432,9 @@ async fn a_bad_line_cancels_the_call_without_ending_the_upload() {
 async fn a_bad_line_after_the_answer_started_ends_it_with_an_error_line() {
     let fixture = fixture(Gateway::builder()).await;
     let mut upload = OpenUpload::start(&fixture, "/Feed/doubled");
-    upload.send("{}\n{\"n\":1,\"body\":[]}\n".to_owned()).await;
+    upload
+        .send("{}\n{\"n\":1,\"body\":\"\"}\n".to_owned())
+        .await;
     let response = upload.response().await;
     assert_eq!(response.status(), 200);
     let mut reader = LineReader::new(response);

@@ -131,7 +131,7 @@ fn type_ref(ty: &TypeRef, prefix: &str) -> Value {
         TypeRef::F32 | TypeRef::F64 => json!({ "type": "number" }),
         TypeRef::Char => json!({ "type": "string", "minLength": 1, "maxLength": 1 }),
         TypeRef::String => json!({ "type": "string" }),
-        TypeRef::Bytes => json!({ "type": "array", "items": integer(0, 255) }),
+        TypeRef::Bytes => json!({ "type": "string", "contentEncoding": "base64" }),
         TypeRef::Duration => json!({
             "type": "object",
             "properties": { "secs": integer(0, u64::MAX), "nanos": integer(0, 999_999_999) },
