@@ -104,7 +104,7 @@ def accepted_v5(compression=b"\x01", codec_id=1, version=5, extensions=None):
 def test_the_hello_offers_zstd_in_the_compression_extension():
     # The chapter's JSON-only hello, with the extension block growing by 03 01 01.
     assert client_hello([CodecId.JSON], compression=[ALGORITHM_ZSTD]) == bytes.fromhex(
-        "57 43 41 4c 05 01 01 00 00 09 01 04 01 00 00 00 03 01 01"
+        "57 43 41 4c 06 01 01 00 00 09 01 04 01 00 00 00 03 01 01"
     )
 
 
@@ -175,7 +175,7 @@ def test_connect_offers_zstd_unless_told_not_to(monkeypatch):
                 await connect(port)
 
     run(scenario)
-    assert offers == [(5, b"\x01"), (5, b"\x01"), (5, None), (4, None), (5, None)]
+    assert offers == [(6, b"\x01"), (6, b"\x01"), (6, None), (4, None), (6, None)]
 
 
 # -- the server's choice -------------------------------------------------------------------------
@@ -668,7 +668,7 @@ BIG_USER = {"user_id": 7, "name": "z" * 8000, "age": 30}
 def test_example_server_compresses_a_large_call_both_ways(server, codec):
     async def scenario():
         async with await aio.connect(server.address, codecs=[codec]) as client:
-            assert client.protocol_version == 5
+            assert client.protocol_version == 6
             assert client.compression == "zstd"
             assert await client.UserService.get_user(user=BIG_USER) == BIG_USER
             assert await client.UserService.get_user(user=FANLY) == FANLY
@@ -680,7 +680,7 @@ def test_example_server_compresses_a_large_call_both_ways(server, codec):
 
 def test_example_server_without_compression(server, codec):
     with wirecall.connect(server.address, codecs=[codec], compression=False) as client:
-        assert client.protocol_version == 5
+        assert client.protocol_version == 6
         assert client.compression is None
         assert client.UserService.get_user(user=BIG_USER) == BIG_USER
         assert client.UserFeed.import_users([BIG_USER, FANLY]) == 2

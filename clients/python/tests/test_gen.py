@@ -295,9 +295,13 @@ def every_type_record(module: ModuleType) -> Any:
 
 def test_every_type_round_trips_through_json_and_msgpack_forms(every_type):
     record = every_type_record(every_type)
-    # JSON: bytes as numbers, map keys as strings, all through the json module.
+    # JSON: bytes as base64 (numbers below version 6), map keys as strings, all through the
+    # json module.
+    assert for_codec(record.to_wire(), "json", 5)["blob"] == [0, 255]
+    as_numbers = json.loads(json.dumps(for_codec(record.to_wire(), "json", 5)))
+    assert every_type.Record.from_wire(as_numbers) == record
     as_json = json.loads(json.dumps(for_codec(record.to_wire(), "json")))
-    assert as_json["blob"] == [0, 255] and as_json["by_id"]["2"] == "Empty" and as_json["switches"] == {"true": "on", "false": "off"}
+    assert as_json["blob"] == "AP8=" and as_json["by_id"]["2"] == "Empty" and as_json["switches"] == {"true": "on", "false": "off"}
     assert as_json["wait"] == {"secs": 90, "nanos": 5000} and as_json["class"] == "keyword"
     assert as_json["from_wire"] == 8
     assert every_type.Record.from_wire(as_json) == record
@@ -396,3 +400,15 @@ def test_mypy_refuses_a_wrong_argument_type(stubs_directory):
     status, errors = mypy(stubs_directory, program)
     assert status == 1
     assert any("wrong_program.py" in error and "arg-type" in error and '"name"' in error for error in errors), errors
+
+
+def test_bytes_from_wire_reads_every_form_the_wire_chapter_names():
+    from wirecall.typed import bytes_from_wire
+
+    for text in ("+/8=", "+/8", "-_8=", "-_8"):
+        assert bytes_from_wire(text) == b"\xfb\xff", text
+    assert bytes_from_wire([251, 255]) == bytes_from_wire(b"\xfb\xff") == b"\xfb\xff"
+    assert bytes_from_wire("") == b""
+    for text in ("a", "not base64!", "é"):
+        with pytest.raises(ValueError, match="base64"):
+            bytes_from_wire(text)

@@ -18,6 +18,7 @@ import wirecall  # noqa: E402
 from wirecall import aio  # noqa: E402
 from wirecall.protobuf import REFLECTION_METHODS, ProtobufCodec, reflection_descriptors  # noqa: E402
 from wirecall.replies import Reply  # noqa: E402
+from wirecall.typed import bytes_from_wire  # noqa: E402
 from wirecall.schema import ServiceSchema  # noqa: E402
 
 from wirecall.wire import FrameKind, encode_frame  # noqa: E402
@@ -32,7 +33,7 @@ NOT_FOUND = {"user_id": 42, "reason": "no such user"}
 def descriptors_over(client: wirecall.Client, service: str) -> bytes:
     """`descriptors(service)` over a JSON or MessagePack connection, as bytes."""
     reply = client.call_with("wirecall.Reflection", "descriptors", {"service": service}, reply=Reply.RESULT)
-    return bytes(reply)
+    return bytes_from_wire(reply)
 
 
 def test_every_user_service_method_asyncio(server):

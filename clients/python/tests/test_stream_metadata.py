@@ -29,7 +29,7 @@ def run(scenario) -> None:
 def test_list_users_ends_with_its_count_as_a_trailer(server, codec):
     async def scenario():
         async with await aio.connect(server.address, codecs=[codec]) as client:
-            assert client.protocol_version == 5
+            assert client.protocol_version == 6
             users = client.stream("UserFeed", "list_users", count=3)
             assert users.trailers() is None
             # list_users sets no reply metadata; asking for it takes no item.

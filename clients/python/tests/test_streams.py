@@ -157,7 +157,7 @@ def relay(server) -> Iterator[Relay]:
 def test_items_arrive_in_order_in_each_codec(server, codec):
     async def scenario():
         async with await aio.connect(server.address, codecs=[codec]) as client:
-            assert client.protocol_version == 5
+            assert client.protocol_version == 6
             raw = [user async for user in client.stream("UserFeed", "list_users", count=5)]
             assert raw == as_sent(USERS[:5], codec)
             # The proxy reads items by the schema: the same dicts in both codecs.

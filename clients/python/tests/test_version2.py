@@ -1,5 +1,5 @@
 """Protocol version 2: the hellos' extension block, the frame limit, metadata both ways, and the
-fallbacks from the version the client offers (5) to versions 3, 2 and 1, against the example
+fallbacks from the version the client offers (6) to versions 3, 2 and 1, against the example
 server and against scripted peers."""
 
 import asyncio
@@ -23,7 +23,7 @@ from wirecall.wire import (
 from conftest import FANLY
 from test_peer_behaviour import read_client_hello, scripted_server
 
-#: The compression extension a version 5 hello carries by default: zstd, when installed.
+#: The compression extension a version 5 or 6 hello carries by default: zstd, when installed.
 OFFERED_COMPRESSION = bytes.fromhex("03 01 01") if zstd_available() else b""
 
 
@@ -40,9 +40,9 @@ async def read_frame(reader):
 # -- against the example server ---------------------------------------------------------------
 
 
-def test_the_example_server_speaks_version_5_and_announces_its_frame_limit(server, codec):
+def test_the_example_server_speaks_version_6_and_announces_its_frame_limit(server, codec):
     with wirecall.connect(server.address, codecs=[codec]) as client:
-        assert client.protocol_version == 5
+        assert client.protocol_version == 6
         assert client.server_max_frame_length == 16 * 1024 * 1024
         assert client.call("UserService", "get_user_id", name="fanly") == 5
 
@@ -71,7 +71,7 @@ def test_the_server_checks_our_metadata_block(server):
     with socket.create_connection((host, int(port))) as sock, sock.makefile("rb") as stream:
         sock.sendall(client_hello([CodecId.JSON]))
         head = stream.read(8)
-        assert head[4:7] == bytes([5, 0, 1])
+        assert head[4:7] == bytes([6, 0, 1])
         stream.read(head[7])
         stream.read(struct.unpack(">H", stream.read(2))[0])
         bad_block = bytes.fromhex("00 01 01") + b"A" + bytes.fromhex("00 00")
@@ -140,14 +140,14 @@ def test_an_older_server_naming_version_1_gets_a_version_1_hello():
             assert client.protocol_version == 1
             assert await client.call("S", "echo", x=1) == {"x": 1}
             await client.close()
-        assert [hello[0] for hello in hellos] == [5, 1]
+        assert [hello[0] for hello in hellos] == [6, 1]
         assert hellos[0][3] == bytes.fromhex("01 04 01 00 00 00") + OFFERED_COMPRESSION
         assert hellos[1][1:] == (b"\x01", b"t", b"")
 
     asyncio.run(scenario())
 
 
-def test_a_server_refusing_version_5_naming_version_2_gets_a_version_2_hello():
+def test_a_server_refusing_version_6_naming_version_2_gets_a_version_2_hello():
     hellos = []
 
     async def version_2_only(reader, writer):
@@ -175,16 +175,16 @@ def test_a_server_refusing_version_5_naming_version_2_gets_a_version_2_hello():
                 client.stream("S", "items")
             await client.close()
         # Both hellos announce the frame limit: version 2 has the extension block too. Only
-        # the version 5 hello offers compression.
+        # the version 6 hello offers compression.
         assert hellos == [
-            (5, bytes.fromhex("01 04 01 00 00 00") + OFFERED_COMPRESSION),
+            (6, bytes.fromhex("01 04 01 00 00 00") + OFFERED_COMPRESSION),
             (2, bytes.fromhex("01 04 01 00 00 00")),
         ]
 
     asyncio.run(scenario())
 
 
-def test_a_server_refusing_version_5_naming_version_3_gets_a_version_3_hello():
+def test_a_server_refusing_version_6_naming_version_3_gets_a_version_3_hello():
     hellos = []
 
     async def version_3_only(reader, writer):
@@ -205,7 +205,7 @@ def test_a_server_refusing_version_5_naming_version_3_gets_a_version_3_hello():
             client = await aio.connect("127.0.0.1", port, codecs=["json"])
             assert client.protocol_version == 3
             await client.close()
-        assert hellos == [5, 3]
+        assert hellos == [6, 3]
 
     asyncio.run(asyncio.wait_for(scenario(), 10))
 

@@ -31,18 +31,18 @@ def test_method_id_matches_the_worked_example():
 
 def test_client_hello_offering_json_without_a_token():
     # The chapter's "A client offering only JSON" dump: version 5, max_frame_len 16 MiB.
-    assert client_hello([CodecId.JSON]) == bytes.fromhex("57 43 41 4c 05 01 01 00 00 06 01 04 01 00 00 00")
+    assert client_hello([CodecId.JSON]) == bytes.fromhex("57 43 41 4c 06 01 01 00 00 06 01 04 01 00 00 00")
 
 
 def test_client_hello_with_a_token():
     assert client_hello([CodecId.JSON], b"s3cret") == bytes.fromhex(
-        "57 43 41 4c 05 01 01 06 73 33 63 72 65 74 00 06 01 04 01 00 00 00"
+        "57 43 41 4c 06 01 01 06 73 33 63 72 65 74 00 06 01 04 01 00 00 00"
     )
 
 
 def test_client_hello_offering_the_rust_default_list():
     hello = client_hello([CodecId.MSGPACK, CodecId.PROTOBUF, CodecId.JSON])
-    assert hello == bytes.fromhex("57 43 41 4c 05 03 02 03 01 00 00 06 01 04 01 00 00 00")
+    assert hello == bytes.fromhex("57 43 41 4c 06 03 02 03 01 00 00 06 01 04 01 00 00 00")
 
 
 def test_version_1_hello_has_no_extension_block():
@@ -75,7 +75,7 @@ def test_head_is_kind_12_and_exists_from_version_4_with_the_metadata_flag():
     assert server_frame_flags(FrameKind.HEAD, 4) == server_frame_flags(FrameKind.END, 4) == 0x01
     assert server_frame_flags(FrameKind.ITEM, 4) == server_frame_flags(FrameKind.RESPONSE, 1) == 0
     assert STREAM_METADATA_VERSION == 4
-    assert PROTOCOL_VERSION == 5
+    assert PROTOCOL_VERSION == 6
 
 
 def test_a_codec_offered_twice_is_refused_before_sending():

@@ -260,7 +260,8 @@ class AsyncClient:
 
     @property
     def protocol_version(self) -> int:
-        """The connection's protocol version: 5, or 4 (no compression), 3 (no stream metadata
+        """The connection's protocol version: 6, or 5 (JSON byte strings as arrays of numbers),
+        4 (no compression), 3 (no stream metadata
         or trailers either), 2 (no streams) or 1 (no metadata) with an older server or a
         `protocol_version` option that asked for it."""
         return self._version

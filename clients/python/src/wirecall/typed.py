@@ -8,6 +8,8 @@ types, map keys that JSON made strings, `bytes` for the JSON codec, the typed ap
 error, and the streams that convert each item.
 """
 
+import base64
+import binascii
 import collections.abc
 import datetime
 from typing import (
@@ -30,6 +32,7 @@ from typing import (
 
 from . import aio, sync
 from .errors import ApplicationError
+from .wire import JSON_BASE64_VERSION, PROTOCOL_VERSION
 from .stream import ServerStream
 
 T = TypeVar("T")
@@ -106,18 +109,35 @@ def bool_key(key: Any) -> bool:
     return bool(key)
 
 
-def for_codec(value: Any, codec: str) -> Any:
+def for_codec(value: Any, codec: str, protocol_version: int = PROTOCOL_VERSION) -> Any:
     """`value` as the connection's codec takes it: `bytes` (`wirecall::Bytes`) travels as
-    MessagePack's bin, but JSON has no bytes and carries them as an array of numbers."""
+    MessagePack's bin, but JSON has no bytes and carries them as base64 text (an array of
+    numbers on a connection of protocol version 5 or older)."""
     if codec != "json":
         return value
     if isinstance(value, (bytes, bytearray)):
+        if protocol_version >= JSON_BASE64_VERSION:
+            return base64.b64encode(value).decode("ascii")
         return list(value)
     if isinstance(value, dict):
-        return {key: for_codec(item, codec) for key, item in value.items()}
+        return {key: for_codec(item, codec, protocol_version) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [for_codec(item, codec) for item in value]
+        return [for_codec(item, codec, protocol_version) for item in value]
     return value
+
+
+def bytes_from_wire(value: Any) -> bytes:
+    """A byte string as any codec carries it: MessagePack's bin, or JSON's base64 text (the
+    standard or the URL-safe alphabet, padded or not) or array of numbers."""
+    if isinstance(value, str):
+        try:
+            text = value.encode("ascii")
+            url_safe = b"-" in text or b"_" in text
+            text += b"=" * (-len(text) % 4)
+            return base64.b64decode(text, altchars=b"-_" if url_safe else None, validate=True)
+        except (binascii.Error, ValueError) as error:
+            raise ValueError(f"a byte string in JSON is base64 text, and {value!r} is not") from error
+    return bytes(value)
 
 
 class TypedApplicationError(ApplicationError, Generic[E]):
@@ -151,7 +171,7 @@ class AsyncService:
         self._metadata = metadata
 
     def _wire(self, value: Any) -> Any:
-        return for_codec(value, self._client.codec)
+        return for_codec(value, self._client.codec, self._client.protocol_version)
 
 
 class BlockingService:
@@ -169,7 +189,7 @@ class BlockingService:
         self._metadata = metadata
 
     def _wire(self, value: Any) -> Any:
-        return for_codec(value, self._client.codec)
+        return for_codec(value, self._client.codec, self._client.protocol_version)
 
 
 class TypedAsyncStream(Generic[T]):

@@ -1,5 +1,5 @@
 """The bytes on the wire: hellos and their extensions, frame headers, metadata blocks, stream
-credit, method ids (wire protocol versions 1 to 5).
+credit, method ids (wire protocol versions 1 to 6).
 
 Everything here follows the Wire protocol chapter of the wirecall book; section names in the
 comments refer to it. Nothing in this module does I/O.
@@ -12,7 +12,7 @@ from typing import Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 MAGIC = b"WCAL"
 #: The newest protocol version this package speaks, and the one its hello offers (Versions).
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 #: The oldest: a server that refuses our version naming version 1 gets a version 1 hello.
 MIN_PROTOCOL_VERSION = 1
 #: The first version with metadata and the hellos' extension block.
@@ -24,6 +24,9 @@ STREAMS_VERSION = 3
 STREAM_METADATA_VERSION = 4
 #: The first version that negotiates compression (Compression (version 5)).
 COMPRESSION_VERSION = 5
+#: The first version whose JSON carries byte strings as base64 text, not arrays of numbers
+#: (JSON (codec 1)).
+JSON_BASE64_VERSION = 6
 
 #: The receiver's default maximum frame length, as in the Rust implementation (16 MiB).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024

@@ -30,6 +30,7 @@ from wirecall.typed import (
     TypedAsyncStream,
     TypedStream,
     bool_key,
+    bytes_from_wire,
     duration_from_wire,
     duration_to_wire,
     fields_of,

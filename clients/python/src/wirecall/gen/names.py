@@ -19,7 +19,7 @@ IMPORTED_NAMES = frozenset(
         "ApplicationError", "AsyncClient", "Client", "Reply",
         "AsyncService", "BlockingService", "TypedApplicationError", "TypedAsyncStream",
         "TypedStream", "bool_key", "duration_from_wire", "duration_to_wire", "fields_of",
-        "timestamp_from_wire", "timestamp_to_wire", "variant_of", "wire_any_items", "wire_items",
+        "bytes_from_wire", "timestamp_from_wire", "timestamp_to_wire", "variant_of", "wire_any_items", "wire_items",
     }
 )
 

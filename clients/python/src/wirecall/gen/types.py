@@ -137,7 +137,8 @@ class TypeMapper:
         """An expression reading `value` (a plain form, typed `Any`) as the annotated type.
 
         Scalars go through their constructor, which also gives mypy the declared type:
-        `float` reads JSON's ``"NaN"`` and ``"Infinity"``, `bytes` JSON's array of numbers."""
+        `float` reads JSON's ``"NaN"`` and ``"Infinity"``, `bytes` JSON's base64 text (and the
+        array of numbers of protocol versions before 6)."""
         name, inner = variant(type_ref)
         if name == "Bool":
             return f"bool({value})"
@@ -148,7 +149,7 @@ class TypeMapper:
         if name in STRINGS:
             return f"str({value})"
         if name == "Bytes":
-            return f"bytes({value})"
+            return f"bytes_from_wire({value})"
         if name == "Duration":
             return f"duration_from_wire({value})"
         if name == "Timestamp":
