@@ -35,6 +35,8 @@ const HANG: Duration = Duration::from_secs(3600);
 #[wirecall::service]
 trait Target {
     async fn echo(&self, text: String) -> String;
+    /// Bytes back: in JSON, base64 text or an array of numbers in, base64 text out.
+    async fn blob(&self, data: wirecall::Bytes) -> wirecall::Bytes;
     async fn add(&self, a: i64, b: i64) -> i64;
     async fn sleep(&self, ms: u32) -> u32;
     async fn fail(&self, code: i32) -> Result<i32, String>;
@@ -54,6 +56,9 @@ struct TargetImpl;
 impl Target for TargetImpl {
     async fn echo(&self, text: String) -> String {
         text
+    }
+    async fn blob(&self, data: wirecall::Bytes) -> wirecall::Bytes {
+        data
     }
     async fn add(&self, a: i64, b: i64) -> i64 {
         a.wrapping_add(b)
