@@ -74,6 +74,21 @@ impl Counted for CountedImpl {
     }
 }
 
+/// The chapter's byte string in JSON (protocol version 6).
+#[wirecall::service]
+pub trait Files {
+    /// The bytes back.
+    async fn echo(&self, data: wirecall::Bytes) -> wirecall::Bytes;
+}
+
+struct FilesImpl;
+
+impl Files for FilesImpl {
+    async fn echo(&self, data: wirecall::Bytes) -> wirecall::Bytes {
+        data
+    }
+}
+
 /// Arguments for a method no service has.
 #[wirecall::message]
 struct NoArgs {}
@@ -84,6 +99,7 @@ async fn start_server() -> RunningServer {
         .serve(AccountsServer::new(Users::default()))
         .serve(FeedServer::new(FeedImpl::default()))
         .serve(CountedServer::new(CountedImpl))
+        .serve(FilesServer::new(FilesImpl))
         .bind("127.0.0.1:0")
         .await
         .expect("server binds")
@@ -466,6 +482,33 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     expected.add("find request payload", utf8(&requests[1][26..]));
     expected.add("find ok payload", utf8(&replies[1][26..]));
     expected.add("find err payload", utf8(&replies[2][26..]));
+
+    // A byte string in JSON: base64 on a version 6 connection, numbers on a version 5 one.
+    for version in [wirecall::PROTOCOL_VERSION, 5] {
+        let tap = Tap::start(server.local_addr()).await;
+        let files = FilesClient::new(
+            Channel::builder()
+                .compression(Compression::none())
+                .codec(Codec::Json)
+                .max_protocol_version(version)
+                .connect(tap.addr)
+                .await
+                .unwrap(),
+        );
+        let data = wirecall::Bytes::from_static(b"wirecall");
+        assert_eq!(files.echo(data.clone()).await.unwrap(), data);
+        let (up, down) = tap.recorded();
+        let (_, requests) = split(&up, true);
+        let (_, replies) = split(&down, false);
+        expected.add(
+            &format!("Files.echo request payload, version {version}"),
+            utf8(&requests[0][26..]),
+        );
+        expected.add(
+            &format!("Files.echo response payload, version {version}"),
+            utf8(&replies[0][26..]),
+        );
+    }
 
     // An unknown method: an Error frame for that request.
     let raw: Result<UserModel, wirecall::Error> = users

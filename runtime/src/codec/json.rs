@@ -14,9 +14,10 @@ pub(super) fn encode<T: WireMessage>(
     dst: &mut BytesMut,
     bytes: BytesAs,
 ) -> Result<(), CodecError> {
-    let mut serializer = serde_json::Serializer::new(dst.writer());
+    let mut serializer =
+        serde_json::Serializer::with_formatter(dst.writer(), mapping::JsonFormatter(bytes));
     value
-        .serialize(mapping::Ser(&mut serializer, bytes))
+        .serialize(mapping::Ser(&mut serializer))
         .map_err(|e| CodecError::Encode {
             codec: Codec::Json,
             cause: e.into(),

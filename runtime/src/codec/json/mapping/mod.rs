@@ -6,23 +6,26 @@
 //! - **Byte strings** are base64 text from protocol version 6 on (see `byte_strings.rs`).
 //!
 //! A float or a byte string is serialised by the impl of whatever type contains it
-//! (`Vec<f64>`, a map value, a field of a message), so neither rule can live in those impls:
-//! both live in the serializer and the deserializer instead. [`Ser`] and [`De`] wrap
-//! serde_json's and pass every call through unchanged but those two.
+//! (`Vec<f64>`, a map value, a field of a message), so neither rule can live in those impls.
+//! serde_json hands every byte string to its [`Formatter`](serde_json::ser::Formatter), so
+//! [`JsonFormatter`] writes them. A non-finite float it writes as `null` before a formatter
+//! sees it, so that rule lives in the serializer and the deserializer instead: [`Ser`] and
+//! [`De`] wrap serde_json's and pass every call through unchanged, except floats (and, in
+//! `De`, byte strings, read in either form).
 //!
 //! Both adapters wrap every value, element, key and variant they hand on, so the rules hold at
 //! any depth. Everything is generic and inlines away: JSON encoding and decoding of other
 //! values costs what it did without the adapter.
 //!
-//! Layout: `names.rs` is the three names; `byte_strings.rs` the base64 of byte strings;
-//! `ser.rs` the serializer adapter, `de.rs` the deserializer adapter.
+//! Layout: `names.rs` is the three names; `byte_strings.rs` the base64 of byte strings and the
+//! formatter; `ser.rs` the serializer adapter, `de.rs` the deserializer adapter.
 
 mod byte_strings;
 mod de;
 mod names;
 mod ser;
 
-pub(crate) use byte_strings::BytesAs;
+pub(crate) use byte_strings::{BytesAs, JsonFormatter};
 pub(super) use de::De;
 pub(super) use ser::Ser;
 
@@ -32,7 +35,7 @@ mod tests {
 
     use serde::{Deserialize, Serialize};
 
-    use super::{BytesAs, De, Ser};
+    use super::{BytesAs, De, JsonFormatter, Ser};
 
     fn to_json<T: Serialize>(value: &T) -> String {
         to_json_as(value, BytesAs::Base64)
@@ -41,7 +44,10 @@ mod tests {
     fn to_json_as<T: Serialize>(value: &T, bytes: BytesAs) -> String {
         let mut out = Vec::new();
         value
-            .serialize(Ser(&mut serde_json::Serializer::new(&mut out), bytes))
+            .serialize(Ser(&mut serde_json::Serializer::with_formatter(
+                &mut out,
+                JsonFormatter(bytes),
+            )))
             .unwrap();
         String::from_utf8(out).unwrap()
     }

@@ -1,24 +1,21 @@
-//! [`Ser`]: serde_json's serializer, with non-finite floats written as their names and byte
-//! strings as the connection's version writes them.
+//! [`Ser`]: serde_json's serializer, with non-finite floats written as their names.
 
 use std::fmt;
 
 use serde::ser::{self, Serialize, Serializer};
 
-use super::byte_strings::{base64_text, BytesAs};
 use super::names::non_finite_name;
 
-/// A serializer (or one of its compound states) that writes non-finite floats as strings,
-/// and byte strings as the second field says.
-pub(crate) struct Ser<S>(pub(crate) S, pub(crate) BytesAs);
+/// A serializer (or one of its compound states) that writes non-finite floats as strings.
+pub(crate) struct Ser<S>(pub(crate) S);
 
 /// A value whose serialisation goes through [`Ser`].
-struct Wrapped<'a, T: ?Sized>(&'a T, BytesAs);
+struct Wrapped<'a, T: ?Sized>(&'a T);
 
 impl<T: ?Sized + Serialize> Serialize for Wrapped<'_, T> {
     #[inline]
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(Ser(serializer, self.1))
+        self.0.serialize(Ser(serializer))
     }
 }
 
@@ -59,15 +56,8 @@ impl<S: Serializer> Serializer for Ser<S> {
         serialize_u128(u128);
         serialize_char(char);
         serialize_str(&str);
+        serialize_bytes(&[u8]);
         serialize_unit_struct(&'static str);
-    }
-
-    #[inline]
-    fn serialize_bytes(self, v: &[u8]) -> Result<S::Ok, S::Error> {
-        match self.1 {
-            BytesAs::Base64 => self.0.collect_str(&base64_text(v)),
-            BytesAs::Numbers => self.0.serialize_bytes(v),
-        }
     }
 
     #[inline]
@@ -95,7 +85,7 @@ impl<S: Serializer> Serializer for Ser<S> {
 
     #[inline]
     fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
-        self.0.serialize_some(&Wrapped(value, self.1))
+        self.0.serialize_some(&Wrapped(value))
     }
 
     #[inline]
@@ -119,8 +109,7 @@ impl<S: Serializer> Serializer for Ser<S> {
         name: &'static str,
         value: &T,
     ) -> Result<S::Ok, S::Error> {
-        self.0
-            .serialize_newtype_struct(name, &Wrapped(value, self.1))
+        self.0.serialize_newtype_struct(name, &Wrapped(value))
     }
 
     #[inline]
@@ -132,17 +121,17 @@ impl<S: Serializer> Serializer for Ser<S> {
         value: &T,
     ) -> Result<S::Ok, S::Error> {
         self.0
-            .serialize_newtype_variant(name, variant_index, variant, &Wrapped(value, self.1))
+            .serialize_newtype_variant(name, variant_index, variant, &Wrapped(value))
     }
 
     #[inline]
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
-        self.0.serialize_seq(len).map(|inner| Ser(inner, self.1))
+        self.0.serialize_seq(len).map(Ser)
     }
 
     #[inline]
     fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
-        self.0.serialize_tuple(len).map(|inner| Ser(inner, self.1))
+        self.0.serialize_tuple(len).map(Ser)
     }
 
     #[inline]
@@ -151,9 +140,7 @@ impl<S: Serializer> Serializer for Ser<S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleStruct, S::Error> {
-        self.0
-            .serialize_tuple_struct(name, len)
-            .map(|inner| Ser(inner, self.1))
+        self.0.serialize_tuple_struct(name, len).map(Ser)
     }
 
     #[inline]
@@ -166,12 +153,12 @@ impl<S: Serializer> Serializer for Ser<S> {
     ) -> Result<Self::SerializeTupleVariant, S::Error> {
         self.0
             .serialize_tuple_variant(name, variant_index, variant, len)
-            .map(|inner| Ser(inner, self.1))
+            .map(Ser)
     }
 
     #[inline]
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
-        self.0.serialize_map(len).map(|inner| Ser(inner, self.1))
+        self.0.serialize_map(len).map(Ser)
     }
 
     #[inline]
@@ -180,9 +167,7 @@ impl<S: Serializer> Serializer for Ser<S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, S::Error> {
-        self.0
-            .serialize_struct(name, len)
-            .map(|inner| Ser(inner, self.1))
+        self.0.serialize_struct(name, len).map(Ser)
     }
 
     #[inline]
@@ -195,7 +180,7 @@ impl<S: Serializer> Serializer for Ser<S> {
     ) -> Result<Self::SerializeStructVariant, S::Error> {
         self.0
             .serialize_struct_variant(name, variant_index, variant, len)
-            .map(|inner| Ser(inner, self.1))
+            .map(Ser)
     }
 
     #[inline]
@@ -222,7 +207,7 @@ macro_rules! compound {
                 $($key: $key_ty,)?
                 value: &T,
             ) -> Result<(), S::Error> {
-                self.0.$element($($key,)? &Wrapped(value, self.1))
+                self.0.$element($($key,)? &Wrapped(value))
             }
 
             #[inline]
@@ -249,7 +234,7 @@ impl<S: ser::SerializeStruct> ser::SerializeStruct for Ser<S> {
         key: &'static str,
         value: &T,
     ) -> Result<(), S::Error> {
-        self.0.serialize_field(key, &Wrapped(value, self.1))
+        self.0.serialize_field(key, &Wrapped(value))
     }
 
     #[inline]
@@ -269,12 +254,12 @@ impl<S: ser::SerializeMap> ser::SerializeMap for Ser<S> {
 
     #[inline]
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), S::Error> {
-        self.0.serialize_key(&Wrapped(key, self.1))
+        self.0.serialize_key(&Wrapped(key))
     }
 
     #[inline]
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), S::Error> {
-        self.0.serialize_value(&Wrapped(value, self.1))
+        self.0.serialize_value(&Wrapped(value))
     }
 
     #[inline]
