@@ -5,8 +5,9 @@
 //! Layout: `byte_stream.rs` is [`Transport`] and the TCP socket options; `frame.rs` the frame
 //! codec (a tokio-util `Decoder`/`Encoder` with an explicit limit) and frame buffers;
 //! `frame_reader.rs` reading frames without holding a buffer while idle, and
-//! `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs` the
-//! write side a connection's senders share, with `frame_batch.rs` the frames it queues; `liveness.rs` when a silent peer counts as dead.
+//! `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs` the write side a
+//! connection's senders share (its tests in `writer_tests.rs`), with `frame_batch.rs` the
+//! frames it queues; `liveness.rs` when a silent peer counts as dead.
 
 mod byte_stream;
 /// The frame codec, for wirecall's own tests, fuzzers and benches, which write frames by
