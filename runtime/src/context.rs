@@ -228,25 +228,21 @@ impl CallContext {
         take_if(&self.trailers, self.streams_carry_metadata)
     }
 
-    /// The reply metadata of the current call, taken, if the connection can carry it.
-    /// How the current call's reply is written in `codec`: as its connection's version
-    /// writes it (the newest version outside a call).
-    pub(crate) fn reply_encoding(codec: Codec) -> Encoding {
-        Self::with_current(|call| Encoding::new(codec, call.protocol_version))
-            .unwrap_or_else(|| codec.into())
-    }
-
-    pub(crate) fn take_reply_metadata() -> Option<Metadata> {
+    /// What a unary reply of the current call starts with: its reply metadata, taken if the
+    /// connection can carry it (and any was set), and how `codec` writes the reply on the
+    /// call's connection. Outside a call: no metadata, and the newest version's encoding.
+    /// One look at the thread-local for both, since every unary reply needs both.
+    pub(crate) fn take_reply_head(codec: Codec) -> (Option<Metadata>, Encoding) {
         Self::with_current(|call| {
-            if call.replies_carry_metadata {
-                call.reply_metadata.borrow_mut().take()
-            } else {
-                None
-            }
+            let metadata = call
+                .replies_carry_metadata
+                .then(|| call.reply_metadata.borrow_mut().take())
+                .flatten()
+                .map(|metadata| *metadata)
+                .filter(|metadata| !metadata.is_empty());
+            (metadata, Encoding::new(codec, call.protocol_version))
         })
-        .flatten()
-        .map(|metadata| *metadata)
-        .filter(|metadata| !metadata.is_empty())
+        .unwrap_or_else(|| (None, codec.into()))
     }
 }
 

@@ -85,11 +85,12 @@ where
 
 /// Encodes a handler's reply into a frame buffer, after its reply metadata.
 fn encode_reply<R: WireMessage>(codec: Codec, reply: &R) -> Result<Reply, CallError> {
-    let mut frame = match crate::context::CallContext::take_reply_metadata() {
+    let (metadata, encoding) = crate::context::CallContext::take_reply_head(codec);
+    let mut frame = match metadata {
         Some(metadata) => FrameBuf::with_metadata(64, &metadata),
         None => FrameBuf::with_capacity(64),
     };
-    crate::context::CallContext::reply_encoding(codec)
+    encoding
         .encode(reply, frame.payload_writer())
         .map_err(CallError::Encode)?;
     Ok(Reply::message(frame))
