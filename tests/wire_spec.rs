@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use wirecall::{method_id, Channel, Codec, Compression, RunningServer, Server};
+use wirecall::{method_id, Channel, ChannelBuilder, Codec, Compression, RunningServer, Server};
 use wirecall_runtime::negotiate::{ClientHello, ServerHello};
 use wirecall_runtime::transport::frame::{Frame, FrameKind};
 // The shared `UserService` fixture: the chapter shows its `get_user` and `find` (method ids
@@ -157,6 +157,13 @@ async fn relay(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, log: Arc<Mutex<V
         }
     }
     let _ = to.shutdown().await;
+}
+
+/// A channel builder whose connection opens as a first connection does: it waits for the
+/// server's hello. A tap may get the port of an earlier one, and the process's early-calls
+/// table would then send the hello behind the first call, after `recorded` was read.
+fn first_connection() -> ChannelBuilder {
+    Channel::builder().early_calls(false)
 }
 
 /// Splits a recorded direction into its hello and its frames.
@@ -442,7 +449,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
 
     // The default offer of a Rust client.
     let tap = Tap::start(server.local_addr()).await;
-    let channel = Channel::builder()
+    let channel = first_connection()
         .compression(Compression::none())
         .connect(tap.addr)
         .await
@@ -455,7 +462,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     // The worked example: JSON, handshake, get_user, its reply; then find's two outcomes.
     let tap = Tap::start(server.local_addr()).await;
     let users = UserServiceClient::new(
-        Channel::builder()
+        first_connection()
             .compression(Compression::none())
             .codec(Codec::Json)
             .connect(tap.addr)
@@ -487,7 +494,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     for version in [wirecall::PROTOCOL_VERSION, 5] {
         let tap = Tap::start(server.local_addr()).await;
         let files = FilesClient::new(
-            Channel::builder()
+            first_connection()
                 .compression(Compression::none())
                 .codec(Codec::Json)
                 .max_protocol_version(version)
@@ -531,7 +538,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     ] {
         let tap = Tap::start(server.local_addr()).await;
         let accounts = AccountsClient::new(
-            Channel::builder()
+            first_connection()
                 .compression(Compression::none())
                 .codec(codec)
                 .connect(tap.addr)
@@ -579,7 +586,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
         .await
         .unwrap();
     let tap = Tap::start(guarded.local_addr()).await;
-    let channel = Channel::builder()
+    let channel = first_connection()
         .compression(Compression::none())
         .codec(Codec::Json)
         .token("s3cret")
@@ -591,7 +598,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     expected.add("token client hello", annotate_client_hello(client_hello));
     drop(channel);
     let tap = Tap::start(guarded.local_addr()).await;
-    let refused = Channel::builder()
+    let refused = first_connection()
         .compression(Compression::none())
         .codec(Codec::Json)
         .token("guess")
@@ -613,7 +620,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     // A call with metadata (protocol version 2): the block, then the JSON arguments.
     let tap = Tap::start(server.local_addr()).await;
     let users = UserServiceClient::new(
-        Channel::builder()
+        first_connection()
             .compression(Compression::none())
             .codec(Codec::Json)
             .without_timeout()
@@ -631,7 +638,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     // and the End.
     let tap = Tap::start(server.local_addr()).await;
     let feed = FeedClient::new(
-        Channel::builder()
+        first_connection()
             .compression(Compression::none())
             .codec(Codec::Json)
             .without_timeout()
@@ -667,7 +674,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     // the End with its trailers.
     let tap = Tap::start(server.local_addr()).await;
     let counted = CountedClient::new(
-        Channel::builder()
+        first_connection()
             .compression(Compression::none())
             .codec(Codec::Json)
             .without_timeout()
@@ -700,7 +707,7 @@ async fn the_chapter_shows_the_bytes_the_code_sends() {
     // chooses it, and a large stream item travels compressed.
     let tap = Tap::start(server.local_addr()).await;
     let counted = CountedClient::new(
-        Channel::builder()
+        first_connection()
             .codec(Codec::Json)
             .compression(Compression::zstd())
             .connect(tap.addr)
