@@ -1,6 +1,6 @@
 //! What a server listens on (TCP or a Unix socket), the accept loop and its back-off when
 //! `accept` fails, and how an accepted stream becomes a wirecall connection: the TLS
-//! handshake when configured, then the same generic connection code for every stream type.
+//! handshake when configured, then the same connection code for every stream type (boxed).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,7 +19,7 @@ use super::identity::PeerIdentity;
 use super::shared::{ConnectionSlot, Shared};
 use crate::error::Error;
 use crate::negotiate::{refuse, HelloStatus};
-use crate::transport::{configure_tcp, Transport};
+use crate::transport::{configure_tcp, BoxedStream, Transport};
 
 /// A bound listener.
 pub(crate) enum Listener {
@@ -57,13 +57,14 @@ impl Listener {
 /// Opens a stream the caller connected itself, like an accepted one without a peer address.
 pub(crate) async fn open_stream<S: Transport>(stream: S, shared: Arc<Shared>) -> Option<Opened> {
     let deadline = Instant::now() + shared.config.handshake_timeout;
+    let stream = BoxedStream::new(stream);
     secure_then_open(stream, PeerIdentity::default(), deadline, shared).await
 }
 
 /// Turns away a stream the caller connected itself with a `Busy` hello.
 pub(crate) async fn refuse_stream<S: Transport>(stream: S, shared: Arc<Shared>) {
     let deadline = Instant::now() + shared.config.handshake_timeout;
-    secure_then_refuse(stream, deadline, shared).await;
+    secure_then_refuse(BoxedStream::new(stream), deadline, shared).await;
 }
 
 /// An opened connection, ready to be served.
@@ -99,10 +100,11 @@ impl Accepted {
                         Protocol::Wirecall => {}
                     }
                 }
-                secure_then_open(stream, identity, deadline, shared).await
+                secure_then_open(BoxedStream::new(stream), identity, deadline, shared).await
             }
             #[cfg(unix)]
             Self::Unix(stream) => {
+                let stream = BoxedStream::new(stream);
                 secure_then_open(stream, PeerIdentity::default(), deadline, shared).await
             }
         }
@@ -112,16 +114,17 @@ impl Accepted {
     /// that the client can read it).
     pub(crate) async fn refuse_busy(self, shared: Arc<Shared>) {
         let deadline = Instant::now() + shared.config.handshake_timeout;
-        match self {
-            Self::Tcp(stream, _) => secure_then_refuse(stream, deadline, shared).await,
+        let stream = match self {
+            Self::Tcp(stream, _) => BoxedStream::new(stream),
             #[cfg(unix)]
-            Self::Unix(stream) => secure_then_refuse(stream, deadline, shared).await,
-        }
+            Self::Unix(stream) => BoxedStream::new(stream),
+        };
+        secure_then_refuse(stream, deadline, shared).await;
     }
 }
 
-async fn secure_then_open<S: Transport>(
-    stream: S,
+async fn secure_then_open(
+    stream: BoxedStream,
     identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
@@ -138,9 +141,9 @@ async fn secure_then_open<S: Transport>(
 }
 
 #[cfg(feature = "tls")]
-async fn open_tls<S: Transport>(
+async fn open_tls(
     acceptor: tokio_rustls::TlsAcceptor,
-    stream: S,
+    stream: BoxedStream,
     mut identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
@@ -161,13 +164,13 @@ async fn open_tls<S: Transport>(
             return Some(Opened::Grpc(serve));
         }
     }
-    open_connection(stream, identity, deadline, shared)
+    open_connection(BoxedStream::new(stream), identity, deadline, shared)
         .await
         .map(Opened::Wirecall)
 }
 
 #[cfg_attr(not(feature = "tls"), allow(unused_variables))]
-async fn secure_then_refuse<S: Transport>(mut stream: S, deadline: Instant, shared: Arc<Shared>) {
+async fn secure_then_refuse(mut stream: BoxedStream, deadline: Instant, shared: Arc<Shared>) {
     super::metrics::handshake_failed("busy");
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
@@ -188,13 +191,13 @@ async fn secure_then_refuse<S: Transport>(mut stream: S, deadline: Instant, shar
 /// The server side of the TLS handshake, bounded by the connection's handshake deadline and
 /// by shutdown; `None` when it failed (logged).
 #[cfg(feature = "tls")]
-async fn tls_accept<S: Transport>(
+async fn tls_accept(
     acceptor: &tokio_rustls::TlsAcceptor,
-    stream: S,
+    stream: BoxedStream,
     identity: &PeerIdentity,
     deadline: Instant,
     shared: &Shared,
-) -> Option<tokio_rustls::server::TlsStream<S>> {
+) -> Option<tokio_rustls::server::TlsStream<BoxedStream>> {
     let peer = identity.peer_addr;
     tokio::select! {
         outcome = tokio::time::timeout_at(deadline, acceptor.accept(stream)) => match outcome {

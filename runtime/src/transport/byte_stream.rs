@@ -1,7 +1,12 @@
-//! Byte streams a connection can run over. Framing, negotiation, client and server are generic
-//! over [`Transport`], so TCP, TLS and Unix sockets share every line above this one.
+//! Byte streams a connection can run over. A [`Transport`] (TCP, TLS, a Unix socket, an
+//! in-memory duplex) becomes a [`BoxedStream`] as soon as it is connected or accepted, so
+//! negotiation, client and server are compiled once, not once for each kind of stream.
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use std::io::IoSlice;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// A bidirectional byte stream that can be split into a read half and a write half, so the
@@ -42,6 +47,76 @@ impl Transport for tokio::io::DuplexStream {
 
     fn split_io(self) -> (Self::Read, Self::Write) {
         tokio::io::split(self)
+    }
+}
+
+/// The read half of any transport.
+pub(crate) type BoxedRead = Pin<Box<dyn AsyncRead + Send>>;
+
+/// The write half of any transport.
+pub(crate) type BoxedWrite = Pin<Box<dyn AsyncWrite + Send>>;
+
+/// Any transport, split into its halves (so a TCP stream keeps its lock-free owned halves)
+/// and boxed: the one stream type of the handshakes and of every connection. Generic code
+/// would be compiled again for each kind of stream (the dial, the hello, the connection's
+/// reader), for the price of one indirect call per read or write, which is a system call.
+pub(crate) struct BoxedStream {
+    read: BoxedRead,
+    write: BoxedWrite,
+}
+
+impl BoxedStream {
+    pub(crate) fn new<T: Transport>(stream: T) -> Self {
+        let (read, write) = stream.split_io();
+        Self {
+            read: Box::pin(read),
+            write: Box::pin(write),
+        }
+    }
+
+    /// The halves, for the connection's reader and writer.
+    pub(crate) fn into_halves(self) -> (BoxedRead, BoxedWrite) {
+        (self.read, self.write)
+    }
+}
+
+impl AsyncRead for BoxedStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        self.read.as_mut().poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for BoxedStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.write.as_mut().poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.write.as_mut().poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.write.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.write.as_mut().poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.write.as_mut().poll_shutdown(cx)
     }
 }
 

@@ -2,12 +2,12 @@
 //! ([`Transport`]: TCP, TLS, Unix sockets, an in-memory duplex), the length-prefixed
 //! [`frame`]s on it, and the read and write loops both sides share.
 //!
-//! Layout: `byte_stream.rs` is [`Transport`] and the TCP socket options; `frame.rs` the frame
-//! codec (a tokio-util `Decoder`/`Encoder` with an explicit limit) and frame buffers;
-//! `frame_reader.rs` reading frames without holding a buffer while idle, and
-//! `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs` the write side a
-//! connection's senders share (its tests in `writer_tests.rs`), with `frame_batch.rs` the
-//! frames it queues; `liveness.rs` when a silent peer counts as dead.
+//! Layout: `byte_stream.rs` is [`Transport`], the boxed stream every connection runs over, and
+//! the TCP socket options; `frame.rs` the frame codec (a tokio-util `Decoder`/`Encoder` with an
+//! explicit limit) and frame buffers; `frame_reader.rs` reading frames without holding a buffer
+//! while idle, and `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs`
+//! the write side a connection's senders share (its tests in `writer_tests.rs`), with
+//! `frame_batch.rs` the frames it queues; `liveness.rs` when a silent peer counts as dead.
 
 mod byte_stream;
 /// The frame codec, for wirecall's own tests, fuzzers and benches, which write frames by
@@ -21,5 +21,5 @@ pub(crate) mod liveness;
 mod spare_buffers;
 pub(crate) mod writer;
 
-pub(crate) use byte_stream::configure_tcp;
 pub use byte_stream::Transport;
+pub(crate) use byte_stream::{configure_tcp, BoxedRead, BoxedStream};

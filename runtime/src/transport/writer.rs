@@ -10,16 +10,15 @@
 
 use std::future::{poll_fn, Future};
 use std::io::IoSlice;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use tokio::io::AsyncWrite;
 use tokio::sync::Notify;
 
+use super::byte_stream::BoxedWrite;
 use super::frame_batch::FrameBatch;
 
 /// Bytes queued per connection before senders wait for the writer.
@@ -84,8 +83,6 @@ enum Owner {
     Writer,
 }
 
-type BoxedWrite = Pin<Box<dyn AsyncWrite + Send>>;
-
 /// The shared write side of one connection.
 #[derive(Clone)]
 pub(crate) struct FrameSink {
@@ -123,10 +120,7 @@ struct Queue {
 impl FrameSink {
     /// Wraps the write half of a connection; the returned [`SinkWriter`] must be run (usually
     /// spawned) for queued frames to be written.
-    pub(crate) fn new<W>(io: W) -> (Self, SinkWriter)
-    where
-        W: AsyncWrite + Send + 'static,
-    {
+    pub(crate) fn new(io: BoxedWrite) -> (Self, SinkWriter) {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 batch: FrameBatch::default(),
@@ -134,7 +128,7 @@ impl FrameSink {
                 closing: false,
                 failed: false,
             }),
-            io: Mutex::new(Box::pin(io)),
+            io: Mutex::new(io),
             writer: Notify::new(),
             space: Notify::new(),
             stream_space: Notify::new(),

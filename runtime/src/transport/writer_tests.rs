@@ -8,7 +8,7 @@ use tokio::io::AsyncReadExt;
 async fn writes_every_frame_in_order_through_a_small_pipe_then_closes() {
     // A 7-byte pipe forces partial writes and hand-offs to the writer task.
     let (client, mut server) = tokio::io::duplex(7);
-    let (sink, writer) = FrameSink::new(client);
+    let (sink, writer) = FrameSink::new(Box::pin(client));
     let writer = tokio::spawn(writer.run(None));
     let reader = tokio::spawn(async move {
         let mut out = String::new();
@@ -31,7 +31,7 @@ async fn writes_every_frame_in_order_through_a_small_pipe_then_closes() {
 #[tokio::test]
 async fn a_peer_that_does_not_read_fails_the_writer_after_the_stall_limit() {
     let (client, _server) = tokio::io::duplex(16);
-    let (sink, writer) = FrameSink::new(client);
+    let (sink, writer) = FrameSink::new(Box::pin(client));
     let writer = tokio::spawn(writer.run(Some(Duration::from_millis(50))));
     sink.send(Bytes::from(vec![0u8; 64]), Delivery::Background)
         .await
@@ -48,7 +48,7 @@ async fn a_peer_that_does_not_read_fails_the_writer_after_the_stall_limit() {
 async fn a_stream_waits_where_a_reply_still_gets_into_the_queue() {
     // Nobody reads the pipe and no writer task runs: what is queued stays queued.
     let (client, _server) = tokio::io::duplex(16);
-    let (sink, _writer) = FrameSink::new(client);
+    let (sink, _writer) = FrameSink::new(Box::pin(client));
     let items = || Bytes::from(vec![0u8; MAX_QUEUED_STREAM_BYTES / 2 + 1]);
     sink.send_stream_items(items()).await.unwrap();
     let second = sink.send_stream_items(items());
@@ -80,7 +80,7 @@ async fn waiting_streams_are_woken_one_at_a_time_and_all_get_through() {
     const STREAMS: usize = 50;
     let batch = MAX_QUEUED_STREAM_BYTES / 2 + 1;
     let (client, mut server) = tokio::io::duplex(64 * 1024);
-    let (sink, writer) = FrameSink::new(client);
+    let (sink, writer) = FrameSink::new(Box::pin(client));
     // The writer is not running yet: the first batch fills the streams' share.
     sink.send_stream_items(Bytes::from(vec![1u8; batch]))
         .await

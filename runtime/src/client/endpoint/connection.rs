@@ -15,7 +15,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::Either;
 use futures::FutureExt;
-use tokio::io::AsyncRead;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
@@ -32,7 +31,7 @@ use crate::trace::TRACEPARENT;
 use crate::transport::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
 use crate::transport::writer::{Delivery, FrameSink, TrySend};
-use crate::transport::Transport;
+use crate::transport::{BoxedRead, BoxedStream};
 
 use super::early::{self, KnownServer, ServerKey};
 use super::pending::PendingCalls;
@@ -79,14 +78,14 @@ impl Connection {
     /// Starts the writer and the reader of a connection whose hello was accepted, or, with
     /// `early`, whose hello is yet to be sent: `negotiated` is then what the server settled
     /// last time, and the reader checks that it settles the same again.
-    pub(super) fn start<T: Transport>(
-        stream: T,
+    pub(super) fn start(
+        stream: BoxedStream,
         negotiated: Negotiated,
         peer: Option<SocketAddr>,
         settings: &ConnectionSettings,
         early: Option<EarlyHello>,
     ) -> Self {
-        let (read_half, write_half) = stream.split_io();
+        let (read_half, write_half) = stream.into_halves();
         let (sink, sink_writer) = FrameSink::new(write_half);
         let tasks = TaskTracker::new();
         tasks.spawn(async move {
@@ -401,15 +400,15 @@ impl EarlyHello {
 /// the server refused: then every waiting call has failed with the cause, and the connection
 /// is closed. The verdict is out before the calls fail, so that each of them can see why, and
 /// it is final: the reader reads no frame after a refusal.
-async fn settle_early<R: AsyncRead + Unpin>(
+async fn settle_early(
     early: EarlyHello,
-    mut read_half: R,
+    mut read_half: BoxedRead,
     own_limit: u32,
     send_limit: Arc<AtomicU32>,
     verdict: watch::Sender<Verdict>,
     pending: Arc<PendingCalls>,
     sink: FrameSink,
-) -> Option<(R, Option<Algorithm>)> {
+) -> Option<(BoxedRead, Option<Algorithm>)> {
     // Calls sent behind the hello time out meanwhile as they would once the reader runs.
     let settling = async {
         sink.flush().await;

@@ -23,7 +23,7 @@ use crate::negotiate::{
 };
 #[cfg(feature = "tls")]
 use crate::tls::ClientTlsConfig;
-use crate::transport::{configure_tcp, Transport};
+use crate::transport::{configure_tcp, BoxedStream, Transport};
 
 use super::connection::{Connection, EarlyHello};
 use super::early::{self, KnownServer, ServerKey};
@@ -35,6 +35,7 @@ impl ConnectionSettings {
         let version = self.max_protocol_version;
         // No address to know the server by: no early calls.
         let limit = self.connect_timeout.min(self.handshake_timeout);
+        let stream = BoxedStream::new(stream);
         tokio::time::timeout(limit, self.secure(stream, None, version))
             .await
             .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
@@ -60,11 +61,11 @@ impl ConnectionSettings {
 
     async fn dial_version(&self, target: &Target, version: u8) -> Result<Connection, Error> {
         tokio::time::timeout(self.connect_timeout, async {
-            match target {
+            let (stream, peer) = match target {
                 Target::Tcp(addrs) => {
                     let stream = connect_tcp(addrs).await?;
                     let peer = stream.peer_addr().ok();
-                    self.secure_in_time(stream, peer, version).await
+                    (BoxedStream::new(stream), peer)
                 }
                 #[cfg(unix)]
                 Target::Unix(path) => {
@@ -74,18 +75,19 @@ impl ConnectionSettings {
                             addr: path.display().to_string(),
                             cause,
                         })?;
-                    self.secure_in_time(stream, None, version).await
+                    (BoxedStream::new(stream), None)
                 }
-            }
+            };
+            self.secure_in_time(stream, peer, version).await
         })
         .await
         .map_err(|_| Error::Negotiation(NegotiationError::TimedOut))?
     }
 
     /// [`secure`](Self::secure) within the handshake timeout.
-    async fn secure_in_time<T: Transport>(
+    async fn secure_in_time(
         &self,
-        stream: T,
+        stream: BoxedStream,
         peer: Option<SocketAddr>,
         version: u8,
     ) -> Result<Connection, Error> {
@@ -95,9 +97,9 @@ impl ConnectionSettings {
     }
 
     /// Runs the TLS handshake when the channel uses TLS, then opens the connection.
-    async fn secure<T: Transport>(
+    async fn secure(
         &self,
-        stream: T,
+        stream: BoxedStream,
         peer: Option<SocketAddr>,
         version: u8,
     ) -> Result<Connection, Error> {
@@ -115,10 +117,10 @@ impl ConnectionSettings {
     }
 
     #[cfg(feature = "tls")]
-    async fn secure_tls<T: Transport>(
+    async fn secure_tls(
         &self,
         tls: &ClientTlsConfig,
-        stream: T,
+        stream: BoxedStream,
         peer: Option<SocketAddr>,
         version: u8,
     ) -> Result<Connection, Error> {
@@ -132,16 +134,16 @@ impl ConnectionSettings {
             addr,
             server_name: Some(name.to_str().into_owned()),
         });
-        self.open(stream, peer, key, version, tls_failure)
+        self.open(BoxedStream::new(stream), peer, key, version, tls_failure)
             .await
             .map_err(tls_failure)
     }
 
     /// The hello, the verdict, then the connection's reader and writer; or, for a server
     /// known to understand early calls, the connection at once with the hello queued first.
-    async fn open<T: Transport>(
+    async fn open(
         &self,
-        mut stream: T,
+        mut stream: BoxedStream,
         peer: Option<SocketAddr>,
         key: Option<ServerKey>,
         version: u8,

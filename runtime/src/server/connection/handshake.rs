@@ -7,12 +7,12 @@ use tokio::time::Instant;
 use crate::negotiate::{server_handshake, Negotiated, NegotiationError, ServerHandshake};
 use crate::server::metrics;
 use crate::server::shared::Shared;
-use crate::transport::Transport;
+use crate::transport::BoxedStream;
 
 /// Runs the server side of the hello within the handshake deadline; `None` when the
 /// connection is to be dropped.
-pub(super) async fn handshake<T: Transport>(
-    stream: &mut T,
+pub(super) async fn handshake(
+    stream: &mut BoxedStream,
     peer: Option<SocketAddr>,
     deadline: Instant,
     shared: &Shared,

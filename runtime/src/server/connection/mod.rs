@@ -31,13 +31,11 @@ mod stream_task;
 mod supervise;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::AsyncRead;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -49,7 +47,7 @@ use crate::transport::frame::{Frame, FrameCodec, FrameError, FrameKind};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
 use crate::transport::liveness::{Liveness, Seen, Silence};
 use crate::transport::writer::{Delivery, FrameSink};
-use crate::transport::Transport;
+use crate::transport::{BoxedRead, BoxedStream};
 
 use admission::start_call;
 use calls::{CallSlot, Calls, UploadTarget};
@@ -60,10 +58,6 @@ use state::ConnectionState;
 
 /// How long the writer may take to flush the last replies before the connection is dropped.
 const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(5);
-
-/// The read half of any transport. Boxed, so that the read loop is one type whatever the
-/// stream (TCP, Unix, TLS, in-memory): the tasks that hold connections stay the same size.
-type BoxedRead = Pin<Box<dyn AsyncRead + Send>>;
 
 /// Why the read loop stopped.
 enum End {
@@ -78,8 +72,8 @@ enum End {
 /// Runs the wirecall handshake on an accepted (and, with TLS, already secured) stream and
 /// sets the connection up; `None` when the connection is to be dropped (logged). `deadline`
 /// bounds the whole handshake, TLS included.
-pub(crate) async fn open_connection<T: Transport>(
-    mut stream: T,
+pub(crate) async fn open_connection(
+    mut stream: BoxedStream,
     mut identity: PeerIdentity,
     deadline: Instant,
     shared: Arc<Shared>,
@@ -90,10 +84,9 @@ pub(crate) async fn open_connection<T: Transport>(
     shared.metrics.connections_total.increment(1);
     shared.metrics.connections.increment(1.0);
     let config = &shared.config;
-    let (read_half, write_half) = stream.split_io();
+    let (read_half, write_half) = stream.into_halves();
     let (sink, sink_writer) = FrameSink::new(write_half);
     let writer = tokio::spawn(sink_writer.run(Some(config.write_timeout)));
-    let read_half: BoxedRead = Box::pin(read_half);
     let frames = FrameReader::new(
         read_half,
         FrameCodec::for_version(config.max_frame_len, negotiated.version)
