@@ -78,9 +78,9 @@ impl fmt::Debug for Channel {
                     .field("peer", &connection.peer)
                     .field("codec", &connection.codec)
             }
-            Route::Balanced(pool) => debug
-                .field("service", &pool.service)
-                .field("endpoints", &pool.endpoints()),
+            Route::Balanced(route) => debug
+                .field("service", &route.service())
+                .field("endpoints", &route.endpoints()),
         };
         debug
             .field("timeout", &self.timeout)
@@ -411,7 +411,7 @@ impl Channel {
     pub fn codec(&self) -> Codec {
         match &self.core.route {
             Route::Direct(endpoint) => endpoint.link.current().codec,
-            Route::Balanced(pool) => pool.codec(),
+            Route::Balanced(route) => route.codec(),
         }
     }
 
@@ -431,7 +431,7 @@ impl Channel {
     pub fn protocol_version(&self) -> u8 {
         match &self.core.route {
             Route::Direct(endpoint) => endpoint.link.current().version,
-            Route::Balanced(pool) => pool.protocol_version().unwrap_or(PROTOCOL_VERSION),
+            Route::Balanced(route) => route.protocol_version().unwrap_or(PROTOCOL_VERSION),
         }
     }
 
@@ -439,7 +439,7 @@ impl Channel {
     pub fn service(&self) -> Option<&str> {
         match &self.core.route {
             Route::Direct(_) => None,
-            Route::Balanced(pool) => Some(&pool.service),
+            Route::Balanced(route) => Some(route.service()),
         }
     }
 
@@ -448,7 +448,7 @@ impl Channel {
     pub fn endpoints(&self) -> Vec<EndpointStats> {
         match &self.core.route {
             Route::Direct(_) => Vec::new(),
-            Route::Balanced(pool) => pool.endpoints(),
+            Route::Balanced(route) => route.endpoints(),
         }
     }
 
@@ -458,7 +458,7 @@ impl Channel {
     pub fn is_closed(&self) -> bool {
         match &self.core.route {
             Route::Direct(endpoint) => endpoint.link.current().pending.is_closed(),
-            Route::Balanced(pool) => pool.is_closed(),
+            Route::Balanced(route) => route.is_closed(),
         }
     }
 
@@ -466,7 +466,7 @@ impl Channel {
     pub fn in_flight(&self) -> usize {
         match &self.core.route {
             Route::Direct(endpoint) => endpoint.link.current().pending.len(),
-            Route::Balanced(pool) => pool.in_flight(),
+            Route::Balanced(route) => route.in_flight(),
         }
     }
 
@@ -480,7 +480,7 @@ impl Channel {
     pub async fn close(&self) {
         match &self.core.route {
             Route::Direct(endpoint) => endpoint.close().await,
-            Route::Balanced(pool) => pool.close().await,
+            Route::Balanced(route) => route.close().await,
         }
     }
 }

@@ -27,9 +27,12 @@ impl<'a, F, T> Hop<'a, F, T> {
     }
 
     pub(crate) fn boxed(next: impl Future<Output = T> + Send + 'a) -> Self {
-        Self::Boxed {
-            next: Box::pin(next),
-        }
+        Self::from_box(Box::pin(next))
+    }
+
+    /// A next stage boxed already.
+    pub(crate) fn from_box(next: Pin<Box<dyn Future<Output = T> + Send + 'a>>) -> Self {
+        Self::Boxed { next }
     }
 }
 

@@ -18,8 +18,10 @@
 //! Layout: this module is the stack's state ([`Core`]) and stages 1, 3 and 4 (the handle,
 //! `channel.rs`, holds stage 2 around them); `call.rs` the [`Call`](call::Call) every stage
 //! reads; `deadline.rs` the one deadline; `retry.rs` the one retry loop; `hop.rs` how a stage
-//! hands the call to the next.
+//! hands the call to the next; `endpoints.rs` where the retry loop's attempts go, and
+//! `balanced_route.rs` what a channel asks of a balanced channel's endpoints.
 
+pub(crate) mod balanced_route;
 pub(crate) mod call;
 pub(crate) mod deadline;
 pub(crate) mod endpoints;
@@ -34,6 +36,7 @@ use std::time::Duration;
 use futures::TryFutureExt;
 use tower::retry::budget::TpsBudget;
 
+use self::balanced_route::BalancedRoute;
 use self::call::{Call, Kind};
 use self::deadline::{shorter, Deadline};
 use self::endpoints::Endpoints;
@@ -44,7 +47,6 @@ use super::declared::Method;
 use super::endpoint::Endpoint;
 use super::request::{Reply, Request};
 use crate::codec::Codec;
-use crate::discovery::balanced::pool::Pool;
 use crate::error::{Error, Failure};
 use crate::layers::next::Next;
 use crate::metadata::Metadata;
@@ -68,7 +70,7 @@ pub(crate) enum Route {
     /// One server.
     Direct(Arc<Endpoint>),
     /// The endpoints of a service, balanced.
-    Balanced(Arc<Pool>),
+    Balanced(Arc<dyn BalancedRoute>),
 }
 
 /// A call as the handle starts it, before the stack's stages: what the caller gave, and the
@@ -125,7 +127,7 @@ impl Core {
     ) -> Hop<'a, impl Future<Output = Result<Reply, Error>> + Send + 'a, Result<Reply, Error>> {
         match (&self.layers, &self.route) {
             (None, Route::Direct(endpoint)) => Hop::inline(retry::send(&**endpoint, call)),
-            (None, Route::Balanced(pool)) => Hop::boxed(retry::send(&**pool, call)),
+            (None, Route::Balanced(route)) => Hop::from_box(route.send(call)),
             (Some(layers), _) => Hop::boxed(
                 layers
                     .call_shared(Request::from_call(call))
@@ -167,27 +169,5 @@ impl Endpoints for Endpoint {
     fn none_left(&self) -> Error {
         // `pick` always has the one server.
         Error::Config("a direct channel has no server to call".to_owned())
-    }
-}
-
-/// The innermost service of a balanced channel's own layers: the retry loop over its
-/// endpoints.
-#[derive(Clone)]
-pub(crate) struct Balancing {
-    pub(crate) pool: Arc<Pool>,
-}
-
-impl tower::Service<Request> for Balancing {
-    type Response = Reply;
-    type Error = Error;
-    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Reply, Error>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Error>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let pool = Arc::clone(&self.pool);
-        Box::pin(async move { retry::send(&*pool, &request.as_call()).await })
     }
 }

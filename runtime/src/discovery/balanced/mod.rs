@@ -8,7 +8,8 @@
 //! connections, and how an attempt is balanced, counted and named; `eject.rs` ejection (a failed connection, or
 //! calls failing in a row) and probing; `hedging.rs` and `latency.rs` when a slow idempotent
 //! call goes to a second endpoint (the attempts themselves are raced by the client stack's
-//! `hedge.rs`); `health_check.rs` the active health checks; `follow.rs` following the registry.
+//! `hedge.rs`); `health_check.rs` the active health checks; `follow.rs` following the registry;
+//! `route.rs` the pool as the channel's route and as the innermost service of its layers.
 //! This module only declares and re-exports.
 
 mod builder;
@@ -18,6 +19,7 @@ mod health_check;
 mod hedging;
 mod latency;
 pub(crate) mod pool;
+mod route;
 
 pub use builder::{
     BalancedChannelBuilder, DEFAULT_MAX_PROBE_BACKOFF, DEFAULT_MIN_RETRIES_PER_SECOND,

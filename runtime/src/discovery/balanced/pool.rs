@@ -15,7 +15,6 @@ use crate::client::request::Reply;
 use crate::client::stack::call::Call;
 use crate::client::stack::endpoints::Endpoints;
 use crate::client::stack::endpoints::HedgePlan;
-use crate::codec::Codec;
 use crate::discovery::balance::{Balance, Candidate, Ring};
 use crate::discovery::balanced::hedging::Hedging;
 use crate::discovery::balanced::latency::Latencies;
@@ -135,81 +134,18 @@ impl Pool {
         Arc::clone(&self.state.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    pub(crate) fn endpoints(&self) -> Vec<EndpointStats> {
-        self.state()
-            .slots
-            .iter()
-            .map(|slot| EndpointStats {
-                address: slot.address.clone(),
-                weight: slot.weight.load(Ordering::Relaxed),
-                in_flight: slot.in_flight.load(Ordering::Relaxed),
-                calls: slot.calls.load(Ordering::Relaxed),
-                failures: slot.failures.load(Ordering::Relaxed),
-                ejected: slot.ejected.load(Ordering::Relaxed),
-                hedges: slot.hedges.load(Ordering::Relaxed),
-            })
-            .collect()
-    }
-
     /// Whether the endpoints' options have layers of their own.
     pub(crate) fn endpoints_have_layers(&self) -> bool {
         self.options.has_layers()
     }
 
     /// The open endpoints, as they are now.
-    fn open_endpoints(&self) -> Vec<Arc<Endpoint>> {
+    pub(super) fn open_endpoints(&self) -> Vec<Arc<Endpoint>> {
         self.state()
             .slots
             .iter()
             .filter_map(|slot| slot.ready_endpoint())
             .collect()
-    }
-
-    /// The codec of the last endpoint connection opened, or the first one offered.
-    pub(crate) fn codec(&self) -> Codec {
-        self.open_endpoints()
-            .last()
-            .map(|endpoint| endpoint.link.current().codec)
-            .unwrap_or_else(|| self.options.first_codec())
-    }
-
-    /// The protocol version of the last endpoint connection opened, if any is open.
-    pub(crate) fn protocol_version(&self) -> Option<u8> {
-        self.open_endpoints()
-            .last()
-            .map(|endpoint| endpoint.link.current().version)
-    }
-
-    /// Calls waiting for a reply, over every endpoint.
-    pub(crate) fn in_flight(&self) -> usize {
-        self.state()
-            .slots
-            .iter()
-            .map(|slot| slot.in_flight.load(Ordering::Relaxed))
-            .sum()
-    }
-
-    /// Whether the channel was closed, or has no open endpoint connection.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire) || self.open_endpoints().is_empty()
-    }
-
-    /// Closes the channel: stops following the registry, and closes every endpoint's
-    /// connection as `Channel::close` says.
-    pub(crate) async fn close(&self) {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        for task in self
-            .tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
-            task.abort();
-        }
-        let endpoints = self.open_endpoints();
-        futures::future::join_all(endpoints.iter().map(|endpoint| endpoint.close())).await;
     }
 
     pub(crate) fn no_endpoints(&self) -> Error {
