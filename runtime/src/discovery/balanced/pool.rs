@@ -54,14 +54,14 @@ pub(crate) struct Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        for task in self
-            .tasks
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
-            task.abort();
-        }
+        abort_all(self.tasks.get_mut().unwrap_or_else(|p| p.into_inner()));
+    }
+}
+
+/// Stops the pool's background tasks (following the registry, health checks).
+pub(super) fn abort_all(tasks: &mut Vec<JoinHandle<()>>) {
+    for task in tasks.drain(..) {
+        task.abort();
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::pool::{EndpointStats, Pool};
+use super::pool::{abort_all, EndpointStats, Pool};
 use crate::client::request::{Reply, Request};
 use crate::client::stack::balanced_route::{BalancedRoute, BoxedSend};
 use crate::client::stack::call::Call;
@@ -73,14 +73,7 @@ impl BalancedRoute for Pool {
             if self.closed.swap(true, Ordering::AcqRel) {
                 return;
             }
-            for task in self
-                .tasks
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .drain(..)
-            {
-                task.abort();
-            }
+            abort_all(&mut self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
             let endpoints = self.open_endpoints();
             futures::future::join_all(endpoints.iter().map(|endpoint| endpoint.close())).await;
         })
