@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use crate::cold_task::cold;
+
 /// A service's health, as the health service reports it.
 #[wirecall_macros::message]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,13 +80,13 @@ impl HealthReporter {
     /// shutdown begins, before it deregisters and drains.
     pub fn drain_on_shutdown(&self, server: crate::server::running::ShutdownHandle) {
         let reporter = self.clone();
-        tokio::spawn(async move {
+        tokio::spawn(cold(async move {
             server.shutting_down().await;
             let mut statuses = reporter.statuses.write().unwrap_or_else(|p| p.into_inner());
             for status in statuses.values_mut() {
                 *status = ServingStatus::Draining;
             }
-        });
+        }));
     }
 }
 

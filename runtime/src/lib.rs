@@ -27,6 +27,7 @@ mod auth;
 mod call_span;
 pub mod client;
 pub mod codec;
+mod cold_task;
 mod compression;
 mod context;
 pub mod discovery;

@@ -12,6 +12,7 @@ use super::backend::Backend;
 use super::record::Registration;
 use super::registered::{keep_registered_task, Registered};
 use super::watch::{watch_task, EndpointSet, Endpoints, WatchShared};
+use crate::cold_task::cold;
 
 /// How long the watch task gathers registry events before it publishes one endpoint-set
 /// update: a burst of registrations becomes one update for every client.
@@ -95,11 +96,11 @@ impl Registry {
     /// [`Registered::deregister`] removes them at once.
     pub fn keep_registered(&self, registration: Registration) -> Registered {
         let lease = Arc::new(Mutex::new(None));
-        let task = tokio::spawn(keep_registered_task(
+        let task = tokio::spawn(cold(keep_registered_task(
             Arc::clone(&self.inner.backend),
             registration,
             Arc::clone(&lease),
-        ));
+        )));
         Registered {
             backend: Arc::clone(&self.inner.backend),
             lease,

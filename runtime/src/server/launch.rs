@@ -20,6 +20,7 @@ use super::router::Router;
 use super::running::RunningServer;
 use super::shared::Shared;
 use crate::auth::{FailureLimiter, Token, TokenCheck};
+use crate::cold_task::cold;
 use crate::error::Error;
 use crate::negotiate::check_codec_list;
 
@@ -138,7 +139,7 @@ impl ServerBuilder {
         // Tracked like the connections, so that a shutdown also waits for the accept loop.
         shared
             .tracker
-            .spawn(accept_loop(listener, Arc::clone(&shared)));
+            .spawn(cold(accept_loop(listener, Arc::clone(&shared))));
         #[cfg(unix)]
         match &unix_path {
             Some(path) => tracing::info!(path = %path.display(), "wirecall server listening"),

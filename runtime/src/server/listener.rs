@@ -17,6 +17,7 @@ use super::accept_backoff::AcceptBackoff;
 use super::connection::{open_connection, Connection};
 use super::identity::PeerIdentity;
 use super::shared::{ConnectionSlot, Shared};
+use crate::cold_task::cold;
 use crate::error::Error;
 use crate::negotiate::{refuse, HelloStatus};
 use crate::transport::{configure_tcp, BoxedStream, Transport};
@@ -289,10 +290,10 @@ pub(super) async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
         let connection_shared = Arc::clone(&shared);
         if open >= shared.max_connections {
             tracing::warn!(open, "connection limit reached; refusing");
-            shared.tracker.spawn(async move {
+            shared.tracker.spawn(cold(async move {
                 let _guard = guard;
                 accepted.refuse_busy(connection_shared).await;
-            });
+            }));
             continue;
         }
         shared.tracker.spawn(serve_opened(

@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::listener::{self, serve_opened};
 use super::shared::{ConnectionSlot, Shared};
 use crate::auth::Token;
+use crate::cold_task::cold;
 use crate::transport::Transport;
 
 /// A server that is accepting connections.
@@ -46,7 +47,7 @@ impl ShutdownHandle {
     pub async fn shutdown(&self) {
         let shared = Arc::clone(&self.shared);
         let grace = shared.config.grace_period;
-        tokio::spawn(async move { shared.shut_down(grace).await });
+        tokio::spawn(cold(async move { shared.shut_down(grace).await }));
         self.stopped().await;
     }
 
@@ -162,10 +163,10 @@ impl RunningServer {
         let connection_shared = Arc::clone(shared);
         let busy = open >= shared.max_connections;
         if busy {
-            shared.tracker.spawn(async move {
+            shared.tracker.spawn(cold(async move {
                 let _guard = guard;
                 listener::refuse_stream(stream, connection_shared).await;
-            });
+            }));
             return;
         }
         let opening = Box::pin(listener::open_stream(stream, connection_shared));
@@ -252,11 +253,11 @@ impl Drop for RunningServer {
             // The tasks end on their own now; mark the server stopped when they have.
             let shared = Arc::clone(&self.shared);
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
+                runtime.spawn(cold(async move {
                     shared.tracker.close();
                     shared.tracker.wait().await;
                     shared.stopped.cancel();
-                });
+                }));
             }
         }
     }
