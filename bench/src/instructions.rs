@@ -17,6 +17,9 @@ use crate::report::CellResult;
 use crate::scale::Scale;
 use crate::systems::BoxError;
 
+/// Set (to anything) to keep I1's callgrind profiles instead of deleting them.
+const KEEP_PROFILES: &str = "WIRECALL_BENCH_KEEP_I1";
+
 /// One I1 result for `target`: the long run's figures, with the instructions per call of
 /// each side and `calls` set to the calls between the runs.
 pub async fn count_instructions(
@@ -39,7 +42,12 @@ pub async fn count_instructions(
         Ok::<_, BoxError>((short, long))
     }
     .await;
-    let _ = std::fs::remove_dir_all(&dir);
+    // The profiles stay for reading per function (`callgrind_annotate`) when asked for.
+    if std::env::var_os(KEEP_PROFILES).is_some() {
+        eprintln!("I1: callgrind profiles kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let (short, long) = runs?;
     let calls = long_calls - short_calls;
     let per_call = |long: u64, short: u64| long.saturating_sub(short) as f64 / calls as f64;
