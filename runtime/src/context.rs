@@ -62,11 +62,11 @@ pub struct CallContext {
     pub(crate) streams_carry_metadata: bool,
     /// The connection's protocol version, which says how JSON writes the reply's byte strings.
     pub(crate) protocol_version: u8,
-    /// Boxed, and only once an entry is set: most calls send none back, and the context is
-    /// moved on every poll.
-    pub(crate) reply_metadata: RefCell<Option<Box<Metadata>>>,
-    /// A stream's trailers, sent with its end; boxed and set lazily like `reply_metadata`.
-    pub(crate) trailers: RefCell<Option<Box<Metadata>>>,
+    /// The reply metadata and a stream's trailers, set by the handler. Boxed, and only once
+    /// an entry is set: most calls send none back. One cell for both keeps the context at
+    /// 120 bytes, which the compiler moves inline, where 136 took a call to `memcpy`: the
+    /// context is moved into the thread-local and back on every poll of the call.
+    pub(crate) sent_back: RefCell<Option<Box<SentBack>>>,
     /// A copy made by [`current`](Self::current): its reply metadata goes to the call it was
     /// copied from, while that call is current, rather than into its own unused cell.
     pub(crate) copied: bool,
@@ -99,8 +99,7 @@ impl CallContext {
             replies_carry_metadata: self.replies_carry_metadata,
             streams_carry_metadata: self.streams_carry_metadata,
             protocol_version: self.protocol_version,
-            reply_metadata: RefCell::new(None),
-            trailers: RefCell::new(None),
+            sent_back: RefCell::new(None),
             copied: true,
         }
     }
@@ -165,7 +164,7 @@ impl CallContext {
         key: impl Into<String>,
         value: impl Into<String>,
     ) -> Result<(), MetadataError> {
-        self.insert_into(|call| &call.reply_metadata, key, value)
+        self.insert_into(|sent| &mut sent.reply_metadata, key, value)
     }
 
     /// Adds a trailer: an entry sent with a stream's end (its End, or the Error of a handler
@@ -180,29 +179,29 @@ impl CallContext {
         value: impl Into<String>,
     ) -> Result<(), MetadataError> {
         if self.method.shape.is_stream() {
-            self.insert_into(|call| &call.trailers, key, value)
+            self.insert_into(|sent| &mut sent.trailers, key, value)
         } else {
             self.set_reply_metadata(key, value)
         }
     }
 
-    /// Sets `key` in the cell `cell` picks of this call, or, on a copy, of the call it was
-    /// copied from, if that is still the call this task serves (the same request on the
+    /// Sets `key` in the entries `entries` picks of this call, or, on a copy, of the call it
+    /// was copied from, if that is still the call this task serves (the same request on the
     /// same connection).
     fn insert_into(
         &self,
-        cell: fn(&CallContext) -> &RefCell<Option<Box<Metadata>>>,
+        entries: fn(&mut SentBack) -> &mut Metadata,
         key: impl Into<String>,
         value: impl Into<String>,
     ) -> Result<(), MetadataError> {
         if !self.copied {
-            return insert_reply_metadata(cell(self), key, value);
+            return insert_sent_back(&self.sent_back, entries, key, value);
         }
         Self::with_current(|call| {
             let same_call =
                 call.request_id == self.request_id && Arc::ptr_eq(&call.peer, &self.peer);
             if same_call {
-                insert_reply_metadata(cell(call), key, value)
+                insert_sent_back(&call.sent_back, entries, key, value)
             } else {
                 Err(MetadataError::CallNotCurrent)
             }
@@ -220,12 +219,20 @@ impl CallContext {
 
     /// A stream's reply metadata, taken, if there is any and the connection can carry it.
     pub(crate) fn take_stream_head(&self) -> Option<Metadata> {
-        take_if(&self.reply_metadata, self.streams_carry_metadata)
+        take_if(
+            &self.sent_back,
+            |sent| &mut sent.reply_metadata,
+            self.streams_carry_metadata,
+        )
     }
 
     /// A stream's trailers, taken, if there are any and the connection can carry them.
     pub(crate) fn take_trailers(&self) -> Option<Metadata> {
-        take_if(&self.trailers, self.streams_carry_metadata)
+        take_if(
+            &self.sent_back,
+            |sent| &mut sent.trailers,
+            self.streams_carry_metadata,
+        )
     }
 
     /// What a unary reply of the current call starts with: its reply metadata, taken if the
@@ -234,37 +241,49 @@ impl CallContext {
     /// One look at the thread-local for both, since every unary reply needs both.
     pub(crate) fn take_reply_head(codec: Codec) -> (Option<Metadata>, Encoding) {
         Self::with_current(|call| {
-            let metadata = call
-                .replies_carry_metadata
-                .then(|| call.reply_metadata.borrow_mut().take())
-                .flatten()
-                .map(|metadata| *metadata)
-                .filter(|metadata| !metadata.is_empty());
+            let metadata = take_if(
+                &call.sent_back,
+                |sent| &mut sent.reply_metadata,
+                call.replies_carry_metadata,
+            );
             (metadata, Encoding::new(codec, call.protocol_version))
         })
         .unwrap_or_else(|| (None, codec.into()))
     }
 }
 
-/// The entries in `cell`, taken, if `carried` and there are any.
-fn take_if(cell: &RefCell<Option<Box<Metadata>>>, carried: bool) -> Option<Metadata> {
+/// What a handler set to send back with its call's reply: kept in one box, made at the first
+/// entry set.
+#[derive(Debug, Default)]
+pub(crate) struct SentBack {
+    /// Sent with a unary reply, or as a stream's head before its first item.
+    reply_metadata: Metadata,
+    /// Sent with a stream's end.
+    trailers: Metadata,
+}
+
+/// The entries `entries` picks in `cell`, taken, if `carried` and there are any.
+fn take_if(
+    cell: &RefCell<Option<Box<SentBack>>>,
+    entries: fn(&mut SentBack) -> &mut Metadata,
+    carried: bool,
+) -> Option<Metadata> {
     if !carried {
         return None;
     }
-    cell.borrow_mut()
-        .take()
-        .map(|metadata| *metadata)
-        .filter(|metadata| !metadata.is_empty())
+    let mut sent = cell.borrow_mut();
+    let taken = std::mem::take(entries(sent.as_mut()?));
+    (!taken.is_empty()).then_some(taken)
 }
 
-fn insert_reply_metadata(
-    cell: &RefCell<Option<Box<Metadata>>>,
+/// Sets `key` in the entries `entries` picks in `cell`, making the box at the first entry.
+fn insert_sent_back(
+    cell: &RefCell<Option<Box<SentBack>>>,
+    entries: fn(&mut SentBack) -> &mut Metadata,
     key: impl Into<String>,
     value: impl Into<String>,
 ) -> Result<(), MetadataError> {
-    cell.borrow_mut()
-        .get_or_insert_with(Box::default)
-        .insert(key, value)
+    entries(cell.borrow_mut().get_or_insert_with(Box::default)).insert(key, value)
 }
 
 /// A call's future with its context (see [`CallContext::around`]).

@@ -198,8 +198,7 @@ impl Call {
                 // out with its response headers, its trailers beside `grpc-status`.
                 streams_carry_metadata: true,
                 protocol_version: crate::wire::PROTOCOL_VERSION,
-                reply_metadata: RefCell::new(None),
-                trailers: RefCell::new(None),
+                sent_back: RefCell::new(None),
                 copied: false,
             },
             codec: Codec::Protobuf,

@@ -147,8 +147,7 @@ pub(super) fn start_call(
         replies_carry_metadata: context.version >= 2,
         protocol_version: context.version,
         streams_carry_metadata: context.version >= STREAM_METADATA_SINCE_VERSION,
-        reply_metadata: RefCell::new(None),
-        trailers: RefCell::new(None),
+        sent_back: RefCell::new(None),
         copied: false,
     };
     // An upload's items are queued from here on, and its first credit goes out now.
