@@ -343,7 +343,7 @@ mod tests {
     use super::*;
 
     /// A context is moved into the thread-local and back on every poll of its call. Up to 128
-    /// bytes, LLVM moves it inline; past that, each move is a call to `memcpy` (four a call
+    /// bytes, LLVM moves it inline; past that, each move is a call to `memcpy` (five a call
     /// at 136 bytes, about 160 instructions of I1's server count).
     #[test]
     fn a_context_is_small_enough_to_move_inline() {
