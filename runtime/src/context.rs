@@ -340,7 +340,7 @@ impl Drop for Restore<'_> {
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod tests {
-    use super::*;
+    use crate::context::CallContext;
 
     /// A context is moved into the thread-local and back on every poll of its call. Up to 128
     /// bytes, LLVM moves it inline; past that, each move is a call to `memcpy` (five a call

@@ -157,7 +157,7 @@ impl Reply {
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod tests {
-    use super::*;
+    use crate::server::request::Reply;
 
     /// Every unary reply is returned through each server layer: past 128 bytes each return
     /// is a call to `memcpy` (at 160 bytes, with a stream's items inline, about 400 of I1's
