@@ -87,6 +87,12 @@ impl CallArgs {
         Self(Arc::new(Locked::new(args)))
     }
 
+    /// [`new`](Self::new) for arguments that are `Sync` themselves: no lock, and the same
+    /// `encode_to` as the call that keeps them [`Bare`], not a second copy per argument type.
+    pub(crate) fn new_sync<E: EncodeArgs + Sync + 'static>(args: E) -> Self {
+        Self(Arc::new(Bare::new(args)))
+    }
+
     /// Arguments that fail to encode: what a layer would get if the stack had not shared a
     /// call's arguments before it (it always does; see `Core::erases_args`), rather than a
     /// panic.

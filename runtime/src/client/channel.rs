@@ -110,7 +110,7 @@ impl<A: EncodeArgs + Sync + 'static> Args<Bare<A>> {
     /// `Sync` arguments, without a lock while here.
     fn bare(args: A, share: bool) -> Self {
         if share {
-            Self::Shared(CallArgs::new(args))
+            Self::Shared(CallArgs::new_sync(args))
         } else {
             Self::Here(Bare::new(args))
         }
