@@ -31,7 +31,12 @@ thread_local! {
 /// Runs `decode` on `payload`'s bytes, with the payload available to the `Bytes` it reads
 /// (through [`deserialize`] and `ProtoField for Bytes`). Meant for payloads of at least
 /// [`SHARED_FROM`] bytes: a shorter one holds nothing to share.
+///
+/// Out of line, as are the installing and the removing: only payloads of [`SHARED_FROM`]
+/// bytes or more come here, and each message type's decoding would otherwise carry its own
+/// copy of the thread-local's handling (about 1.5 KB of binary a method, measured).
 #[cfg_attr(not(any(feature = "msgpack", feature = "protobuf")), allow(dead_code))]
+#[inline(never)]
 pub(super) fn with_payload<R>(payload: &Bytes, decode: impl FnOnce(&[u8]) -> R) -> R {
     let _installed = Installed::new(payload.clone());
     decode(payload)
@@ -45,7 +50,7 @@ struct Installed {
 }
 
 impl Installed {
-    #[inline]
+    #[inline(never)]
     fn new(payload: Bytes) -> Self {
         // Only during the thread's teardown is the thread-local gone; the fields are then
         // copied, as without it.
@@ -58,7 +63,7 @@ impl Installed {
 }
 
 impl Drop for Installed {
-    #[inline]
+    #[inline(never)]
     fn drop(&mut self) {
         let previous = self.previous.take();
         let _ = PAYLOAD.try_with(|slot| slot.set(previous));
