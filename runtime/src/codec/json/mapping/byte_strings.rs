@@ -56,7 +56,9 @@ impl Formatter for JsonFormatter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum NotBase64 {
     /// One character too many or too few: no number of bytes spells this many.
-    #[error("{0} characters of base64 (leaving 1 over 4) spell no number of bytes")]
+    #[error(
+        "{0} characters of base64 spell no whole number of bytes (one more than a multiple of 4)"
+    )]
     Length(usize),
     /// More `=` than the text's length leaves room for, or `=` before its end.
     #[error("`=` is padding, only at the end and only as much as the length needs")]
@@ -236,7 +238,7 @@ mod tests {
 
     /// The reader takes exactly what the `base64` crate took with the same leniency (either
     /// alphabet, padding indifferent, spare bits allowed), and reads it the same: every text
-    /// of up to 9 characters over an alphabet that mixes both alphabets and padding, and long
+    /// of up to 6 characters over 9 letters that mix both alphabets and padding, and long
     /// texts whose whole groups go through the vectorised decoder, some with any byte at all.
     #[test]
     fn the_reader_agrees_with_the_base64_crate() {
