@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use wirecall::events::{
     ContractDescriptor, DeadLetterReason, Envelope, EventBus, EventContext, EventHandler, EventId,
-    HandlerFuture, RetryPolicy, SubscriptionConfig,
+    HandlerFuture, RetryPolicy, SubscribeError, SubscriptionConfig,
 };
 
 use crate::{eventually, eventually_async, UserModel};
@@ -478,11 +478,21 @@ pub async fn wait_for_dead_letters(
     taken
 }
 
-/// Deletes the subscriptions a scenario made.
+/// Deletes the subscriptions a scenario made. Right after a broker restart the bus may still
+/// be reconnecting, and it refuses at once rather than wait (`SubscribeError::Disconnected`):
+/// that is retried until the bus is back; any other error fails the test.
 pub async fn cleanup(bus: &EventBus, subscriptions: &[&str]) {
     for subscription in subscriptions {
-        bus.delete_subscription(CONTRACT, subscription)
-            .await
-            .unwrap();
+        eventually_async(
+            "the subscription deleted once the bus is connected",
+            || async {
+                match bus.delete_subscription(CONTRACT, subscription).await {
+                    Ok(()) => true,
+                    Err(SubscribeError::Disconnected) => false,
+                    Err(err) => panic!("deleting subscription {subscription}: {err}"),
+                }
+            },
+        )
+        .await;
     }
 }
