@@ -1,9 +1,23 @@
-//! MessagePack through rmp-serde. Structs are encoded as arrays (rmp-serde's default), so
-//! field names do not travel: compact, and positional like Protobuf tags.
+//! MessagePack: written by rmp-serde, read by our own [`Reader`] (`deserializer.rs` says
+//! why).
+//! Structs are encoded as arrays (rmp-serde's default), so field names do not travel:
+//! compact, and positional like Protobuf tags.
+//!
+//! Layout: this module is the codec's two entry points; `reader.rs` reads the bytes of values
+//! from a payload, `deserializer.rs` hands them to serde's visitors, `access.rs` walks
+//! arrays, maps and enum variants for a visitor, `marker.rs` names the format's marker
+//! bytes, `error.rs` says why a payload did not read.
+
+mod access;
+mod deserializer;
+mod error;
+mod marker;
+mod reader;
 
 use bytes::BytesMut;
 
 use super::{Codec, CodecError, WireMessage};
+use reader::Reader;
 
 #[inline]
 pub(super) fn encode<T: WireMessage>(value: &T, dst: &mut BytesMut) -> Result<(), CodecError> {
@@ -37,17 +51,20 @@ impl std::io::Write for Append<'_> {
     }
 }
 
-/// How deeply arrays and maps may nest: serde_json's fixed limit, so that JSON and MessagePack
-/// refuse the same input. rmp-serde's own default (1,024) overflows a 2 MiB tokio worker stack
-/// in debug builds before it is reached: a peer could abort the process.
+/// How deeply arrays, maps and enum variants may nest: serde_json's fixed limit, so that JSON
+/// and MessagePack refuse the same input. A much deeper limit (rmp-serde's default was 1,024)
+/// overflows a 2 MiB tokio worker stack in debug builds before it is reached: a peer could
+/// abort the process.
 const MAX_DEPTH: usize = 128;
 
 #[inline]
 pub(super) fn decode<T: WireMessage>(src: &[u8]) -> Result<T, CodecError> {
-    let mut deserializer = rmp_serde::Deserializer::from_read_ref(src);
-    deserializer.set_max_depth(MAX_DEPTH);
-    T::deserialize(&mut deserializer).map_err(|e| CodecError::Decode {
+    T::deserialize(&mut Reader::new(src, MAX_DEPTH)).map_err(|e| CodecError::Decode {
         codec: Codec::MessagePack,
         cause: e.into(),
     })
 }
+
+#[cfg(test)]
+#[path = "reader_tests.rs"]
+mod reader_tests;
