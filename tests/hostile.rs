@@ -1474,16 +1474,20 @@ async fn stream_violation(arena: Arena, first: u32, then: Frame) {
     let mut peer = RawPeer::handshaken(arena.addr, Codec::MessagePack).await;
     peer.send_frame(open(1, ENDLESS, encode(Codec::MessagePack, &NoArgs {})))
         .await;
-    peer.send_frame(credit(1, &first.to_be_bytes())).await;
-    peer.send_frame(then).await;
+    // The grant and the frame after it in one write, so that the server reads them together.
+    let mut both = credit(1, &first.to_be_bytes()).to_bytes().to_vec();
+    both.extend_from_slice(&then.to_bytes());
+    peer.send(&both).await;
     peer.expect_connection_error(6).await;
     arena.connections_settle().await;
 }
 
 fn credit_overflow(arena: Arena) -> BoxFuture<'static, ()> {
-    // The first grant is the whole limit; one more item is past it.
+    // The whole limit, twice. Granting one item more than the limit would race the stream:
+    // each item it sends before the server reads that grant frees one item of credit. It
+    // cannot send all 65,536 between two frames read together.
     let limit = wirecall::stream::MAX_STREAM_CREDIT;
-    stream_violation(arena, limit, credit(1, &1u32.to_be_bytes())).boxed()
+    stream_violation(arena, limit, credit(1, &limit.to_be_bytes())).boxed()
 }
 
 fn zero_credit(arena: Arena) -> BoxFuture<'static, ()> {
