@@ -94,6 +94,27 @@ impl<'de> Reader<'de> {
     }
 }
 
+/// `Deserializer` methods that take only a visitor, each reading as the first word says:
+/// `number` (the marker, then [`Reader::number`]), `text` or `any`.
+macro_rules! read_as {
+    (number: $($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
+            let marker = self.byte()?;
+            self.number(marker, visitor)
+        }
+    )*};
+    (text: $($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
+            self.text(visitor)
+        }
+    )*};
+    (any: $($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
+            self.deserialize_any(visitor)
+        }
+    )*};
+}
+
 impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
     type Error = ReadError;
 
@@ -113,60 +134,15 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
         }
     }
 
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
+    // nil, booleans and numbers: the marker says which; `number` reads the rest.
+    read_as! { number: deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
+    deserialize_i64 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+    deserialize_f32 deserialize_f64 deserialize_unit }
 
-    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
+    read_as! { text: deserialize_char deserialize_str deserialize_string deserialize_identifier }
 
-    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
-
-    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
-    }
+    // A byte string's visitor also takes a string or an array, as from `deserialize_any`.
+    read_as! { any: deserialize_bytes deserialize_byte_buf }
 
     fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
         visitor.visit_i128(self.int128()?)
@@ -177,30 +153,6 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
         visitor.visit_u128(self.int128()? as u128)
     }
 
-    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        self.text(visitor)
-    }
-
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        self.text(visitor)
-    }
-
-    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        self.text(visitor)
-    }
-
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        self.text(visitor)
-    }
-
-    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        self.deserialize_any(visitor)
-    }
-
-    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        self.deserialize_any(visitor)
-    }
-
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
         if self.peek()? == NIL {
             self.take(1)?;
@@ -208,11 +160,6 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
         } else {
             visitor.visit_some(self)
         }
-    }
-
-    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ReadError> {
-        let marker = self.byte()?;
-        self.number(marker, visitor)
     }
 
     fn deserialize_unit_struct<V: Visitor<'de>>(
