@@ -43,10 +43,7 @@ impl<'de> Reader<'de> {
         let value = visitor.visit_seq(&mut elements)?;
         let left = elements.left();
         self.leave();
-        match left {
-            0 => Ok(value),
-            left => Err(unread(len, left)),
-        }
+        all_read(value, len, left)
     }
 
     /// A map of `len` entries; the visitor must read them all.
@@ -56,10 +53,7 @@ impl<'de> Reader<'de> {
         let value = visitor.visit_map(&mut entries)?;
         let left = entries.left();
         self.leave();
-        match left {
-            0 => Ok(value),
-            left => Err(unread(len, left)),
-        }
+        all_read(value, len, left)
     }
 
     /// A struct, sequence, tuple or map: an array or a map, or a binary value read as an
@@ -91,6 +85,16 @@ impl<'de> Reader<'de> {
             Head::Number(marker) => self.number(marker, visitor),
             other => Err(head_mismatch(other, &visitor)),
         }
+    }
+}
+
+/// `value`, read from an array or map of `len` items, if the visitor left none of them unread
+/// (rmp-serde's check, kept).
+#[inline]
+fn all_read<T>(value: T, len: u32, left: u32) -> Result<T, ReadError> {
+    match left {
+        0 => Ok(value),
+        left => Err(unread(len, left)),
     }
 }
 
