@@ -6,7 +6,7 @@
 //!
 //! - an array with fewer elements than the struct has fields (the missing trailing fields get
 //!   their defaults) or more (the extra trailing elements, fields a newer peer added, are
-//!   skipped); serde's derive, and rmp-serde's length check, refuse both;
+//!   skipped); serde's derive, and the MessagePack reader's length check, refuse both;
 //! - a map keyed by field name (JSON, and MessagePack from other writers) or by field index,
 //!   where unknown keys are skipped and missing fields get their defaults.
 

@@ -67,7 +67,8 @@ where
 pub enum Codec {
     /// JSON via serde_json (id 1). Arguments travel as an object keyed by argument name.
     Json,
-    /// MessagePack via rmp-serde (id 2). Arguments travel as an array in declaration order.
+    /// MessagePack (id 2): written by rmp-serde, read by wirecall's own reader. Arguments
+    /// travel as an array in declaration order.
     MessagePack,
     /// Protobuf via prost (id 3). Arguments travel as a message with fields 1..n.
     Protobuf,
