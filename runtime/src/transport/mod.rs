@@ -7,7 +7,8 @@
 //! explicit limit) and frame buffers; `frame_reader.rs` reading frames without holding a buffer
 //! while idle, and `spare_buffers.rs` the buffers a busy reader reads into again; `writer.rs`
 //! the write side a connection's senders share (its tests in `writer_tests.rs`), with
-//! `frame_batch.rs` the frames it queues; `liveness.rs` when a silent peer counts as dead.
+//! `frame_batch.rs` the frames it queues, and `one_task.rs` a writer run inside the task that
+//! reads its connection; `liveness.rs` when a silent peer counts as dead.
 
 mod byte_stream;
 /// The frame codec, for wirecall's own tests, fuzzers and benches, which write frames by
@@ -18,6 +19,7 @@ pub mod frame;
 mod frame_batch;
 pub(crate) mod frame_reader;
 pub(crate) mod liveness;
+pub(crate) mod one_task;
 mod spare_buffers;
 pub(crate) mod writer;
 

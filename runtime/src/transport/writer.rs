@@ -10,12 +10,13 @@
 
 use std::future::{poll_fn, Future};
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
+use futures::task::AtomicWaker;
 use tokio::sync::Notify;
 
 use super::byte_stream::BoxedWrite;
@@ -93,9 +94,18 @@ pub(crate) struct FrameSink {
 /// take frames; `io` only by the one party that currently owns writing (see [`Owner`]).
 struct Shared {
     queue: Mutex<Queue>,
-    io: Mutex<BoxedWrite>,
-    /// Wakes the writer task when the queue needs draining or the sink is closing.
-    writer: Notify,
+    io: Mutex<Io>,
+    /// Set when the writer has work (a backlog handed over, the sink closing or failed),
+    /// cleared when it takes the work: a flag, not a queue of wake-ups, so that a task that
+    /// runs the writer beside its own work can tell at a glance whether the writer needs a
+    /// turn (see [`SinkWriter::is_wanted`]).
+    writer_wanted: AtomicBool,
+    /// The task that runs the writer, woken when `writer_wanted` is set.
+    writer_waker: AtomicWaker,
+    /// The writer is waiting for `writer_wanted`, and for nothing else.
+    writer_parked: AtomicBool,
+    /// The writer has ended: its stream is shut down, or a write failed or stalled.
+    writer_ended: AtomicBool,
     /// Wakes senders waiting for room in the queue, all at once: they wait only when the
     /// queue is full to [`MAX_QUEUED_BYTES`], which is rare.
     space: Notify,
@@ -106,6 +116,13 @@ struct Shared {
     /// can tell a backlog that drains (a large frame on a slow link, with a ping behind it)
     /// from one that does not (a peer that stopped reading).
     writes: AtomicU32,
+}
+
+/// The stream, and the batch the writer is writing: kept here rather than in the writer's
+/// future, which is part of the task of every connection a server holds.
+struct Io {
+    stream: BoxedWrite,
+    writing: FrameBatch,
 }
 
 struct Queue {
@@ -128,8 +145,14 @@ impl FrameSink {
                 closing: false,
                 failed: false,
             }),
-            io: Mutex::new(io),
-            writer: Notify::new(),
+            io: Mutex::new(Io {
+                stream: io,
+                writing: FrameBatch::default(),
+            }),
+            writer_wanted: AtomicBool::new(false),
+            writer_waker: AtomicWaker::new(),
+            writer_parked: AtomicBool::new(false),
+            writer_ended: AtomicBool::new(false),
             space: Notify::new(),
             stream_space: Notify::new(),
             writes: AtomicU32::new(0),
@@ -278,15 +301,76 @@ impl FrameSink {
             .then(|| self.shared.writes.load(Ordering::Relaxed))
     }
 
+    /// Whether the writer has ended: the stream is shut down, or a write failed or stalled
+    /// (the peer stopped reading).
+    pub(crate) fn writer_ended(&self) -> bool {
+        self.shared.writer_ended.load(Ordering::Acquire)
+    }
+
     /// Stops accepting frames; the writer task sends what is queued, then shuts the stream.
     pub(crate) fn close(&self) {
         self.shared.lock_queue().closing = true;
-        self.shared.writer.notify_one();
+        self.shared.wake_writer();
         self.shared.wake_all_senders();
     }
 }
 
+/// What the writer does next, from the queue's state.
+enum Turn {
+    /// Write this batch.
+    Write(FrameBatch),
+    /// Nothing to write, or a sender is writing: wait for work.
+    Idle,
+    /// Everything is written and the sink is closing: shut the stream down.
+    ShutDown,
+    /// A write failed.
+    Failed,
+}
+
 impl Shared {
+    /// Takes what the writer is to write, and ownership of writing with it; gives the
+    /// ownership up when nothing is left.
+    fn take_for_writer(&self) -> Turn {
+        let mut queue = self.lock_queue();
+        if queue.failed {
+            return Turn::Failed;
+        }
+        match queue.owner {
+            // A sender is writing; it hands over when it stops, if anything is left.
+            Owner::Sender => return Turn::Idle,
+            Owner::Nobody if !queue.closing => return Turn::Idle,
+            _ => queue.owner = Owner::Writer,
+        }
+        if queue.batch.has_remaining() {
+            Turn::Write(std::mem::take(&mut queue.batch))
+        } else if queue.closing {
+            Turn::ShutDown
+        } else {
+            queue.owner = Owner::Nobody;
+            Turn::Idle
+        }
+    }
+
+    /// Gives the writer work: it takes it at its next turn.
+    fn wake_writer(&self) {
+        self.writer_wanted.store(true, Ordering::Release);
+        self.writer_waker.wake();
+    }
+
+    /// Ready once the writer has work, which it then takes.
+    fn poll_wanted(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.writer_wanted.swap(false, Ordering::AcqRel) {
+            // Registered before looking again, so that no wake-up is lost in between.
+            self.writer_waker.register(cx.waker());
+            if !self.writer_wanted.swap(false, Ordering::AcqRel) {
+                self.writer_parked.store(true, Ordering::Relaxed);
+                return Poll::Pending;
+            }
+        }
+        self.writer_parked.store(false, Ordering::Relaxed);
+        Poll::Ready(())
+    }
+
     /// The queue has room again (the writing party took what was queued): wakes the senders
     /// waiting for the whole queue, and the first stream in line.
     fn room_freed(&self) {
@@ -305,7 +389,7 @@ impl Shared {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn lock_io(&self) -> MutexGuard<'_, BoxedWrite> {
+    fn lock_io(&self) -> MutexGuard<'_, Io> {
         self.io.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -350,7 +434,7 @@ impl Shared {
     fn hand_to_writer(&self, queue: &mut Queue) {
         if queue.owner == Owner::Nobody {
             queue.owner = Owner::Writer;
-            self.writer.notify_one();
+            self.wake_writer();
         }
     }
 
@@ -358,7 +442,7 @@ impl Shared {
     /// gives up ownership, handing any rest to the writer task.
     fn write_claimed(&self, cx: &mut Context<'_>) {
         let mut batch = std::mem::take(&mut self.lock_queue().batch);
-        let written = write_batch(&mut self.lock_io(), &mut batch, &self.writes, cx);
+        let written = write_batch(&mut self.lock_io().stream, &mut batch, &self.writes, cx);
         let mut queue = self.lock_queue();
         match written {
             Poll::Ready(Err(err)) => {
@@ -366,7 +450,7 @@ impl Shared {
                 queue.fail();
                 queue.owner = Owner::Nobody;
                 drop(queue);
-                self.writer.notify_one();
+                self.wake_writer();
                 self.wake_all_senders();
             }
             Poll::Ready(Ok(())) if !queue.batch.has_remaining() && !queue.closing => {
@@ -381,7 +465,7 @@ impl Shared {
             _ => {
                 batch.prepend_to(&mut queue.batch);
                 queue.owner = Owner::Writer;
-                self.writer.notify_one();
+                self.wake_writer();
             }
         }
     }
@@ -417,6 +501,21 @@ fn write_batch(
     io.as_mut().poll_flush(cx)
 }
 
+/// Whether a [`SinkWriter`] run beside other work in one task needs its turn.
+pub(crate) struct WriterTurns {
+    shared: Arc<Shared>,
+}
+
+impl WriterTurns {
+    /// False while the writer waits for work and none was handed to it (polling it then
+    /// would find nothing to do), and once it has ended (it must not be polled again).
+    pub(crate) fn due(&self) -> bool {
+        (!self.shared.writer_parked.load(Ordering::Relaxed)
+            || self.shared.writer_wanted.load(Ordering::Acquire))
+            && !self.shared.writer_ended.load(Ordering::Relaxed)
+    }
+}
+
 /// The task half of a [`FrameSink`]: drains the queue whenever senders could not.
 pub(crate) struct SinkWriter {
     shared: Arc<Shared>,
@@ -438,84 +537,83 @@ impl SinkWriter {
         stall_limit: Option<Duration>,
     ) -> impl Future<Output = std::io::Result<()>> + Send {
         self.stall_limit = stall_limit;
+        // One `async` block, the drain loop written in it: a nested future would keep its own
+        // copy of the writer's address, and the writer is part of every connection's task.
         async move {
-            let outcome = self.drain_until_closed().await;
+            let outcome: std::io::Result<()> = 'drain: loop {
+                poll_fn(|cx| self.shared.poll_wanted(cx)).await;
+                // Let the tasks that are ready now queue their frames first: a waker puts this
+                // task next in line (tokio's LIFO slot), which would otherwise send one frame
+                // per write while many calls are being issued.
+                tokio::task::yield_now().await;
+                loop {
+                    let batch = match self.shared.take_for_writer() {
+                        Turn::Write(batch) => batch,
+                        Turn::Idle => break,
+                        Turn::ShutDown => {
+                            break 'drain poll_fn(|cx| {
+                                self.shared.lock_io().stream.as_mut().poll_shutdown(cx)
+                            })
+                            .await
+                        }
+                        Turn::Failed => break 'drain Err(std::io::ErrorKind::BrokenPipe.into()),
+                    };
+                    self.shared.lock_io().writing = batch;
+                    self.shared.room_freed();
+                    if let Err(err) = self.write_all().await {
+                        break 'drain Err(err);
+                    }
+                    let written = std::mem::take(&mut self.shared.lock_io().writing);
+                    self.shared.lock_queue().batch.recycle(written);
+                }
+            };
             let mut queue = self.shared.lock_queue();
             if outcome.is_err() {
                 queue.fail();
             }
             queue.closing = true;
             drop(queue);
+            self.shared.writer_ended.store(true, Ordering::Release);
             self.shared.wake_all_senders();
             outcome
         }
     }
 
+    /// What a task that runs this writer beside its own work looks at to skip the writer's
+    /// turn while it has nothing to do (see `transport::one_task`).
+    pub(crate) fn turns(&self) -> WriterTurns {
+        WriterTurns {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Writes the batch in [`Io::writing`] out; only a write the socket is not ready for
+    /// waits, under the stall limit.
     #[allow(
         clippy::manual_async_fn,
         reason = "an `async fn` keeps a second copy of its arguments in its state"
     )]
-    fn drain_until_closed(&self) -> impl Future<Output = std::io::Result<()>> + Send + '_ {
+    fn write_all(&self) -> impl Future<Output = std::io::Result<()>> + Send + '_ {
         async move {
-            loop {
-                self.shared.writer.notified().await;
-                // Let the tasks that are ready now queue their frames first: a waker puts this
-                // task next in line (tokio's LIFO slot), which would otherwise send one frame
-                // per write while many calls are being issued.
-                tokio::task::yield_now().await;
-                loop {
-                    let (mut batch, closing) = {
-                        let mut queue = self.shared.lock_queue();
-                        if queue.failed {
-                            return Err(std::io::ErrorKind::BrokenPipe.into());
-                        }
-                        match queue.owner {
-                            // A sender is writing; it hands over when it stops, if anything
-                            // is left.
-                            Owner::Sender => break,
-                            Owner::Nobody if !queue.closing => break,
-                            _ => queue.owner = Owner::Writer,
-                        }
-                        (std::mem::take(&mut queue.batch), queue.closing)
-                    };
-                    if !batch.has_remaining() {
-                        if closing {
-                            return poll_fn(|cx| self.shared.lock_io().as_mut().poll_shutdown(cx))
-                                .await;
-                        }
-                        let mut queue = self.shared.lock_queue();
-                        if !queue.batch.has_remaining() {
-                            queue.owner = Owner::Nobody;
-                            break;
-                        }
-                        continue;
-                    }
-                    self.shared.room_freed();
-                    self.write_all(&mut batch).await?;
-                    self.shared.lock_queue().batch.recycle(batch);
-                }
+            let mut written = poll_fn(|cx| {
+                let mut io = self.shared.lock_io();
+                let Io { stream, writing } = &mut *io;
+                write_batch(stream, writing, &self.shared.writes, cx)
+            });
+            if let Poll::Ready(outcome) = futures::poll!(&mut written) {
+                return outcome;
             }
-        }
-    }
-
-    /// Writes `batch` out; only a write the socket is not ready for waits, under the stall
-    /// limit.
-    async fn write_all(&self, batch: &mut FrameBatch) -> std::io::Result<()> {
-        let mut written =
-            poll_fn(|cx| write_batch(&mut self.shared.lock_io(), batch, &self.shared.writes, cx));
-        if let Poll::Ready(outcome) = futures::poll!(&mut written) {
-            return outcome;
-        }
-        match self.stall_limit {
-            Some(limit) => Box::pin(tokio::time::timeout(limit, written))
-                .await
-                .map_err(|_| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "the peer stopped reading; write stalled",
-                    )
-                })?,
-            None => written.await,
+            match self.stall_limit {
+                Some(limit) => Box::pin(tokio::time::timeout(limit, written))
+                    .await
+                    .map_err(|_| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "the peer stopped reading; write stalled",
+                        )
+                    })?,
+                None => written.await,
+            }
         }
     }
 }

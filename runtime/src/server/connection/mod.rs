@@ -1,6 +1,7 @@
 //! One server connection: handshake, then a read loop that starts every call as its own task,
-//! so a slow call never holds up a fast one, while the writer task sends replies in whatever
-//! order they finish.
+//! so a slow call never holds up a fast one, while the connection's writer sends replies in
+//! whatever order they finish. The read loop and the writer share the connection's one task
+//! (`transport::one_task`).
 //!
 //! Layout: this module is the read loop and the close; `handshake.rs` the hello within the
 //! handshake deadline; `state.rs` what every call task of the connection shares;
@@ -14,10 +15,11 @@
 //! share of the in-flight gauge.
 //!
 //! Memory: a server holds one task per connection for the connection's whole life, most of
-//! them idle, so that task is kept small. Opening a connection ([`open_connection`]) runs in
-//! its own boxed future, freed once the hello is done; what the read loop needs afterwards is
-//! one [`Connection`] value, which [`Connection::run`] uses in place; every path taken at most
-//! once (a wait for a call slot, the close) is boxed.
+//! them idle, so that task is kept small, and it is the only one: the writer runs in it.
+//! Opening a connection ([`open_connection`]) runs in its own boxed future, freed once the
+//! hello is done; what the read loop needs afterwards is one [`Serving`] value, which
+//! [`Connection::run`] uses in place; every path taken at most once (a wait for a call slot,
+//! the close) is boxed.
 
 mod admission;
 mod calls;
@@ -31,13 +33,13 @@ mod stream_task;
 mod supervise;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use super::identity::PeerIdentity;
 use super::shared::{ConnectionSlot, Shared};
@@ -46,7 +48,8 @@ use crate::error::ErrorCode;
 use crate::transport::frame::{Frame, FrameCodec, FrameError, FrameKind};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
 use crate::transport::liveness::{Liveness, Seen, Silence};
-use crate::transport::writer::{Delivery, FrameSink};
+use crate::transport::one_task::with_writer;
+use crate::transport::writer::{Delivery, FrameSink, SinkWriter};
 use crate::transport::{BoxedRead, BoxedStream};
 
 use admission::start_call;
@@ -85,8 +88,7 @@ pub(crate) async fn open_connection(
     shared.metrics.connections.increment(1.0);
     let config = &shared.config;
     let (read_half, write_half) = stream.into_halves();
-    let (sink, sink_writer) = FrameSink::new(write_half);
-    let writer = tokio::spawn(sink_writer.run(Some(config.write_timeout)));
+    let (sink, writer) = FrameSink::new(write_half);
     let frames = FrameReader::new(
         read_half,
         FrameCodec::for_version(config.max_frame_len, negotiated.version)
@@ -108,22 +110,26 @@ pub(crate) async fn open_connection(
         identity: Arc::new(identity),
     };
     Some(Connection {
-        frames,
         writer,
-        writer_done: false,
-        clock: None,
-        state,
-        shared,
+        serving: Serving {
+            frames,
+            clock: None,
+            state,
+            shared,
+        },
     })
 }
 
-/// An open connection: what its read loop keeps for the connection's life.
+/// An open connection, not yet served.
 pub(crate) struct Connection {
+    /// What writes what the call tasks could not write themselves.
+    writer: SinkWriter,
+    serving: Serving,
+}
+
+/// What a connection's read loop keeps for the connection's life.
+struct Serving {
     frames: FrameReader<BoxedRead>,
-    /// The task writing what the call tasks could not write themselves.
-    writer: JoinHandle<std::io::Result<()>>,
-    /// The writer task has ended (and may not be awaited again).
-    writer_done: bool,
     /// When the last call finished inline, if the loop has not waited since: the arrival
     /// time of the next frame of the same burst (see [`start_call`]).
     clock: Option<Instant>,
@@ -133,22 +139,33 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Serves the connection until the peer leaves, breaks the protocol or the server shuts
-    /// down, then closes it.
+    /// down, then closes it, the read loop and the writer in one task.
     /// `slot` (the connection's place in the server's count) is freed at the end.
+    pub(super) fn run(self, slot: ConnectionSlot) -> impl Future<Output = ()> + Send {
+        let stall_limit = Some(self.serving.shared.config.write_timeout);
+        with_writer(self.writer, stall_limit, self.serving.run(slot))
+    }
+}
+
+impl Serving {
+    /// The read loop, then the close; see [`Connection::run`].
     #[allow(
         clippy::manual_async_fn,
         reason = "an `async fn` keeps a second copy of its arguments in its state"
     )]
-    pub(super) fn run(mut self, slot: ConnectionSlot) -> impl Future<Output = ()> + Send {
+    fn run(mut self, slot: ConnectionSlot) -> impl Future<Output = ()> + Send {
         // An `async` block rather than an `async fn`: it uses `self` where it is, where an
         // `async fn` would keep a second copy of its argument for the connection's life.
         async move {
             let end = self.read_loop().await;
-            if matches!(end, End::PeerGone) && self.state.calls.none_running() {
-                // The usual end: the peer left and nothing runs. Nothing is left to wait for:
-                // the writer task ends on its own once the closed sink is drained (or its
-                // stall limit passes), and when thousands of peers leave at once, their
-                // connections free their memory now instead of all waiting together.
+            if matches!(end, End::PeerGone)
+                && self.state.calls.none_running()
+                && self.state.sink.backlog_writes().is_none()
+            {
+                // The usual end: the peer left, nothing runs and everything queued is
+                // written. Nothing is left to wait for, and when thousands of peers leave
+                // at once, their connections free their memory now instead of all waiting
+                // together.
                 self.state.sink.close();
             } else {
                 // Boxed: dead until the end, and inline it would enlarge the task all along.
@@ -164,108 +181,131 @@ impl Connection {
     /// liveness record and the wait itself live across its waits: handling a frame does not
     /// wait (what must wait is a boxed step), and a violation's error frame is sent by
     /// [`close`](Self::close).
-    async fn read_loop(&mut self) -> End {
-        let periods = self.shared.config.liveness();
-        let mut liveness = Liveness::new();
-        let idle = tokio::time::sleep_until(liveness.first_deadline(&periods));
-        tokio::pin!(idle);
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps a second copy of its arguments in its state"
+    )]
+    fn read_loop(&mut self) -> impl Future<Output = End> + Send + '_ {
+        async move {
+            let mut liveness = Liveness::new();
+            let idle =
+                tokio::time::sleep_until(liveness.first_deadline(&self.shared.config.liveness()));
+            tokio::pin!(idle);
 
-        loop {
-            // Under a continuous stream of frames the loop never waits; look at the shutdown
-            // token now and then instead of per frame.
-            if liveness.burst() % 64 == 63 && self.shared.shutdown.is_cancelled() {
-                return End::Shutdown;
+            loop {
+                // Under a continuous stream of frames the loop never waits; look at the shutdown
+                // token now and then instead of per frame.
+                if liveness.burst() % 64 == 63 && self.shared.shutdown.is_cancelled() {
+                    return End::Shutdown;
+                }
+                let next = match self.next_frame(&mut liveness, idle.as_mut()).await {
+                    Ok(next) => next,
+                    Err(end) => return end,
+                };
+                liveness.frame();
+                let frame = match admit_frame(next) {
+                    Ok(frame) => frame,
+                    Err(end) => return end,
+                };
+                match frame.kind {
+                    FrameKind::Cancel => self.state.calls.abort(frame.request_id),
+                    FrameKind::Credit => {
+                        if let Err(err) = self.state.calls.grant(frame.request_id, &frame.payload) {
+                            let message = format!("stream {}: {err}", frame.request_id);
+                            return End::Violation(ErrorCode::ProtocolViolation, message);
+                        }
+                    }
+                    FrameKind::Item | FrameKind::End => {
+                        if let Err(message) = route_upload(&self.state.calls, frame) {
+                            return End::Violation(ErrorCode::ProtocolViolation, message);
+                        }
+                    }
+                    FrameKind::Pong => {}
+                    FrameKind::Response | FrameKind::Error | FrameKind::Head => {
+                        let message = format!("a client may not send {:?} frames", frame.kind);
+                        return End::Violation(ErrorCode::ProtocolViolation, message);
+                    }
+                    FrameKind::Request | FrameKind::Notify | FrameKind::Open | FrameKind::Ping => {
+                        let unfinished = match self.handle(frame) {
+                            Ok(None) => continue,
+                            Ok(Some(unfinished)) => unfinished,
+                            Err(end) => return end,
+                        };
+                        // Rare, so boxed: inline, its state would enlarge every connection.
+                        if let Err(end) = Box::pin(self.finish_handling(unfinished)).await {
+                            return end;
+                        }
+                    }
+                }
             }
-            // Take the next frame if it is already buffered. Only when the connection has
-            // nothing more to read right now are the replies queued so far written: one
-            // write for a whole burst of pipelined requests.
-            let next = match futures::poll!(self.frames.next()) {
-                Poll::Ready(next) => next,
-                Poll::Pending => {
-                    // After a wait, the next frame's arrival is read afresh.
-                    self.clock = None;
-                    liveness.before_wait(self.frames.reads());
-                    // Calls running: the client gets the shorter silence (a frame that
-                    // started one moved `last_frame`, and the timer may be far out).
-                    if let Some(busy_deadline) = liveness.busy_deadline(&periods) {
-                        if busy_deadline < idle.deadline() && !self.state.calls.none_running() {
-                            idle.as_mut().reset(busy_deadline);
-                        }
+        }
+    }
+
+    /// The next frame: at once if it is already buffered; otherwise, once the replies queued
+    /// so far are written (one write for a whole burst of pipelined requests), the next to
+    /// arrive, with the liveness timer, the writer's end and the shutdown watched meanwhile.
+    /// Nothing it computes outlives a wait, so that the loop's state stays small: the liveness
+    /// periods are read from the config where they are used.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps a second copy of its arguments in its state"
+    )]
+    fn next_frame<'a>(
+        &'a mut self,
+        liveness: &'a mut Liveness,
+        mut idle: Pin<&'a mut Sleep>,
+    ) -> impl Future<Output = Result<Option<Result<Frame, FrameError>>, End>> + Send + 'a {
+        async move {
+            loop {
+                if let Poll::Ready(next) = futures::poll!(self.frames.next()) {
+                    return Ok(next);
+                }
+                // After a wait, the next frame's arrival is read afresh.
+                self.clock = None;
+                liveness.before_wait(self.frames.reads());
+                // Calls running: the client gets the shorter silence (a frame that started one moved
+                // `last_frame`, and the timer may be far out).
+                if let Some(busy_deadline) = liveness.busy_deadline(&self.shared.config.liveness())
+                {
+                    if busy_deadline < idle.deadline() && !self.state.calls.none_running() {
+                        idle.as_mut().reset(busy_deadline);
                     }
-                    self.frames.park();
-                    self.state.sink.flush().await;
-                    tokio::select! {
-                        biased;
-                        _ = self.shared.shutdown.cancelled() => return End::Shutdown,
-                        // The writer only ends early when the peer stopped reading or the
-                        // socket broke.
-                        _ = &mut self.writer, if !self.writer_done => {
-                            self.writer_done = true;
-                            return End::PeerGone;
-                        }
-                        _ = &mut idle => {
-                            let seen = Seen {
-                                busy: !self.state.calls.none_running(),
-                                reads: self.frames.reads(),
-                                backlog_writes: self.state.sink.backlog_writes(),
-                            };
-                            match liveness.on_timer(Instant::now(), seen, &periods) {
-                                Silence::Rearm(at) => idle.as_mut().reset(at),
-                                Silence::Ping(at) => {
-                                    let ping = Frame::control(FrameKind::Ping, 0).to_bytes();
-                                    self.state.sink.send_now(ping);
-                                    idle.as_mut().reset(at);
-                                }
-                                Silence::Dead => {
-                                    return End::Violation(
-                                        ErrorCode::IdleTimeout,
-                                        format!(
-                                            "no frame for {:?} ({:?} while calls ran) and no \
-                                             answer to a ping within {:?}",
-                                            periods.idle, periods.busy, periods.answer
-                                        ),
-                                    );
-                                }
+                }
+                self.frames.park();
+                self.state.sink.flush().await;
+                tokio::select! {
+                    biased;
+                    _ = self.shared.shutdown.cancelled() => return Err(End::Shutdown),
+                    // The writer only ends early when the peer stopped reading or the socket
+                    // broke.
+                    () = writer_ended(&self.state.sink) => return Err(End::PeerGone),
+                    _ = &mut idle => {
+                        let seen = Seen {
+                            busy: !self.state.calls.none_running(),
+                            reads: self.frames.reads(),
+                            backlog_writes: self.state.sink.backlog_writes(),
+                        };
+                        let periods = self.shared.config.liveness();
+                        match liveness.on_timer(Instant::now(), seen, &periods) {
+                            Silence::Rearm(at) => idle.as_mut().reset(at),
+                            Silence::Ping(at) => {
+                                let ping = Frame::control(FrameKind::Ping, 0).to_bytes();
+                                self.state.sink.send_now(ping);
+                                idle.as_mut().reset(at);
                             }
-                            continue;
+                            Silence::Dead => {
+                                return Err(End::Violation(
+                                    ErrorCode::IdleTimeout,
+                                    format!(
+                                        "no frame for {:?} ({:?} while calls ran) and no answer \
+                                         to a ping within {:?}",
+                                        periods.idle, periods.busy, periods.answer
+                                    ),
+                                ));
+                            }
                         }
-                        next = self.frames.next() => next,
                     }
-                }
-            };
-            liveness.frame();
-            let frame = match admit_frame(next) {
-                Ok(frame) => frame,
-                Err(end) => return end,
-            };
-            match frame.kind {
-                FrameKind::Cancel => self.state.calls.abort(frame.request_id),
-                FrameKind::Credit => {
-                    if let Err(err) = self.state.calls.grant(frame.request_id, &frame.payload) {
-                        let message = format!("stream {}: {err}", frame.request_id);
-                        return End::Violation(ErrorCode::ProtocolViolation, message);
-                    }
-                }
-                FrameKind::Item | FrameKind::End => {
-                    if let Err(message) = route_upload(&self.state.calls, frame) {
-                        return End::Violation(ErrorCode::ProtocolViolation, message);
-                    }
-                }
-                FrameKind::Pong => {}
-                FrameKind::Response | FrameKind::Error | FrameKind::Head => {
-                    let message = format!("a client may not send {:?} frames", frame.kind);
-                    return End::Violation(ErrorCode::ProtocolViolation, message);
-                }
-                FrameKind::Request | FrameKind::Notify | FrameKind::Open | FrameKind::Ping => {
-                    let unfinished = match self.handle(frame) {
-                        Ok(None) => continue,
-                        Ok(Some(unfinished)) => unfinished,
-                        Err(end) => return end,
-                    };
-                    // Rare, so boxed: inline, its state would enlarge every connection.
-                    if let Err(end) = Box::pin(self.finish_handling(unfinished)).await {
-                        return end;
-                    }
+                next = self.frames.next() => return Ok(next),
                 }
             }
         }
@@ -338,10 +378,7 @@ impl Connection {
         tokio::select! {
             slot = self.state.calls.slot() => Ok(slot),
             _ = self.shared.shutdown.cancelled() => Err(End::Shutdown),
-            _ = &mut self.writer, if !self.writer_done => {
-                self.writer_done = true;
-                Err(End::PeerGone)
-            }
+            () = writer_ended(&self.state.sink) => Err(End::PeerGone),
         }
     }
 
@@ -387,14 +424,22 @@ impl Connection {
             }
         }
         sink.close();
-        if !self.writer_done
-            && tokio::time::timeout(CLOSE_FLUSH_LIMIT, &mut self.writer)
-                .await
-                .is_err()
-        {
-            self.writer.abort();
-        }
+        // Past the limit, the connection's task ends and drops the writer with the rest.
+        let _ = tokio::time::timeout(CLOSE_FLUSH_LIMIT, writer_ended(sink)).await;
     }
+}
+
+/// Ready once the connection's writer has ended. It needs no wake-up of its own: the writer
+/// runs in the same task, which polls the read side right after the writer's last turn
+/// (`transport::one_task`).
+fn writer_ended(sink: &FrameSink) -> impl Future<Output = ()> + '_ {
+    std::future::poll_fn(|_| {
+        if sink.writer_ended() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
 }
 
 /// Queues an upload's `Item` or takes its `End`; the message of a protocol violation
@@ -450,7 +495,7 @@ async fn serve_running_streams(frames: &mut FrameReader<BoxedRead>, state: &Conn
     }
 }
 
-/// What [`Connection::handle`] left to do, because it needs a wait.
+/// What [`Serving::handle`] left to do, because it needs a wait.
 enum Unfinished {
     /// Every call slot is taken: start this call once one is free.
     NoSlot(Frame),
