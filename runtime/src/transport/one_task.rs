@@ -8,9 +8,9 @@
 //! were handed to it), so the shared task gives it a turn only then: an idle writer costs
 //! the connection's wake-ups two atomic loads, not a poll.
 //!
-//! The read side learns that the writer ended (the peer stopped reading, a write failed)
-//! from [`FrameSink::writer_ended`](super::writer::FrameSink::writer_ended): the writer's
-//! turn comes first in every poll, so the read side sees its end in the same poll.
+//! The read side learns that the writer ended (the sink was closed and drained, the peer
+//! stopped reading, a write failed) from [`writer_ended`]: the writer's turn comes first in
+//! every poll, so the read side sees its end in the same poll.
 
 use std::future::Future;
 use std::io;
@@ -18,7 +18,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::writer::{SinkWriter, WriterTurns};
+use super::writer::{FrameSink, SinkWriter, WriterTurns};
 
 /// Runs `connection` with `writer` in the same task, until `connection` ends; the writer is
 /// dropped then, with whatever it had not written. `stall_limit` is the writer's (see
@@ -61,4 +61,17 @@ impl<W: Future<Output = io::Result<()>>, F: Future> Future for WithWriter<W, F> 
         }
         this.connection.poll(cx)
     }
+}
+
+/// Ready once the connection's writer has ended. It needs no wake-up of its own: in a
+/// connection run by [`with_writer`], the writer's last turn is followed by the read side's
+/// poll in the same wake-up.
+pub(crate) fn writer_ended(sink: &FrameSink) -> impl Future<Output = ()> + Send + '_ {
+    std::future::poll_fn(|_| {
+        if sink.writer_ended() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
 }

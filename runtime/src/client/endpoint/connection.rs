@@ -30,6 +30,7 @@ use crate::stream::credit_window::WindowSize;
 use crate::trace::TRACEPARENT;
 use crate::transport::frame::{ErrorBody, Frame, FrameBuf, FrameCodec, FrameKind, FLAG_METADATA};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
+use crate::transport::one_task::with_writer;
 use crate::transport::writer::{Delivery, FrameSink, TrySend};
 use crate::transport::{BoxedRead, BoxedStream};
 
@@ -61,21 +62,23 @@ pub(crate) struct Connection {
     /// The credit window of the server streams opened on this connection.
     pub(crate) stream_window: WindowSize,
     pub(crate) peer: Option<SocketAddr>,
+    /// The connection's one task: its reader, with its writer run beside it
+    /// (`transport::one_task`).
     pub(crate) reader: JoinHandle<()>,
-    /// The reader and writer tasks, so that closing can wait for both to end.
+    /// The connection's task, so that closing can wait for it to end.
     pub(crate) tasks: TaskTracker,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        // The writer sends what is queued, then shuts the stream down.
+        // The writer sends what is queued and shuts the stream down; the reader sees it end
+        // and stops, which ends the task.
         self.sink.close();
-        self.reader.abort();
     }
 }
 
 impl Connection {
-    /// Starts the writer and the reader of a connection whose hello was accepted, or, with
+    /// Starts the task that reads and writes a connection whose hello was accepted, or, with
     /// `early`, whose hello is yet to be sent: `negotiated` is then what the server settled
     /// last time, and the reader checks that it settles the same again.
     pub(super) fn start(
@@ -88,11 +91,6 @@ impl Connection {
         let (read_half, write_half) = stream.into_halves();
         let (sink, sink_writer) = FrameSink::new(write_half);
         let tasks = TaskTracker::new();
-        tasks.spawn(async move {
-            if let Err(err) = sink_writer.run(None).await {
-                tracing::debug!(%err, "client writer ended");
-            }
-        });
         let pending = Arc::new(PendingCalls::default());
         let own_limit = settings.max_frame_len;
         let send_limit = Arc::new(AtomicU32::new(negotiated.send_limit(own_limit)));
@@ -113,7 +111,7 @@ impl Connection {
                 let codec = codec.decompressing(negotiated.compression);
                 let frames = FrameReader::new(read_half, codec, ReadPolicy::Client);
                 let run = reader::run_reader(frames, Arc::clone(&pending), sink.clone(), keepalive);
-                (tasks.spawn(run), None)
+                (tasks.spawn(with_writer(sink_writer, None, run)), None)
             }
             Some(early) => {
                 // First on the wire. Corked: a call made right away writes it together with
@@ -133,7 +131,7 @@ impl Connection {
                 ));
                 let (pending, sink) = (Arc::clone(&pending), sink.clone());
                 let settles = compressor.clone();
-                let reader = tasks.spawn(settling.then(move |settled| match settled {
+                let reading = settling.then(move |settled| match settled {
                     Some((read_half, compression)) => {
                         if let Some(compressor) = settles {
                             compressor.settle(compression);
@@ -143,7 +141,8 @@ impl Connection {
                         Either::Left(reader::run_reader(frames, pending, sink, keepalive))
                     }
                     None => Either::Right(std::future::ready(())),
-                }));
+                });
+                let reader = tasks.spawn(with_writer(sink_writer, None, reading));
                 (reader, Some(hello))
             }
         };

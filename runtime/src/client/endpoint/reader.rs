@@ -16,6 +16,7 @@ use super::round_trip::TIMING_PING_ID;
 use crate::transport::frame::{ErrorBody, Frame, FrameKind};
 use crate::transport::frame_reader::FrameReader;
 use crate::transport::liveness::{Liveness, Periods, Seen, Silence};
+use crate::transport::one_task::writer_ended;
 use crate::transport::writer::FrameSink;
 
 /// A keepalive interval so long that it never fires (for connections without keepalive).
@@ -73,6 +74,14 @@ where
                     frames.park();
                     tokio::select! {
                         next = frames.next() => next,
+                        // The writer, run in this task, ended: the connection was dropped or
+                        // closed and what it queued is written, or writing failed.
+                        () = writer_ended(&sink) => {
+                            reason = "the connection closed: it was dropped or closed, or \
+                                      writing to the server failed"
+                                .to_owned();
+                            break;
+                        }
                         () = poll_fn(|cx| pending.poll_expiry(cx)) => {
                             expire_calls(&pending, &sink);
                             continue;

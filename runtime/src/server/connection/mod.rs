@@ -48,7 +48,7 @@ use crate::error::ErrorCode;
 use crate::transport::frame::{Frame, FrameCodec, FrameError, FrameKind};
 use crate::transport::frame_reader::{FrameReader, ReadPolicy};
 use crate::transport::liveness::{Liveness, Seen, Silence};
-use crate::transport::one_task::with_writer;
+use crate::transport::one_task::{with_writer, writer_ended};
 use crate::transport::writer::{Delivery, FrameSink, SinkWriter};
 use crate::transport::{BoxedRead, BoxedStream};
 
@@ -427,19 +427,6 @@ impl Serving {
         // Past the limit, the connection's task ends and drops the writer with the rest.
         let _ = tokio::time::timeout(CLOSE_FLUSH_LIMIT, writer_ended(sink)).await;
     }
-}
-
-/// Ready once the connection's writer has ended. It needs no wake-up of its own: the writer
-/// runs in the same task, which polls the read side right after the writer's last turn
-/// (`transport::one_task`).
-fn writer_ended(sink: &FrameSink) -> impl Future<Output = ()> + '_ {
-    std::future::poll_fn(|_| {
-        if sink.writer_ended() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
 }
 
 /// Queues an upload's `Item` or takes its `End`; the message of a protocol violation
