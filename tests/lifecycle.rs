@@ -206,6 +206,27 @@ async fn closing_a_channel_finishes_its_calls_then_waits_for_the_connection_to_c
         .unwrap();
 }
 
+/// A connection's writer runs in the task that reads it: dropping the channel closes the
+/// connection only once what was queued is written, so one-way calls sent just before the
+/// drop still reach the server.
+#[tokio::test]
+async fn one_way_calls_queued_when_a_channel_is_dropped_still_reach_the_server() {
+    const CALLS: u64 = 5_000;
+    let (server, lab_state) = start_server().await;
+    let lab = LabClient::connect(server.local_addr()).await.unwrap();
+    // Sent together, so that most of them wait in the connection's queue when it is dropped.
+    let sent = futures::future::join_all((0..CALLS).map(|_| lab.record(1))).await;
+    assert!(
+        sent.iter().all(Result::is_ok),
+        "every one-way call was queued"
+    );
+    drop(lab);
+    eventually("every one-way call reaches the server", || {
+        lab_state.recorded.load(std::sync::atomic::Ordering::SeqCst) == CALLS
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_server_without_a_listener_serves_handed_over_streams_within_its_limits() {
     let server = Server::builder()

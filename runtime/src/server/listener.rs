@@ -69,6 +69,14 @@ pub(crate) async fn refuse_stream<S: Transport>(stream: S, shared: Arc<Shared>) 
 }
 
 /// An opened connection, ready to be served.
+#[cfg_attr(
+    feature = "grpc",
+    allow(
+        clippy::large_enum_variant,
+        reason = "made once per connection and moved straight into its task; boxing the \
+                  wirecall connection would cost every connection an allocation"
+    )
+)]
 pub(crate) enum Opened {
     /// A wirecall connection, its hello done.
     Wirecall(Connection),

@@ -1,12 +1,12 @@
 //! A connection served by one task: its writer runs inside the task that reads it, instead
 //! of in a task of its own.
 //!
-//! A server holds a task per connection for the connection's whole life, most of them idle,
-//! and a second task per connection for the writer cost every idle connection a second
-//! task's allocation (its header, its state and its scheduler links). The writer has work
-//! only when a sender could not write itself (the socket was full, or a stream's items
+//! A server holds a task per connection for the connection's whole life, most of them idle.
+//! A task of its own for each connection's writer cost every connection a second task's
+//! allocation (256 bytes: its header, its state and its scheduler links). The writer has
+//! work only when a sender could not write itself (the socket was full, or a stream's items
 //! were handed to it), so the shared task gives it a turn only then: an idle writer costs
-//! the connection's wake-ups two atomic loads, not a poll.
+//! the connection's wake-ups a few atomic loads, not a poll.
 //!
 //! The read side learns that the writer ended (the sink was closed and drained, the peer
 //! stopped reading, a write failed) from [`writer_ended`]: the writer's turn comes first in

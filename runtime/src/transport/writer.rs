@@ -3,8 +3,10 @@
 //! A [`FrameSink`] is shared by everything that sends on one connection. When nothing else is
 //! being written, a sender writes its frame straight to the socket from its own task: no hop
 //! through another task, which is most of the latency of a sequential call. When the socket
-//! is busy (a write would block, or the writer task is draining), frames queue in a batch that
-//! the connection's writer task sends with vectored writes, many frames per syscall. The batch
+//! is busy (a write would block, or the writer is draining), frames queue in a batch that the
+//! connection's writer sends with vectored writes, many frames per syscall. The writer runs in
+//! the connection's own task, beside its reader (`one_task.rs`), and takes a turn only when it
+//! was handed work. The batch
 //! is bounded in bytes: senders wait for space, so a peer that does not read cannot make the
 //! queue grow without limit.
 
@@ -38,7 +40,7 @@ const MAX_IO_SLICES: usize = 64;
 pub(crate) enum Delivery {
     /// The sender, right away, when the socket is idle: lowest latency for a lone call.
     Now,
-    /// The writer task: when many senders are active, it coalesces their frames.
+    /// The writer: when many senders are active, it coalesces their frames.
     Background,
     /// Nobody yet: the sender calls [`FrameSink::flush`] once it has queued a burst.
     Corked,
@@ -76,7 +78,7 @@ impl Lane {
 }
 
 /// Who owns writing to the stream. Exactly one party writes at a time, so frames never
-/// interleave; a sender that owns it hands what is left to the writer task when it stops.
+/// interleave; a sender that owns it hands what is left to the writer when it stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {
     Nobody,
@@ -169,7 +171,7 @@ impl FrameSink {
         self.send_within(frame, delivery, Lane::Any).await
     }
 
-    /// Queues a stream's items for the writer task, waiting while the queue holds more than
+    /// Queues a stream's items for the writer, waiting while the queue holds more than
     /// [`MAX_QUEUED_STREAM_BYTES`]: a stream that could fill the whole queue would hold the
     /// replies to other calls behind it.
     ///
@@ -246,7 +248,7 @@ impl FrameSink {
                 .admit(&mut queue, frame, delivery, MAX_QUEUED_BYTES)?
         };
         if claimed {
-            // No waker needed: if the socket is full, the writer task takes over and waits
+            // No waker needed: if the socket is full, the writer takes over and waits
             // for it with its own.
             self.shared
                 .write_claimed(&mut Context::from_waker(Waker::noop()));
@@ -270,7 +272,7 @@ impl FrameSink {
     }
 
     /// Queues a frame without waiting: for control frames (cancel, pong) sent from places that
-    /// cannot wait. Dropped when the queue is full; the writer task sends it.
+    /// cannot wait. Dropped when the queue is full; the writer sends it.
     pub(crate) fn send_now(&self, frame: Bytes) {
         let mut queue = self.shared.lock_queue();
         if queue.closing || queue.failed || queue.batch.remaining() > MAX_QUEUED_BYTES {
@@ -307,7 +309,13 @@ impl FrameSink {
         self.shared.writer_ended.load(Ordering::Acquire)
     }
 
-    /// Stops accepting frames; the writer task sends what is queued, then shuts the stream.
+    /// Whether a write failed (or stalled past its limit): the sink was not closed by its
+    /// owner.
+    pub(crate) fn write_failed(&self) -> bool {
+        self.shared.lock_queue().failed
+    }
+
+    /// Stops accepting frames; the writer sends what is queued, then shuts the stream down.
     pub(crate) fn close(&self) {
         self.shared.lock_queue().closing = true;
         self.shared.wake_writer();
@@ -430,7 +438,7 @@ impl Shared {
         true
     }
 
-    /// Makes the writer task own writing, unless someone already does.
+    /// Makes the writer own writing, unless someone already does.
     fn hand_to_writer(&self, queue: &mut Queue) {
         if queue.owner == Owner::Nobody {
             queue.owner = Owner::Writer;
@@ -439,7 +447,7 @@ impl Shared {
     }
 
     /// Called by the owner of writing (a sender): writes what is queued without blocking, then
-    /// gives up ownership, handing any rest to the writer task.
+    /// gives up ownership, handing any rest to the writer.
     fn write_claimed(&self, cx: &mut Context<'_>) {
         let mut batch = std::mem::take(&mut self.lock_queue().batch);
         let written = write_batch(&mut self.lock_io().stream, &mut batch, &self.writes, cx);
@@ -459,7 +467,7 @@ impl Shared {
                 drop(queue);
                 self.room_freed();
             }
-            // The socket is full, or more frames arrived meanwhile: the writer task takes
+            // The socket is full, or more frames arrived meanwhile: the writer takes
             // over, ahead of newer frames with whatever is left of ours. (A full socket also
             // holds the sender's waker now, if it had one; waking it later is harmless.)
             _ => {

@@ -6,7 +6,7 @@ use tokio::io::AsyncReadExt;
 
 #[tokio::test]
 async fn writes_every_frame_in_order_through_a_small_pipe_then_closes() {
-    // A 7-byte pipe forces partial writes and hand-offs to the writer task.
+    // A 7-byte pipe forces partial writes and hand-offs to the writer.
     let (client, mut server) = tokio::io::duplex(7);
     let (sink, writer) = FrameSink::new(Box::pin(client));
     let writer = tokio::spawn(writer.run(None));
@@ -46,7 +46,7 @@ async fn a_peer_that_does_not_read_fails_the_writer_after_the_stall_limit() {
 
 #[tokio::test]
 async fn a_stream_waits_where_a_reply_still_gets_into_the_queue() {
-    // Nobody reads the pipe and no writer task runs: what is queued stays queued.
+    // Nobody reads the pipe and no writer runs: what is queued stays queued.
     let (client, _server) = tokio::io::duplex(16);
     let (sink, _writer) = FrameSink::new(Box::pin(client));
     let items = || Bytes::from(vec![0u8; MAX_QUEUED_STREAM_BYTES / 2 + 1]);

@@ -118,7 +118,7 @@ impl Connection {
                 // its own frame, from its own task; else the reader writes it when it starts.
                 let _ = sink.try_send(Bytes::from(early.hello.to_bytes()), Delivery::Corked);
                 let (verdict, hello) = watch::channel(Verdict::Waiting);
-                // Settling the hello is boxed (and freed once done), and the reader task
+                // Settling the hello is boxed (and freed once done), and the connection's task
                 // holds either it or the read loop: the task lives as long as the connection.
                 let settling = Box::pin(settle_early(
                     early,

@@ -1,5 +1,5 @@
 //! The deadlines of one connection's waiting calls, in one structure swept by the
-//! connection's reader task, instead of a tokio timer per call.
+//! connection's reader, instead of a tokio timer per call.
 //!
 //! A timer per call costs a registration with tokio's timer wheel when first polled and a
 //! removal (under the wheel's lock) when dropped, on every call, though nearly every call

@@ -84,7 +84,7 @@ impl Connection {
     ) -> Result<Option<WaitingSend>, Error> {
         self.pending
             .register(request_id, deadline, Some(cx.waker().clone()))?;
-        // A lone call writes its own frame; among many, the writer task batches them.
+        // A lone call writes its own frame; among many, the connection's writer batches them.
         let delivery = if self.pending.len() <= 1 {
             Delivery::Now
         } else {

@@ -30,7 +30,7 @@ const SWEEP_EVERY: u32 = 64;
 /// Reads frames until the connection ends, then fails every call still waiting.
 ///
 /// An `async` block rather than an `async fn`, which would keep a second copy of its
-/// arguments: the reader task lives as long as the connection.
+/// arguments: the connection's task, which runs it, lives as long as the connection.
 #[allow(
     clippy::manual_async_fn,
     reason = "an `async fn` keeps a second copy of its arguments in its state"
@@ -77,9 +77,13 @@ where
                         // The writer, run in this task, ended: the connection was dropped or
                         // closed and what it queued is written, or writing failed.
                         () = writer_ended(&sink) => {
-                            reason = "the connection closed: it was dropped or closed, or \
-                                      writing to the server failed"
-                                .to_owned();
+                            reason = if sink.write_failed() {
+                                "writing to the server failed (it stopped reading, or the \
+                                 connection broke)"
+                            } else {
+                                "the connection was closed by its owner"
+                            }
+                            .to_owned();
                             break;
                         }
                         () = poll_fn(|cx| pending.poll_expiry(cx)) => {

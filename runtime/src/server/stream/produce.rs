@@ -246,7 +246,7 @@ fn produce_into(
     produced
 }
 
-/// Queues a batch of `count` items: the writer task coalesces a busy stream's batches into
+/// Queues a batch of `count` items: the connection's writer coalesces a busy stream's batches into
 /// few writes.
 async fn send_items(opened: &StreamOut, frames: Bytes, count: u64) -> Result<(), ()> {
     opened.sent_bytes.increment(frames.len() as u64);
